@@ -1,0 +1,22 @@
+/** Two tiers: unit specs beside the code, end-to-end specs in test/ (real Postgres, Redis, SMTP, DNS). */
+const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json' }];
+module.exports = {
+  maxWorkers: 2,
+  projects: [
+    {
+      displayName: 'unit',
+      testEnvironment: 'node',
+      rootDir: '.',
+      testMatch: ['<rootDir>/src/**/*.spec.ts'],
+      transform: { '^.+\\.ts$': tsJest },
+    },
+    {
+      displayName: 'e2e',
+      testEnvironment: 'node',
+      rootDir: '.',
+      testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
+      transform: { '^.+\\.ts$': tsJest },
+      testTimeout: 60000,
+    },
+  ],
+};

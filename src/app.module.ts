@@ -1,0 +1,32 @@
+import { DynamicModule, Module, Type } from '@nestjs/common';
+import { CommonModule } from './common/common.module';
+import { LoggerModule } from './common/logging/logger.module';
+import { AppConfig } from './config/config';
+import { ConfigModule } from './config/config.module';
+import { DatabaseModule } from './database/database.module';
+import { HealthModule } from './health/health.module';
+import { ProjectsModule } from './projects/projects.module';
+import { QueueModule } from './queue/queue.module';
+import { RedisModule } from './queue/redis.module';
+
+/** Feature modules: a new feature is a folder under src/ and one line here. */
+export const FEATURE_MODULES: Type[] = [HealthModule];
+
+@Module({})
+export class AppModule {
+  static register(config: AppConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        LoggerModule.forRoot(config),
+        DatabaseModule,
+        RedisModule,
+        QueueModule.forRoot(config),
+        CommonModule,
+        ProjectsModule,
+        ...FEATURE_MODULES,
+      ],
+    };
+  }
+}

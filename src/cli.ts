@@ -1,0 +1,157 @@
+import 'reflect-metadata';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { parseArgs } from 'node:util';
+import { ApiException } from './common/errors/api-exception';
+import { AppConfig, ConfigValidationError, loadConfig } from './config/config';
+import { ConfigModule } from './config/config.module';
+import { DatabaseModule } from './database/database.module';
+import { prepareDatabase } from './database/prepare-database';
+import { ApiKeyType } from './projects/api-key.entity';
+import { ProjectsModule } from './projects/projects.module';
+import { ProjectsService } from './projects/projects.service';
+
+const USAGE = `Usage: node dist/cli.js <command> [--json]
+
+Commands:
+  migrate                                   apply pending database migrations
+  projects create --name <name>             create a project with one secret and one public key
+  projects list                             list projects
+  projects disable <projectId>              refuse every request of the project (403)
+  projects enable <projectId>               allow it again
+  keys create <projectId> --type secret|public
+  keys revoke <keyId>
+  keys list <projectId>
+
+--json prints one JSON document on stdout. API keys are shown once, on creation.`;
+
+class UsageError extends Error {}
+
+@Module({})
+class CliModule {
+  static register(config: AppConfig) {
+    return { module: CliModule, imports: [ConfigModule.forRoot(config), DatabaseModule, ProjectsModule] };
+  }
+}
+
+type Output = { json: unknown; text: string };
+
+async function run(config: AppConfig, positionals: string[], name: string | undefined, type: string | undefined) {
+  const [group, action, arg] = positionals;
+  if (group === 'migrate') {
+    const applied = await prepareDatabase(config.databaseUrl);
+    return { json: { applied }, text: applied.length ? `Applied: ${applied.join(', ')}` : 'Nothing to apply' };
+  }
+  await prepareDatabase(config.databaseUrl);
+  const app = await NestFactory.createApplicationContext(CliModule.register(config), { logger: ['error'] });
+  try {
+    const projects = app.get(ProjectsService);
+    return await dispatch(projects, group, action, arg, name, type);
+  } finally {
+    await app.close();
+  }
+}
+
+async function dispatch(
+  projects: ProjectsService,
+  group: string | undefined,
+  action: string | undefined,
+  arg: string | undefined,
+  name: string | undefined,
+  type: string | undefined,
+): Promise<Output> {
+  const need = (value: string | undefined, what: string): string => {
+    if (!value) throw new UsageError(`Missing ${what}`);
+    return value;
+  };
+  switch (`${group} ${action}`) {
+    case 'projects create': {
+      const created = await projects.createProject(need(name, '--name'));
+      return {
+        json: created,
+        text: `Project ${created.project.id} (${created.project.name})\nsecret key: ${created.secretKey}\npublic key: ${created.publicKey}\nStore these keys now: they are not shown again.`,
+      };
+    }
+    case 'projects list': {
+      const list = await projects.listProjects();
+      return {
+        json: { projects: list },
+        text: list.map((p) => `${p.id}  ${p.enabled ? 'enabled ' : 'disabled'}  ${p.name}`).join('\n') || 'No projects',
+      };
+    }
+    case 'projects disable':
+    case 'projects enable': {
+      const project = await projects.setEnabled(need(arg, '<projectId>'), action === 'enable');
+      return { json: { project }, text: `Project ${project.id} ${project.enabled ? 'enabled' : 'disabled'}` };
+    }
+    case 'keys create': {
+      if (type !== 'secret' && type !== 'public') throw new UsageError('--type must be secret or public');
+      const created = await projects.createKey(
+        need(arg, '<projectId>'),
+        type === 'secret' ? ApiKeyType.SECRET : ApiKeyType.PUBLIC,
+      );
+      return { json: created, text: `Key ${created.key.id}: ${created.apiKey}\nStore it now: it is not shown again.` };
+    }
+    case 'keys revoke': {
+      const key = await projects.revokeKey(need(arg, '<keyId>'));
+      return { json: { key }, text: `Key ${key.id} revoked` };
+    }
+    case 'keys list': {
+      const keys = await projects.listKeys(need(arg, '<projectId>'));
+      return {
+        json: { keys },
+        text: keys.map((k) => `${k.id}  ${k.type.padEnd(6)}  ${k.prefix}…  ${k.revoked ? 'revoked' : 'active'}`).join('\n') || 'No keys',
+      };
+    }
+    default:
+      throw new UsageError(`Unknown command: ${[group, action].filter(Boolean).join(' ') || '(none)'}`);
+  }
+}
+
+async function main(): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      allowPositionals: true,
+      options: {
+        json: { type: 'boolean', default: false },
+        name: { type: 'string' },
+        type: { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (error) {
+    console.error((error as Error).message + '\n\n' + USAGE);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help || positionals.length === 0) {
+    console.error(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const emit = (json: unknown, text: string, stream: NodeJS.WriteStream = process.stdout) =>
+    stream.write((values.json ? JSON.stringify(json) : text) + '\n');
+  try {
+    const config = loadConfig();
+    const out = await run(config, positionals, values.name, values.type);
+    emit(out.json, out.text);
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      emit({ error: { code: 'USAGE', message: error.message } }, `${error.message}\n\n${USAGE}`, values.json ? process.stdout : process.stderr);
+      return 2;
+    }
+    const code = error instanceof ApiException ? error.code : error instanceof ConfigValidationError ? 'CONFIG' : 'ERROR';
+    const message = error instanceof Error ? error.message : String(error);
+    emit({ error: { code, message } }, `Error: ${message}`, values.json ? process.stdout : process.stderr);
+    return 1;
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,71 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyReply } from 'fastify';
+import { isWellFormedKey } from '../../projects/api-key.crypto';
+import { ApiKeyType } from '../../projects/api-key.entity';
+import { ProjectsService } from '../../projects/projects.service';
+import { ApiException } from '../errors/api-exception';
+import { RateLimitService, RateLimitState } from '../rate-limit/rate-limit.service';
+import { AUTH_MODE_KEY, AuthenticatedRequest, AuthMode } from './auth.decorators';
+
+/**
+ * Global guard. Order matters: a client IP over its failed-auth budget is
+ * refused before any lookup; then the key; then the project; then the route's
+ * key type; finally the per-project request budget.
+ */
+@Injectable()
+export class ApiKeyGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly projects: ProjectsService,
+    private readonly rateLimits: RateLimitService,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const mode =
+      this.reflector.getAllAndOverride<AuthMode>(AUTH_MODE_KEY, [context.getHandler(), context.getClass()]) ??
+      'secret';
+    if (mode === 'none') return true;
+
+    const http = context.switchToHttp();
+    const request = http.getRequest<AuthenticatedRequest>();
+    const reply = http.getResponse<FastifyReply>();
+    const ip = request.ip;
+
+    const blocked = await this.rateLimits.authBlocked(ip);
+    if (blocked) throw tooManyRequests(reply, blocked, 'Too many failed authentication attempts from this address');
+
+    const header = request.headers.authorization;
+    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!match) {
+      await this.rateLimits.recordAuthFailure(ip);
+      throw new ApiException(401, 'MISSING_API_KEY', 'Missing API key: send "Authorization: Bearer <key>"');
+    }
+    const key = match[1];
+    const auth = isWellFormedKey(key) ? await this.projects.authenticate(key) : null;
+    if (!auth) {
+      await this.rateLimits.recordAuthFailure(ip);
+      throw new ApiException(401, 'INVALID_API_KEY', 'The API key is invalid or has been revoked');
+    }
+    if (!auth.project.enabled) {
+      throw new ApiException(403, 'PROJECT_DISABLED', 'The project of this API key is disabled');
+    }
+    if (auth.keyType === ApiKeyType.PUBLIC && mode !== 'public-allowed') {
+      throw new ApiException(403, 'FORBIDDEN', 'A public key may only be used on POST /v1/track');
+    }
+
+    const budget = await this.rateLimits.consumeProject(auth.project.id);
+    reply.header('RateLimit-Limit', String(budget.limit));
+    reply.header('RateLimit-Remaining', String(budget.remaining));
+    reply.header('RateLimit-Reset', String(budget.resetSeconds));
+    if (!budget.allowed) throw tooManyRequests(reply, budget, 'Rate limit exceeded for this project');
+
+    request.auth = auth;
+    return true;
+  }
+}
+
+function tooManyRequests(reply: FastifyReply, state: RateLimitState, message: string): ApiException {
+  reply.header('Retry-After', String(state.resetSeconds));
+  return new ApiException(429, 'RATE_LIMIT_EXCEEDED', message);
+}

@@ -1,0 +1,31 @@
+import { createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import type { AuthenticatedKey } from '../../projects/projects.service';
+
+export const AUTH_MODE_KEY = 'mailwright:auth-mode';
+export type AuthMode = 'secret' | 'public-allowed' | 'none';
+
+/** The route needs no key at all (health, docs, unsubscribe, tracking links). */
+export const NoApiKey = () => SetMetadata(AUTH_MODE_KEY, 'none' satisfies AuthMode);
+
+/** The route accepts a public `pk_` key as well as a secret one (POST /v1/track). */
+export const AllowPublicKey = () => SetMetadata(AUTH_MODE_KEY, 'public-allowed' satisfies AuthMode);
+
+/** The project of the calling key, as resolved by the API-key guard. */
+export interface CurrentProjectInfo {
+  id: string;
+  name: string;
+}
+
+export type AuthenticatedRequest = FastifyRequest & { auth?: AuthenticatedKey };
+
+export const CurrentProject = createParamDecorator(
+  (_data: unknown, ctx: ExecutionContext): CurrentProjectInfo => {
+    const request = ctx.switchToHttp().getRequest<AuthenticatedRequest>();
+    if (!request.auth) {
+      // A route without a key asked for a project: a programming error, not a client one.
+      throw new Error('CurrentProject used on a route that is not authenticated');
+    }
+    return { id: request.auth.project.id, name: request.auth.project.name };
+  },
+);

@@ -1,0 +1,146 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiException, FieldError } from './api-exception';
+import { codeForStatus, defaultSuggestion } from './error-codes';
+import { flattenValidationErrors, RequestValidationException } from '../validation/validation-errors';
+
+export interface ErrorEnvelope {
+  success: false;
+  error: {
+    code: string;
+    message: string;
+    statusCode: number;
+    requestId: string;
+    errors?: FieldError[];
+    suggestion: string;
+  };
+  timestamp: string;
+}
+
+interface Rendered {
+  status: number;
+  code: string;
+  message: string;
+  errors?: FieldError[];
+  suggestion?: string;
+  headers?: Record<string, string>;
+}
+
+/** Fastify's own errors (body parsing, limits) carry a code and a statusCode. */
+interface FrameworkError {
+  code?: string;
+  statusCode?: number;
+  message?: string;
+}
+
+function fromFramework(error: FrameworkError): Rendered | null {
+  if (typeof error.statusCode !== 'number' || error.statusCode < 400 || error.statusCode >= 500) {
+    return null;
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, code: 'PAYLOAD_TOO_LARGE', message: 'The request body is too large' };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return {
+        status: 400,
+        code: 'BAD_REQUEST',
+        message: 'Unsupported content type; send application/json',
+        errors: [{ field: 'content-type', message: 'Unsupported content type', code: 'invalid_string' }],
+      };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { status: 400, code: 'BAD_REQUEST', message: 'The JSON body is empty' };
+    default:
+      if (error.statusCode === 400) {
+        return { status: 400, code: 'BAD_REQUEST', message: 'Malformed request body' };
+      }
+      return { status: error.statusCode, code: codeForStatus(error.statusCode), message: 'Request rejected' };
+  }
+}
+
+function render(exception: unknown): Rendered | null {
+  if (exception instanceof ApiException) {
+    return {
+      status: exception.getStatus(),
+      code: exception.code,
+      message: exception.message,
+      errors: exception.details.errors,
+      suggestion: exception.details.suggestion,
+      headers: exception.details.headers,
+    };
+  }
+  if (exception instanceof RequestValidationException) {
+    const errors = flattenValidationErrors(exception.validationErrors);
+    if (exception.location === 'body' || exception.location === 'custom') {
+      return { status: 422, code: 'VALIDATION_ERROR', message: 'Validation failed', errors };
+    }
+    return {
+      status: 400,
+      code: 'BAD_REQUEST',
+      message: `Invalid ${exception.location === 'query' ? 'query' : 'path'} parameter`,
+      errors,
+    };
+  }
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    if (status === 404) {
+      return { status, code: 'ROUTE_NOT_FOUND', message: 'No route matches this method and path' };
+    }
+    if (status === 400) {
+      // Nest turns body-parser SyntaxErrors into BadRequestException.
+      return { status, code: 'BAD_REQUEST', message: 'Malformed request: the body is not valid JSON' };
+    }
+    if (status < 500) return { status, code: codeForStatus(status), message: exception.message };
+    return null;
+  }
+  if (exception instanceof SyntaxError) {
+    return { status: 400, code: 'BAD_REQUEST', message: 'Malformed request: the body is not valid JSON' };
+  }
+  if (exception && typeof exception === 'object') return fromFramework(exception as FrameworkError);
+  return null;
+}
+
+/**
+ * The one place that writes error responses: our ApiExceptions, validation
+ * failures, Nest's and Fastify's own errors. Unknown errors become a generic
+ * 500 and are logged with the request id; no stack or SQL leaves the process.
+ */
+@Catch()
+export class AllExceptionsFilter implements ExceptionFilter {
+  private readonly logger = new Logger('ExceptionFilter');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const reply = http.getResponse<FastifyReply>();
+    const request = http.getRequest<FastifyRequest>();
+    const requestId = String(request?.id ?? '');
+
+    let rendered = render(exception);
+    if (!rendered) {
+      this.logger.error(
+        { err: exception, requestId, method: request?.method, url: request?.url },
+        'Unhandled error',
+      );
+      rendered = { status: 500, code: 'INTERNAL_ERROR', message: 'An unexpected error occurred' };
+    }
+
+    const body: ErrorEnvelope = {
+      success: false,
+      error: {
+        code: rendered.code,
+        message: rendered.message,
+        statusCode: rendered.status,
+        requestId,
+        ...(rendered.errors && rendered.errors.length > 0 ? { errors: rendered.errors } : {}),
+        suggestion: rendered.suggestion || defaultSuggestion(rendered.code),
+      },
+      timestamp: new Date().toISOString(),
+    };
+    if (reply.sent) return;
+    for (const [name, value] of Object.entries(rendered.headers ?? {})) reply.header(name, value);
+    void reply
+      .status(rendered.status)
+      .header('x-request-id', requestId)
+      .header('content-type', 'application/json; charset=utf-8')
+      .send(body);
+  }
+}

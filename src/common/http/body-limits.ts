@@ -1,0 +1,8 @@
+/** Request body limits (contract: 10 MB on /v1/send, 1 MB elsewhere). */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/** Routes allowed a larger body, keyed by "METHOD /path" as Fastify registers them. */
+export const ROUTE_BODY_LIMITS: Record<string, number> = {
+  'POST /v1/send': 10 * 1024 * 1024,
+  'POST /contacts/import': 10 * 1024 * 1024,
+};

@@ -1,0 +1,51 @@
+import { ArgumentMetadata, Injectable, ValidationPipe } from '@nestjs/common';
+import { ApiException } from '../errors/api-exception';
+import { RequestValidationException, ValidationLocation } from './validation-errors';
+
+const BASE_OPTIONS = {
+  transform: true,
+  whitelist: true,
+  validationError: { target: false, value: true },
+  exceptionFactory: (errors: import('class-validator').ValidationError[]) =>
+    new RequestValidationException(errors),
+} as const;
+
+/**
+ * The one global pipe. Bodies reject unknown keys (422 unrecognized_keys);
+ * query strings drop unknown parameters so cache-busters do not break clients.
+ * The failure records where it happened so the filter can answer 422 or 400.
+ */
+@Injectable()
+export class AppValidationPipe extends ValidationPipe {
+  private readonly lenient = new ValidationPipe({ ...BASE_OPTIONS, forbidNonWhitelisted: false });
+
+  constructor() {
+    super({ ...BASE_OPTIONS, forbidNonWhitelisted: true });
+  }
+
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    const location: ValidationLocation =
+      metadata.type === 'body' || metadata.type === 'query' || metadata.type === 'param'
+        ? metadata.type
+        : 'custom';
+    if (location === 'body' && this.isDto(metadata) && !isPlainObject(value ?? {})) {
+      throw ApiException.badRequest('The request body must be a JSON object');
+    }
+    try {
+      return location === 'query'
+        ? await this.lenient.transform(value, metadata)
+        : await super.transform(value, metadata);
+    } catch (error) {
+      if (error instanceof RequestValidationException) error.location = location;
+      throw error;
+    }
+  }
+
+  private isDto(metadata: ArgumentMetadata): boolean {
+    return !!metadata.metatype && this.toValidate(metadata);
+  }
+}
+
+function isPlainObject(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,194 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+
+export type AppRole = 'all' | 'api' | 'worker';
+const ROLES: readonly AppRole[] = ['all', 'api', 'worker'];
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * The whole runtime configuration, validated once at boot. Nothing else in the
+ * code base reads process.env: it asks for an AppConfig.
+ */
+export interface AppConfig {
+  nodeEnv: string;
+  role: AppRole;
+  port: number;
+  host: string;
+  databaseUrl: string;
+  redisUrl: string;
+  queuePrefix: string;
+  publicUrl: string;
+  smtpUrl: string | null;
+  mailOutboxDir: string;
+  emailRatePerSecond: number;
+  apiRateLimitPerMinute: number;
+  authFailureLimitPerMinute: number;
+  dnsServers: string[];
+  appSecret: string;
+  logLevel: LogLevel;
+  trustProxy: boolean;
+  webhookAllowPrivate: boolean;
+}
+
+export class ConfigValidationError extends Error {
+  constructor(public readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigValidationError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads one variable; empty strings count as unset so `FOO=` falls back to the default. */
+function read(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+class Reader {
+  readonly problems: string[] = [];
+  constructor(private readonly env: Env) {}
+
+  string(name: string, fallback: string): string {
+    return read(this.env, name) ?? fallback;
+  }
+
+  optional(name: string): string | null {
+    return read(this.env, name) ?? null;
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const raw = read(this.env, name);
+    if (raw === undefined) return fallback;
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      this.problems.push(`${name}: expected an integer from ${min} to ${max}, got "${raw}"`);
+      return fallback;
+    }
+    return Number(raw);
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const raw = read(this.env, name);
+    if (raw === undefined) return fallback;
+    if (/^(true|1|yes)$/i.test(raw)) return true;
+    if (/^(false|0|no)$/i.test(raw)) return false;
+    this.problems.push(`${name}: expected true or false, got "${raw}"`);
+    return fallback;
+  }
+
+  oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[]): T {
+    const raw = read(this.env, name);
+    if (raw === undefined) return fallback;
+    if (!(allowed as readonly string[]).includes(raw)) {
+      this.problems.push(`${name}: expected one of ${allowed.join(', ')}, got "${raw}"`);
+      return fallback;
+    }
+    return raw as T;
+  }
+
+  url(name: string, fallback: string | null, protocols: string[]): string | null {
+    const raw = read(this.env, name) ?? fallback;
+    if (raw === null) return null;
+    try {
+      const parsed = new URL(raw);
+      if (!protocols.includes(parsed.protocol)) {
+        this.problems.push(`${name}: expected a ${protocols.join(' or ')} URL, got "${parsed.protocol}"`);
+      }
+    } catch {
+      this.problems.push(`${name}: not a valid URL`);
+    }
+    return raw;
+  }
+}
+
+function parseDnsServers(reader: Reader, raw: string | null): string[] {
+  if (raw === null) return [];
+  const servers = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const server of servers) {
+    const match = /^(\[[0-9a-fA-F:]+\]|[^:]+)(?::(\d{1,5}))?$/.exec(server);
+    if (!match || (match[2] !== undefined && Number(match[2]) > 65535)) {
+      reader.problems.push(`DNS_SERVERS: "${server}" is not host[:port]`);
+    }
+  }
+  return servers;
+}
+
+/**
+ * APP_SECRET encrypts DKIM keys and signs links. Outside production a missing
+ * secret is generated once into ./var/app-secret so restarts keep old links valid.
+ */
+function resolveAppSecret(reader: Reader, nodeEnv: string, secretFile: string): string {
+  const given = reader.optional('APP_SECRET');
+  if (given !== null) {
+    if (given.length < 32) reader.problems.push('APP_SECRET: must be at least 32 characters');
+    return given;
+  }
+  if (nodeEnv === 'production') {
+    reader.problems.push('APP_SECRET: required when NODE_ENV=production');
+    return '';
+  }
+  if (existsSync(secretFile)) {
+    const stored = readFileSync(secretFile, 'utf8').trim();
+    if (stored.length >= 32) return stored;
+  }
+  const generated = randomBytes(32).toString('hex');
+  mkdirSync(dirname(secretFile), { recursive: true });
+  writeFileSync(secretFile, `${generated}\n`, { mode: 0o600 });
+  chmodSync(secretFile, 0o600);
+  return generated;
+}
+
+export function loadConfig(env: Env = process.env, cwd: string = process.cwd()): AppConfig {
+  const r = new Reader(env);
+  const nodeEnv = r.string('NODE_ENV', 'development');
+  const port = r.int('PORT', 3000, 1, 65535);
+  const smtpUrl = r.url('SMTP_URL', null, ['smtp:', 'smtps:']);
+  const config: AppConfig = {
+    nodeEnv,
+    role: r.oneOf('APP_ROLE', 'all', ROLES),
+    port,
+    host: r.string('HOST', '0.0.0.0'),
+    databaseUrl:
+      r.url('DATABASE_URL', 'postgresql://postgres@127.0.0.1:5432/mailwright', [
+        'postgres:',
+        'postgresql:',
+      ]) ?? '',
+    redisUrl: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']) ?? '',
+    queuePrefix: r.string('QUEUE_PREFIX', 'mailwright'),
+    publicUrl: (r.url('PUBLIC_URL', `http://localhost:${port}`, ['http:', 'https:']) ?? '').replace(
+      /\/+$/,
+      '',
+    ),
+    smtpUrl,
+    mailOutboxDir: resolve(cwd, r.string('MAIL_OUTBOX_DIR', './var/outbox')),
+    emailRatePerSecond: r.int('EMAIL_RATE_PER_SECOND', 14, 1, 1_000_000),
+    apiRateLimitPerMinute: r.int('API_RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
+    authFailureLimitPerMinute: r.int('AUTH_FAILURE_LIMIT_PER_MINUTE', 30, 1, 10_000_000),
+    dnsServers: parseDnsServers(r, r.optional('DNS_SERVERS')),
+    appSecret: '',
+    logLevel: r.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
+    trustProxy: r.bool('TRUST_PROXY', false),
+    webhookAllowPrivate: r.bool('WEBHOOK_ALLOW_PRIVATE', false),
+  };
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(config.queuePrefix)) {
+    r.problems.push('QUEUE_PREFIX: 1..64 characters of letters, digits, "_" or "-"');
+  }
+  if (r.problems.length === 0) {
+    config.appSecret = resolveAppSecret(r, nodeEnv, resolve(cwd, 'var/app-secret'));
+  }
+  if (r.problems.length > 0) throw new ConfigValidationError(r.problems);
+  return config;
+}
+
+export function runsApi(config: AppConfig): boolean {
+  return config.role === 'all' || config.role === 'api';
+}
+
+export function runsWorkers(config: AppConfig): boolean {
+  return config.role === 'all' || config.role === 'worker';
+}

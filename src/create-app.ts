@@ -1,0 +1,69 @@
+import { BullRegistrar } from '@nestjs/bullmq';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { Logger } from 'nestjs-pino';
+import { AppModule } from './app.module';
+import { DEFAULT_BODY_LIMIT, ROUTE_BODY_LIMITS } from './common/http/body-limits';
+import { generateRequestId } from './common/http/request-id';
+import { AppConfig, runsWorkers } from './config/config';
+
+function createAdapter(config: AppConfig): FastifyAdapter {
+  const adapter = new FastifyAdapter({
+    bodyLimit: DEFAULT_BODY_LIMIT,
+    genReqId: generateRequestId,
+    trustProxy: config.trustProxy,
+    logger: false,
+    return503OnClosing: true,
+  });
+  const fastify = adapter.getInstance();
+  fastify.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      const limit = ROUTE_BODY_LIMITS[`${method} ${route.url}`];
+      if (limit) route.bodyLimit = limit;
+    }
+  });
+  fastify.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+  });
+  // CSV imports arrive as text. (JSON and url-encoded forms, for RFC 8058 one-click
+  // unsubscribe, are parsed by Nest's adapter.)
+  fastify.addContentTypeParser('text/csv', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  return adapter;
+}
+
+function setupOpenApi(app: NestFastifyApplication): void {
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('Mailwright API')
+      .setDescription(
+        'Transactional email, events, contacts, templates, campaigns, segments, workflows and sending domains.',
+      )
+      .setVersion('1')
+      .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'sk_… (or pk_… on POST /v1/track)' })
+      .addSecurityRequirements('bearer')
+      .build(),
+  );
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json', yamlDocumentUrl: 'openapi.yaml' });
+}
+
+/**
+ * Builds the whole application for a given configuration: used by main.ts
+ * and by the end-to-end tests, which boot several instances side by side.
+ * The database must already be migrated (prepareDatabase).
+ */
+export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config), createAdapter(config), {
+    bufferLogs: true,
+    abortOnError: false,
+  });
+  app.useLogger(app.get(Logger));
+  app.enableShutdownHooks();
+  setupOpenApi(app);
+  await app.init();
+  if (runsWorkers(config)) app.get(BullRegistrar).register();
+  return app;
+}

@@ -1,0 +1,24 @@
+import { join } from 'node:path';
+import type { DataSourceOptions } from 'typeorm';
+import { SnakeNamingStrategy } from './snake-naming.strategy';
+
+/**
+ * Entities and migrations are found by file pattern so a new feature folder
+ * needs no registration here; the same options serve the app, the CLI and
+ * TypeORM's own migration commands.
+ */
+export function dataSourceOptions(databaseUrl: string): DataSourceOptions {
+  const root = join(__dirname, '..');
+  return {
+    type: 'postgres',
+    url: databaseUrl,
+    entities: [join(root, '**/*.entity.{ts,js}')],
+    migrations: [join(__dirname, 'migrations/*.{ts,js}')],
+    migrationsTableName: 'migrations',
+    migrationsTransactionMode: 'each',
+    namingStrategy: new SnakeNamingStrategy(),
+    synchronize: false,
+    logging: false,
+    extra: { max: 20, application_name: 'mailwright' },
+  };
+}

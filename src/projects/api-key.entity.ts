@@ -1,0 +1,34 @@
+import { Column, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
+import { BaseEntity } from '../database/base.entity';
+import { Project } from './project.entity';
+
+export enum ApiKeyType {
+  SECRET = 'SECRET',
+  PUBLIC = 'PUBLIC',
+}
+
+/** Only the SHA-256 of a key is stored; the key itself is shown once, at creation. */
+@Entity('api_keys')
+export class ApiKey extends BaseEntity {
+  @Index()
+  @Column('uuid')
+  projectId: string;
+
+  @ManyToOne(() => Project, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'project_id' })
+  project?: Project;
+
+  @Column({ type: 'enum', enum: ApiKeyType, enumName: 'api_key_type' })
+  type: ApiKeyType;
+
+  /** `sk_AbCd…`: enough to recognise a key in a listing, useless to an attacker. */
+  @Column({ type: 'varchar', length: 16 })
+  prefix: string;
+
+  @Index({ unique: true })
+  @Column({ type: 'bytea' })
+  hash: Buffer;
+
+  @Column({ type: 'timestamptz', nullable: true })
+  revokedAt: Date | null;
+}

@@ -1,0 +1,146 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
+import { DataSource, Repository } from 'typeorm';
+import { ApiException } from '../common/errors/api-exception';
+import { isUuid, newId } from '../database/id';
+import { displayPrefix, generateApiKey, hashApiKey, hashesEqual } from './api-key.crypto';
+import { ApiKey, ApiKeyType } from './api-key.entity';
+import { Project } from './project.entity';
+
+export interface ProjectView {
+  id: string;
+  name: string;
+  enabled: boolean;
+  createdAt: string;
+}
+
+export interface ApiKeyView {
+  id: string;
+  projectId: string;
+  type: 'secret' | 'public';
+  prefix: string;
+  revoked: boolean;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+/** The result of resolving a bearer key: who is calling, with which kind of key. */
+export interface AuthenticatedKey {
+  keyId: string;
+  keyType: ApiKeyType;
+  project: { id: string; name: string; enabled: boolean };
+}
+
+@Injectable()
+export class ProjectsService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectRepository(Project) private readonly projects: Repository<Project>,
+    @InjectRepository(ApiKey) private readonly keys: Repository<ApiKey>,
+  ) {}
+
+  /** A new project comes with one secret and one public key; both are returned only here. */
+  async createProject(
+    name: string,
+  ): Promise<{ project: ProjectView; secretKey: string; publicKey: string }> {
+    const trimmed = name.trim();
+    if (!trimmed || trimmed.length > 200) {
+      throw ApiException.validation([{ field: 'name', message: 'name must be 1..200 characters', code: 'too_small' }]);
+    }
+    return this.dataSource.transaction(async (manager) => {
+      const project = manager.create(Project, { id: newId(), name: trimmed, enabled: true });
+      await manager.save(project);
+      const secretKey = generateApiKey(ApiKeyType.SECRET);
+      const publicKey = generateApiKey(ApiKeyType.PUBLIC);
+      await manager.save(ApiKey, [this.keyRow(project.id, ApiKeyType.SECRET, secretKey), this.keyRow(project.id, ApiKeyType.PUBLIC, publicKey)]);
+      return { project: toProjectView(project), secretKey, publicKey };
+    });
+  }
+
+  async listProjects(): Promise<ProjectView[]> {
+    const rows = await this.projects.find({ order: { id: 'DESC' } });
+    return rows.map(toProjectView);
+  }
+
+  async setEnabled(projectId: string, enabled: boolean): Promise<ProjectView> {
+    const project = await this.findProject(projectId);
+    project.enabled = enabled;
+    await this.projects.save(project);
+    return toProjectView(project);
+  }
+
+  async createKey(projectId: string, type: ApiKeyType): Promise<{ key: ApiKeyView; apiKey: string }> {
+    await this.findProject(projectId);
+    const apiKey = generateApiKey(type);
+    const row = await this.keys.save(this.keyRow(projectId, type, apiKey));
+    return { key: toKeyView(row), apiKey };
+  }
+
+  async revokeKey(keyId: string): Promise<ApiKeyView> {
+    const row = isUuid(keyId) ? await this.keys.findOne({ where: { id: keyId } }) : null;
+    if (!row) throw new ApiException(404, 'KEY_NOT_FOUND', `API key ${keyId} was not found`);
+    if (!row.revokedAt) {
+      row.revokedAt = new Date();
+      await this.keys.save(row);
+    }
+    return toKeyView(row);
+  }
+
+  async listKeys(projectId: string): Promise<ApiKeyView[]> {
+    await this.findProject(projectId);
+    const rows = await this.keys.find({ where: { projectId }, order: { id: 'DESC' } });
+    return rows.map(toKeyView);
+  }
+
+  /**
+   * Resolves a bearer key to its project. The lookup is by hash (indexed);
+   * the final comparison is constant-time. Revoked keys resolve to null.
+   */
+  async authenticate(apiKey: string): Promise<AuthenticatedKey | null> {
+    const hash = hashApiKey(apiKey);
+    const row = await this.keys
+      .createQueryBuilder('k')
+      .innerJoinAndSelect('k.project', 'p')
+      .where('k.hash = :hash', { hash })
+      .getOne();
+    if (!row || !row.project || row.revokedAt || !hashesEqual(row.hash, hash)) return null;
+    return {
+      keyId: row.id,
+      keyType: row.type,
+      project: { id: row.project.id, name: row.project.name, enabled: row.project.enabled },
+    };
+  }
+
+  private async findProject(projectId: string): Promise<Project> {
+    const project = isUuid(projectId) ? await this.projects.findOne({ where: { id: projectId } }) : null;
+    if (!project) throw new ApiException(404, 'PROJECT_NOT_FOUND', `Project ${projectId} was not found`);
+    return project;
+  }
+
+  private keyRow(projectId: string, type: ApiKeyType, apiKey: string): ApiKey {
+    return this.keys.create({
+      id: newId(),
+      projectId,
+      type,
+      prefix: displayPrefix(apiKey),
+      hash: hashApiKey(apiKey),
+      revokedAt: null,
+    });
+  }
+}
+
+function toProjectView(p: Project): ProjectView {
+  return { id: p.id, name: p.name, enabled: p.enabled, createdAt: p.createdAt.toISOString() };
+}
+
+function toKeyView(k: ApiKey): ApiKeyView {
+  return {
+    id: k.id,
+    projectId: k.projectId,
+    type: k.type === ApiKeyType.SECRET ? 'secret' : 'public',
+    prefix: k.prefix,
+    revoked: !!k.revokedAt,
+    createdAt: k.createdAt.toISOString(),
+    revokedAt: k.revokedAt ? k.revokedAt.toISOString() : null,
+  };
+}

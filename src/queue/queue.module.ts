@@ -1,0 +1,31 @@
+import { BullModule } from '@nestjs/bullmq';
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import { AppConfig } from '../config/config';
+import { DEFAULT_JOB_OPTIONS, QUEUES } from './queue.constants';
+import { redisConnectionOptions } from './redis';
+
+/**
+ * BullMQ wiring. Workers are registered by hand (manualRegistration) so an
+ * `APP_ROLE=api` process holds queues to produce into but runs no processor;
+ * see createApp, which registers them for the worker roles. Every queue of
+ * QUEUES is registered here once; feature modules inject them with @InjectQueue.
+ */
+@Global()
+@Module({})
+export class QueueModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return {
+      module: QueueModule,
+      imports: [
+        BullModule.forRoot({
+          connection: redisConnectionOptions(config.redisUrl),
+          prefix: config.queuePrefix,
+          defaultJobOptions: DEFAULT_JOB_OPTIONS,
+          extraOptions: { manualRegistration: true },
+        }),
+        BullModule.registerQueue(...Object.values(QUEUES).map((name) => ({ name }))),
+      ],
+      exports: [BullModule],
+    };
+  }
+}

@@ -1,0 +1,168 @@
+import { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { AppConfig, loadConfig } from '../../src/config/config';
+import { createApp } from '../../src/create-app';
+import { prepareDatabase } from '../../src/database/prepare-database';
+import { ProjectsService } from '../../src/projects/projects.service';
+import { createRedis } from '../../src/queue/redis';
+
+export const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+function uniqueName(prefix: string): string {
+  return `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
+}
+
+/** A database of its own for one test file, migrated, dropped by drop(). */
+export async function createTestDatabase(): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+  const name = uniqueName('mw_test');
+  const url = new URL(PG_ADMIN_URL);
+  url.pathname = `/${name}`;
+  await prepareDatabase(url.toString());
+  return {
+    url: url.toString(),
+    name,
+    drop: async () => {
+      const admin = new Client({ connectionString: PG_ADMIN_URL });
+      await admin.connect();
+      try {
+        await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      } finally {
+        await admin.end();
+      }
+    },
+  };
+}
+
+/** Deletes every Redis key under a test's queue prefix. */
+export async function flushPrefix(prefix: string): Promise<void> {
+  const redis = createRedis(TEST_REDIS_URL);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Environment for a test instance: quiet logs, an outbox in a temp dir, a fixed secret. */
+export function testConfig(databaseUrl: string, queuePrefix: string, env: Record<string, string> = {}): AppConfig {
+  const cwd = mkdtempSync(join(tmpdir(), 'mw-test-'));
+  return loadConfig(
+    {
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: TEST_REDIS_URL,
+      QUEUE_PREFIX: queuePrefix,
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+      APP_SECRET: 'test-secret-test-secret-test-secret-0123456789',
+      MAIL_OUTBOX_DIR: join(cwd, 'outbox'),
+      AUTH_FAILURE_LIMIT_PER_MINUTE: '1000',
+      ...env,
+    },
+    cwd,
+  );
+}
+
+export interface TestProject {
+  id: string;
+  secretKey: string;
+  publicKey: string;
+  /** Authorization header with the secret key. */
+  auth: { authorization: string };
+}
+
+export interface InjectOptions {
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+  url: string;
+  key?: string | null;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are asserted field by field in tests
+export interface InjectResult<T = any> {
+  status: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  body: T;
+  raw: string;
+}
+
+export class TestApp {
+  constructor(
+    readonly app: NestFastifyApplication,
+    readonly config: AppConfig,
+  ) {}
+
+  async createProject(name = 'Test project'): Promise<TestProject> {
+    const created = await this.app.get(ProjectsService).createProject(name);
+    return {
+      id: created.project.id,
+      secretKey: created.secretKey,
+      publicKey: created.publicKey,
+      auth: { authorization: `Bearer ${created.secretKey}` },
+    };
+  }
+
+  /** One HTTP request through Fastify's inject; `key` becomes the bearer header. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- see InjectResult
+  async request<T = any>(options: InjectOptions): Promise<InjectResult<T>> {
+    const headers: Record<string, string> = { ...(options.headers ?? {}) };
+    if (options.key) headers.authorization = `Bearer ${options.key}`;
+    let payload: string | undefined;
+    if (options.body !== undefined) {
+      payload = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await this.app.inject({ method: options.method, url: options.url, headers, payload });
+    let body: T;
+    try {
+      body = JSON.parse(res.body) as T;
+    } catch {
+      body = res.body as unknown as T;
+    }
+    return { status: res.statusCode, headers: res.headers, body, raw: res.body };
+  }
+
+  async close(): Promise<void> {
+    await this.app.close();
+  }
+}
+
+export async function startTestApp(config: AppConfig): Promise<TestApp> {
+  return new TestApp(await createApp(config), config);
+}
+
+/**
+ * The usual setup of an e2e file: its own database and queue prefix, one app
+ * (APP_ROLE=all unless env says otherwise), torn down by close().
+ */
+export async function setupTestApp(env: Record<string, string> = {}): Promise<{
+  app: TestApp;
+  db: { url: string; name: string };
+  prefix: string;
+  close: () => Promise<void>;
+}> {
+  const db = await createTestDatabase();
+  const prefix = uniqueName('mwt');
+  const app = await startTestApp(testConfig(db.url, prefix, env));
+  return {
+    app,
+    db,
+    prefix,
+    close: async () => {
+      await app.close();
+      await flushPrefix(prefix);
+      await db.drop();
+    },
+  };
+}
+
+export { uniqueName };
