@@ -2,12 +2,14 @@ import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ApiKey } from './api-key.entity';
 import { Project } from './project.entity';
+import { ProjectsController } from './projects.controller';
 import { ProjectsService } from './projects.service';
 
 /** Global: the API-key guard, registered app-wide, needs ProjectsService everywhere. */
 @Global()
 @Module({
   imports: [TypeOrmModule.forFeature([Project, ApiKey])],
+  controllers: [ProjectsController],
   providers: [ProjectsService],
   exports: [ProjectsService],
 })

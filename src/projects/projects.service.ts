@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, Repository } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
+import { Page, paginate, PaginationQueryDto } from '../common/pagination/pagination';
 import { isUuid, newId } from '../database/id';
 import { displayPrefix, generateApiKey, hashApiKey, hashesEqual } from './api-key.crypto';
 import { ApiKey, ApiKeyType } from './api-key.entity';
@@ -60,6 +61,22 @@ export class ProjectsService {
   async listProjects(): Promise<ProjectView[]> {
     const rows = await this.projects.find({ order: { id: 'DESC' } });
     return rows.map(toProjectView);
+  }
+
+  async getProject(projectId: string): Promise<ProjectView> {
+    return toProjectView(await this.findProject(projectId));
+  }
+
+  async renameProject(projectId: string, name: string): Promise<ProjectView> {
+    const project = await this.findProject(projectId);
+    project.name = name.trim();
+    await this.projects.save(project);
+    return toProjectView(project);
+  }
+
+  pageKeys(projectId: string, query: PaginationQueryDto): Promise<Page<ApiKeyView>> {
+    const qb = this.keys.createQueryBuilder('k').where('k.project_id = :projectId', { projectId });
+    return paginate(qb, 'k.id', query, toKeyView);
   }
 
   async setEnabled(projectId: string, enabled: boolean): Promise<ProjectView> {

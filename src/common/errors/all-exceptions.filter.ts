@@ -33,6 +33,14 @@ interface FrameworkError {
   message?: string;
 }
 
+/** The contract answers an unsupported content type with 400, not HTTP's 415. */
+const UNSUPPORTED_MEDIA_TYPE: Rendered = {
+  status: 400,
+  code: 'BAD_REQUEST',
+  message: 'Unsupported content type; send application/json',
+  errors: [{ field: 'content-type', message: 'Unsupported content type', code: 'invalid_string' }],
+};
+
 function fromFramework(error: FrameworkError): Rendered | null {
   if (typeof error.statusCode !== 'number' || error.statusCode < 400 || error.statusCode >= 500) {
     return null;
@@ -41,12 +49,7 @@ function fromFramework(error: FrameworkError): Rendered | null {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return { status: 413, code: 'PAYLOAD_TOO_LARGE', message: 'The request body is too large' };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return {
-        status: 400,
-        code: 'BAD_REQUEST',
-        message: 'Unsupported content type; send application/json',
-        errors: [{ field: 'content-type', message: 'Unsupported content type', code: 'invalid_string' }],
-      };
+      return UNSUPPORTED_MEDIA_TYPE;
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return { status: 400, code: 'BAD_REQUEST', message: 'The JSON body is empty' };
     default:
@@ -85,9 +88,10 @@ function render(exception: unknown): Rendered | null {
     if (status === 404) {
       return { status, code: 'ROUTE_NOT_FOUND', message: 'No route matches this method and path' };
     }
+    if (status === 415) return UNSUPPORTED_MEDIA_TYPE;
     if (status === 400) {
-      // Nest turns body-parser SyntaxErrors into BadRequestException.
-      return { status, code: 'BAD_REQUEST', message: 'Malformed request: the body is not valid JSON' };
+      // Nest turns body-parser SyntaxErrors into BadRequestException; their text says where.
+      return { status, code: 'BAD_REQUEST', message: `Malformed request: ${exception.message}` };
     }
     if (status < 500) return { status, code: codeForStatus(status), message: exception.message };
     return null;

@@ -1,0 +1,29 @@
+import { Body, Controller, Get, Patch, Query } from '@nestjs/common';
+import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
+import { Page, PaginationQueryDto } from '../common/pagination/pagination';
+import { UpdateProjectDto } from './dto/update-project.dto';
+import { ApiKeyView, ProjectsService, ProjectView } from './projects.service';
+
+/** The calling key's own project: lets a client check its key and see its keys. */
+@ApiTags('project')
+@ApiBearerAuth()
+@Controller('project')
+export class ProjectsController {
+  constructor(private readonly projects: ProjectsService) {}
+
+  @Get()
+  get(@CurrentProject() project: CurrentProjectInfo): Promise<ProjectView> {
+    return this.projects.getProject(project.id);
+  }
+
+  @Patch()
+  update(@CurrentProject() project: CurrentProjectInfo, @Body() body: UpdateProjectDto): Promise<ProjectView> {
+    return this.projects.renameProject(project.id, body.name);
+  }
+
+  @Get('keys')
+  keys(@CurrentProject() project: CurrentProjectInfo, @Query() query: PaginationQueryDto): Promise<Page<ApiKeyView>> {
+    return this.projects.pageKeys(project.id, query);
+  }
+}

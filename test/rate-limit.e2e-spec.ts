@@ -1,0 +1,83 @@
+import { createTestDatabase, flushPrefix, startTestApp, testConfig, TestApp, uniqueName } from './support/test-app';
+
+describe('rate limiting across processes (e2e)', () => {
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  const prefix = uniqueName('mwt_rl');
+  let first: TestApp;
+  let second: TestApp;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    // Two instances on one database and one Redis prefix: two API processes of one deployment.
+    first = await startTestApp(testConfig(db.url, prefix, { APP_ROLE: 'api' }));
+    second = await startTestApp(testConfig(db.url, prefix, { APP_ROLE: 'api' }));
+  });
+  afterAll(async () => {
+    await first.close();
+    await second.close();
+    await flushPrefix(prefix);
+    await db.drop();
+  });
+
+  it('shares one budget of 1000 requests a minute per project; the 1001st gets 429 with Retry-After', async () => {
+    const project = await first.createProject('Busy');
+    const other = await first.createProject('Quiet');
+    const statuses: number[] = [];
+    for (let i = 0; i < 1000; i += 50) {
+      const batch = await Promise.all(
+        Array.from({ length: 50 }, (_, j) =>
+          (j % 2 ? second : first).request({ method: 'GET', url: '/project', key: project.secretKey }),
+        ),
+      );
+      statuses.push(...batch.map((r) => r.status));
+    }
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1000);
+
+    for (const app of [first, second]) {
+      const res = await app.request({ method: 'GET', url: '/project', key: project.secretKey });
+      expect(res.status).toBe(429);
+      expect(res.body.error.code).toBe('RATE_LIMIT_EXCEEDED');
+      expect(res.body.error.requestId).toBe(res.headers['x-request-id']);
+      const retryAfter = Number(res.headers['retry-after']);
+      expect(retryAfter).toBeGreaterThan(0);
+      expect(retryAfter).toBeLessThanOrEqual(60);
+      expect(res.headers['ratelimit-remaining']).toBe('0');
+      expect(res.headers['ratelimit-limit']).toBe('1000');
+    }
+
+    // Another project's budget is untouched.
+    const quiet = await second.request({ method: 'GET', url: '/project', key: other.secretKey });
+    expect(quiet.status).toBe(200);
+    expect(quiet.headers['ratelimit-remaining']).toBe('999');
+  });
+});
+
+describe('failed authentication is limited per client IP (e2e)', () => {
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  const prefix = uniqueName('mwt_af');
+  let app: TestApp;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    app = await startTestApp(testConfig(db.url, prefix, { AUTH_FAILURE_LIMIT_PER_MINUTE: '5' }));
+  });
+  afterAll(async () => {
+    await app.close();
+    await flushPrefix(prefix);
+    await db.drop();
+  });
+
+  it('answers 429 once an address has failed more than the limit, even before looking at the key', async () => {
+    const project = await app.createProject('Target');
+    for (let i = 0; i < 6; i++) {
+      const res = await app.request({ method: 'GET', url: '/project', key: `sk_guess${String(i).padStart(20, '0')}` });
+      expect(res.status).toBe(401);
+    }
+    const blocked = await app.request({ method: 'GET', url: '/project', key: 'sk_guessguessguessguessguess' });
+    expect(blocked.status).toBe(429);
+    expect(blocked.body.error.code).toBe('RATE_LIMIT_EXCEEDED');
+    expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
+    const valid = await app.request({ method: 'GET', url: '/project', key: project.secretKey });
+    expect(valid.status).toBe(429);
+  });
+});
