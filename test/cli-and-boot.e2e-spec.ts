@@ -100,7 +100,7 @@ describe('booting the service (e2e)', () => {
         HOST: '127.0.0.1',
         DATABASE_URL: `postgresql://postgres@127.0.0.1:5432/${name}`,
         QUEUE_PREFIX: prefix,
-        LOG_LEVEL: 'warn',
+        LOG_LEVEL: 'info',
       },
       cwd,
     );
@@ -108,6 +108,27 @@ describe('booting the service (e2e)', () => {
       await waitForHttp(`http://127.0.0.1:${port}/health/ready`);
       // No APP_SECRET given outside production: one was generated into ./var/app-secret.
       expect(existsSync(join(cwd, 'var', 'app-secret'))).toBe(true);
+
+      // Requests are logged as JSON lines with their request id; keys never appear.
+      const created = JSON.parse(
+        runCli(['projects', 'create', '--name', 'Logged', '--json'], {
+          DATABASE_URL: `postgresql://postgres@127.0.0.1:5432/${name}`,
+          QUEUE_PREFIX: prefix,
+        }).stdout,
+      );
+      const res = await fetch(`http://127.0.0.1:${port}/project`, {
+        headers: { authorization: `Bearer ${created.secretKey}`, 'x-request-id': 'boot-test-1' },
+      });
+      expect(res.status).toBe(200);
+      await new Promise((r) => setTimeout(r, 200));
+      const line = proc
+        .output()
+        .split('\n')
+        .find((l) => l.includes('boot-test-1'));
+      expect(line).toBeDefined();
+      expect(JSON.parse(line as string)).toEqual(expect.objectContaining({ requestId: 'boot-test-1' }));
+      expect(proc.output()).not.toContain(created.secretKey);
+
       // Nest closes HTTP, workers and pools, then re-raises the signal it caught.
       proc.child.kill('SIGTERM');
       expect([0, 'SIGTERM']).toContain(await proc.exited);
