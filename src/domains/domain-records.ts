@@ -1,0 +1,120 @@
+import { DnsRecordPurpose, DnsRecordStatus, RecordStatuses } from './domain.entity';
+
+/** What the user publishes, as shown in the domain's `records`. */
+export interface ExpectedRecord {
+  type: 'TXT';
+  name: string;
+  value: string;
+  purpose: DnsRecordPurpose;
+  required: boolean;
+}
+
+export interface DomainRecordView extends ExpectedRecord {
+  status: DnsRecordStatus;
+}
+
+export interface DomainKeyFacts {
+  domain: string;
+  ownershipToken: string;
+  dkimSelector: string;
+  dkimPublicKey: string;
+}
+
+export const OWNERSHIP_PREFIX = 'mailwright-verification=';
+/** SPF cannot name the relay's hosts (SMTP_URL is the operator's choice): `a mx` plus a softfail is the safe start. */
+export const RECOMMENDED_SPF = 'v=spf1 a mx ~all';
+export const RECOMMENDED_DMARC = 'v=DMARC1; p=none;';
+
+/** The four records, in the order they are shown: required ones first. */
+export function expectedRecords(facts: DomainKeyFacts): ExpectedRecord[] {
+  return [
+    {
+      type: 'TXT',
+      name: `_mailwright.${facts.domain}`,
+      value: `${OWNERSHIP_PREFIX}${facts.ownershipToken}`,
+      purpose: DnsRecordPurpose.OWNERSHIP,
+      required: true,
+    },
+    {
+      type: 'TXT',
+      name: `${facts.dkimSelector}._domainkey.${facts.domain}`,
+      value: `v=DKIM1; k=rsa; p=${facts.dkimPublicKey}`,
+      purpose: DnsRecordPurpose.DKIM,
+      required: true,
+    },
+    { type: 'TXT', name: facts.domain, value: RECOMMENDED_SPF, purpose: DnsRecordPurpose.SPF, required: false },
+    {
+      type: 'TXT',
+      name: `_dmarc.${facts.domain}`,
+      value: RECOMMENDED_DMARC,
+      purpose: DnsRecordPurpose.DMARC,
+      required: false,
+    },
+  ];
+}
+
+export function recordViews(facts: DomainKeyFacts, statuses: RecordStatuses): DomainRecordView[] {
+  return expectedRecords(facts).map((record) => ({
+    ...record,
+    status: statuses[record.purpose] ?? DnsRecordStatus.PENDING,
+  }));
+}
+
+/**
+ * One TXT record as the resolver returns it (its character-strings) joined
+ * into one value. Zone editors differ: some keep literal quotes, so they go too.
+ */
+export function joinTxt(chunks: string[]): string {
+  return chunks.join('').replace(/"/g, '').trim();
+}
+
+/** `k=v; k=v` tag list of DKIM/DMARC records; whitespace around tags and values is insignificant. */
+export function parseTags(value: string): Map<string, string> {
+  const tags = new Map<string, string>();
+  for (const part of value.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) continue;
+    const name = part.slice(0, eq).trim().toLowerCase();
+    if (!tags.has(name)) tags.set(name, part.slice(eq + 1).trim());
+  }
+  return tags;
+}
+
+/** Verdict on the TXT records found at one name: MATCH, MISMATCH (something else is published) or ABSENT. */
+export type RecordVerdict = 'MATCH' | 'MISMATCH' | 'ABSENT';
+
+export function judgeOwnership(values: string[], token: string): RecordVerdict {
+  if (values.length === 0) return 'ABSENT';
+  const wanted = `${OWNERSHIP_PREFIX}${token}`;
+  return values.some((v) => v.replace(/\s+/g, '') === wanted) ? 'MATCH' : 'MISMATCH';
+}
+
+/** A DKIM key record matches when its `p=` is our public key (whitespace, tag order and quotes do not matter). */
+export function judgeDkim(values: string[], publicKey: string): RecordVerdict {
+  if (values.length === 0) return 'ABSENT';
+  const matches = values.some((value) => {
+    const tags = parseTags(value);
+    const version = tags.get('v');
+    const keyType = tags.get('k');
+    if (version !== undefined && version !== 'DKIM1') return false;
+    if (keyType !== undefined && keyType.toLowerCase() !== 'rsa') return false;
+    return (tags.get('p') ?? '').replace(/\s+/g, '') === publicKey;
+  });
+  return matches ? 'MATCH' : 'MISMATCH';
+}
+
+/** RFC 7208: exactly one `v=spf1` record at the domain; two or more is a permanent error. */
+export function judgeSpf(values: string[]): RecordVerdict {
+  const spf = values.filter((v) => /^v=spf1(\s|$)/i.test(v));
+  if (spf.length === 0) return 'ABSENT';
+  return spf.length === 1 ? 'MATCH' : 'MISMATCH';
+}
+
+/** RFC 7489: one `v=DMARC1` record with a valid `p=` policy. */
+export function judgeDmarc(values: string[]): RecordVerdict {
+  const dmarc = values.filter((v) => /^v\s*=\s*DMARC1\s*(;|$)/i.test(v));
+  if (dmarc.length === 0) return 'ABSENT';
+  if (dmarc.length > 1) return 'MISMATCH';
+  const policy = parseTags(dmarc[0]).get('p')?.toLowerCase();
+  return policy === 'none' || policy === 'quarantine' || policy === 'reject' ? 'MATCH' : 'MISMATCH';
+}

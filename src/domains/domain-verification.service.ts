@@ -1,0 +1,162 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Brackets, Repository } from 'typeorm';
+import { DnsTxtResolver, TxtLookup } from './dns-txt-resolver';
+import { DnsRecordPurpose, DnsRecordStatus, Domain, DomainStatus, RecordStatuses } from './domain.entity';
+import {
+  expectedRecords,
+  joinTxt,
+  judgeDkim,
+  judgeDmarc,
+  judgeOwnership,
+  judgeSpf,
+  RecordVerdict,
+} from './domain-records';
+import { DOMAIN_CHECK_SCHEDULE, DomainCheckSchedule } from './domains.constants';
+
+type Verdict = RecordVerdict | 'ERROR';
+
+export interface SweepResult {
+  checked: number;
+  verified: number;
+  failed: number;
+}
+
+/**
+ * Checks a domain's DNS records and moves its status. The one place that
+ * decides PENDING / VERIFIED / FAILED, for the check after creation, the
+ * verify endpoint and the repeating sweep alike.
+ */
+@Injectable()
+export class DomainVerificationService {
+  private readonly logger = new Logger(DomainVerificationService.name);
+
+  constructor(
+    @InjectRepository(Domain) private readonly domains: Repository<Domain>,
+    private readonly resolver: DnsTxtResolver,
+    @Inject(DOMAIN_CHECK_SCHEDULE) readonly schedule: DomainCheckSchedule,
+  ) {}
+
+  /** Reloads the domain and checks it; null when it was deleted meanwhile. */
+  async checkById(domainId: string, now = new Date()): Promise<Domain | null> {
+    const row = await this.domains.findOne({ where: { id: domainId } });
+    return row ? this.check(row, now) : null;
+  }
+
+  async check(row: Domain, now = new Date()): Promise<Domain> {
+    const [ownership, dkim, spf, dmarc] = expectedRecords(row);
+    const [ownershipTxt, dkimTxt, spfTxt, dmarcTxt] = await Promise.all(
+      [ownership, dkim, spf, dmarc].map((record) => this.resolver.lookupTxt(record.name)),
+    );
+    const verdicts: Record<DnsRecordPurpose, Verdict> = {
+      [DnsRecordPurpose.OWNERSHIP]: judge(ownershipTxt, (values) => judgeOwnership(values, row.ownershipToken)),
+      [DnsRecordPurpose.DKIM]: judge(dkimTxt, (values) => judgeDkim(values, row.dkimPublicKey)),
+      [DnsRecordPurpose.SPF]: judge(spfTxt, judgeSpf),
+      [DnsRecordPurpose.DMARC]: judge(dmarcTxt, judgeDmarc),
+    };
+    const expired = row.status === DomainStatus.PENDING && now.getTime() - row.createdAt.getTime() >= this.schedule.pendingWindowMs;
+    const status = nextDomainStatus(row.status, verdicts[DnsRecordPurpose.OWNERSHIP], verdicts[DnsRecordPurpose.DKIM], expired);
+    const recordStatuses: RecordStatuses = {};
+    for (const record of [ownership, dkim, spf, dmarc]) {
+      recordStatuses[record.purpose] = nextRecordStatus(
+        verdicts[record.purpose],
+        row.recordStatuses[record.purpose],
+        record.required && status !== DomainStatus.PENDING,
+      );
+    }
+    const verifiedAt = status === DomainStatus.VERIFIED && row.status !== DomainStatus.VERIFIED ? now : row.verifiedAt;
+    await this.domains.update({ id: row.id }, { status, recordStatuses, lastCheckedAt: now, verifiedAt });
+    if (status !== row.status) {
+      this.logger.log({ domainId: row.id, projectId: row.projectId, from: row.status, to: status }, 'domain status changed');
+    }
+    const lookupErrors = [ownershipTxt, dkimTxt].filter((l) => l.kind === 'ERROR');
+    if (lookupErrors.length > 0) {
+      this.logger.warn({ domainId: row.id, codes: lookupErrors.map((l) => (l.kind === 'ERROR' ? l.code : '')) }, 'DNS lookup failed');
+    }
+    return Object.assign(row, { status, recordStatuses, lastCheckedAt: now, verifiedAt });
+  }
+
+  /**
+   * The repeating job's work: every PENDING domain (this is what makes the
+   * pending interval equal to the sweep interval), and VERIFIED domains not
+   * checked for `verifiedEveryMs`. FAILED domains wait for POST /verify.
+   * Least recently checked first, so a backlog larger than one batch rotates.
+   */
+  async sweep(now = new Date()): Promise<SweepResult> {
+    const dueBefore = new Date(now.getTime() - this.schedule.verifiedEveryMs);
+    const rows = await this.domains
+      .createQueryBuilder('d')
+      .where('d.status = :pending', { pending: DomainStatus.PENDING })
+      .orWhere(
+        new Brackets((qb) =>
+          qb
+            .where('d.status = :verified', { verified: DomainStatus.VERIFIED })
+            .andWhere('(d.last_checked_at IS NULL OR d.last_checked_at <= :dueBefore)', { dueBefore }),
+        ),
+      )
+      .orderBy('d.last_checked_at', 'ASC', 'NULLS FIRST')
+      .addOrderBy('d.id', 'ASC')
+      .take(this.schedule.batchSize)
+      .getMany();
+    const result: SweepResult = { checked: 0, verified: 0, failed: 0 };
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < rows.length) {
+        const row = rows[next++];
+        const before = row.status;
+        try {
+          const after = await this.check(row, now);
+          result.checked++;
+          if (after.status !== before && after.status === DomainStatus.VERIFIED) result.verified++;
+          if (after.status !== before && after.status === DomainStatus.FAILED) result.failed++;
+        } catch (error) {
+          // One broken row must not stop the sweep for the others.
+          this.logger.error({ domainId: row.id, err: error }, 'domain check failed');
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.schedule.concurrency, rows.length) }, worker));
+    return result;
+  }
+}
+
+function judge(lookup: TxtLookup, judgeValues: (values: string[]) => RecordVerdict): Verdict {
+  if (lookup.kind === 'ERROR') return 'ERROR';
+  if (lookup.kind === 'ABSENT') return 'ABSENT';
+  return judgeValues(lookup.records.map(joinTxt));
+}
+
+/**
+ * Both required records found: VERIFIED. A verified domain stays VERIFIED
+ * through DNS errors (a timeout says nothing about the records) but becomes
+ * FAILED once a required record is definitively gone or wrong. A pending one
+ * becomes FAILED when its window is over; a FAILED one recovers only by
+ * having both records found.
+ */
+export function nextDomainStatus(current: DomainStatus, ownership: Verdict, dkim: Verdict, pendingExpired: boolean): DomainStatus {
+  if (ownership === 'MATCH' && dkim === 'MATCH') return DomainStatus.VERIFIED;
+  if (current === DomainStatus.VERIFIED) {
+    const definitelyBad = [ownership, dkim].some((v) => v === 'ABSENT' || v === 'MISMATCH');
+    return definitelyBad ? DomainStatus.FAILED : DomainStatus.VERIFIED;
+  }
+  if (current === DomainStatus.PENDING) return pendingExpired ? DomainStatus.FAILED : DomainStatus.PENDING;
+  return DomainStatus.FAILED;
+}
+
+/**
+ * Per record: found and right is VERIFIED, found and wrong is FAILED. Not
+ * published is PENDING, except for a required record of a domain that is no
+ * longer pending, which FAILED. A lookup error keeps the last known status.
+ */
+export function nextRecordStatus(verdict: Verdict, previous: DnsRecordStatus | undefined, absentIsFailure: boolean): DnsRecordStatus {
+  switch (verdict) {
+    case 'MATCH':
+      return DnsRecordStatus.VERIFIED;
+    case 'MISMATCH':
+      return DnsRecordStatus.FAILED;
+    case 'ABSENT':
+      return absentIsFailure ? DnsRecordStatus.FAILED : DnsRecordStatus.PENDING;
+    default:
+      return previous ?? DnsRecordStatus.PENDING;
+  }
+}

@@ -1,0 +1,193 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Queue } from 'bullmq';
+import { generateKeyPair, randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { QueryFailedError, Repository } from 'typeorm';
+import { SecretBox } from '../common/crypto/secret-box';
+import { ApiException } from '../common/errors/api-exception';
+import { Page, paginate } from '../common/pagination/pagination';
+import { newId } from '../database/id';
+import { QUEUES } from '../queue/queue.constants';
+import { Domain, DomainStatus } from './domain.entity';
+import { normalizeDomainName, senderDomainOf } from './domain-name';
+import { recordViews } from './domain-records';
+import { DomainVerificationService } from './domain-verification.service';
+import { DKIM_KEY_BOX, DOMAIN_JOBS } from './domains.constants';
+import { DomainResponse } from './dto/domain.response';
+import { ListDomainsQueryDto } from './dto/list-domains.query';
+
+const generateKeyPairAsync = promisify(generateKeyPair);
+
+/** What a sender needs to sign a message: answer of DomainsService.assertCanSend. */
+export interface SenderDomain {
+  domainId: string;
+  domain: string;
+  dkim: {
+    domainName: string;
+    keySelector: string;
+    /** PKCS#8 PEM, for nodemailer's `dkim` option. Never log it, never return it over HTTP. */
+    privateKey: string;
+  };
+}
+
+@Injectable()
+export class DomainsService {
+  private readonly logger = new Logger(DomainsService.name);
+
+  constructor(
+    @InjectRepository(Domain) private readonly domains: Repository<Domain>,
+    @Inject(DKIM_KEY_BOX) private readonly keyBox: SecretBox,
+    @InjectQueue(QUEUES.DOMAINS) private readonly queue: Queue,
+    private readonly verification: DomainVerificationService,
+  ) {}
+
+  /**
+   * Adds a domain: a fresh 2048-bit DKIM key (sealed at rest), an ownership
+   * token, and a DNS check queued for right after the answer.
+   */
+  async create(projectId: string, input: string): Promise<DomainResponse> {
+    const name = normalizeDomainName(input);
+    if (!name.ok) {
+      throw ApiException.validation([{ field: 'domain', message: name.reason, code: name.tooLong ? 'too_big' : 'invalid_string' }]);
+    }
+    if (await this.domains.exists({ where: { projectId, domain: name.domain } })) throw duplicate(name.domain);
+    const id = newId();
+    const { publicKey, privateKey } = await generateKeyPairAsync('rsa', {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: 'spki', format: 'der' },
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    });
+    const row = this.domains.create({
+      id,
+      projectId,
+      domain: name.domain,
+      status: DomainStatus.PENDING,
+      ownershipToken: randomBytes(16).toString('hex'),
+      // Random per domain: two projects may hold the same domain, each with its own key record.
+      dkimSelector: `mw${randomBytes(5).toString('hex')}`,
+      dkimPublicKey: publicKey.toString('base64'),
+      dkimPrivateKeySealed: this.keyBox.seal(privateKey, id),
+      recordStatuses: {},
+      lastCheckedAt: null,
+      verifiedAt: null,
+    });
+    try {
+      await this.domains.insert(row);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw duplicate(name.domain);
+      throw error;
+    }
+    await this.enqueueFirstCheck(id);
+    return toDomainResponse(row);
+  }
+
+  async list(projectId: string, query: ListDomainsQueryDto): Promise<Page<DomainResponse>> {
+    const qb = this.domains.createQueryBuilder('d').where('d.project_id = :projectId', { projectId });
+    if (query.status) qb.andWhere('d.status = :status', { status: query.status });
+    return paginate(qb, 'd.id', query, toDomainResponse);
+  }
+
+  async get(projectId: string, id: string): Promise<DomainResponse> {
+    return toDomainResponse(await this.findOwned(projectId, id));
+  }
+
+  /** Checks the records now and answers with the result (POST /domains/{id}/verify). */
+  async verify(projectId: string, id: string): Promise<DomainResponse> {
+    const row = await this.findOwned(projectId, id);
+    return toDomainResponse(await this.verification.check(row));
+  }
+
+  /** Deleting drops the key too: assertCanSend refuses the domain from the next call on. */
+  async remove(projectId: string, id: string): Promise<{ id: string; deleted: true }> {
+    const result = await this.domains.delete({ id: (await this.findOwned(projectId, id)).id, projectId });
+    if (!result.affected) throw ApiException.notFound('domain', id);
+    return { id, deleted: true };
+  }
+
+  /**
+   * May this project send from this address? The address's domain must be a
+   * VERIFIED domain of the project (exact match: a subdomain is a domain of
+   * its own). Answers the DKIM signing key, or throws 403 DOMAIN_NOT_VERIFIED.
+   *
+   * No cache on purpose: one indexed lookup per call, so a delete, or a
+   * domain turning FAILED, stops sending at once in every process. Only the
+   * AES key is cached (derived once per process); opening the box is
+   * microseconds.
+   */
+  async assertCanSend(projectId: string, fromAddress: string): Promise<SenderDomain> {
+    const domain = senderDomainOf(fromAddress);
+    const row = domain
+      ? await this.domains
+          .createQueryBuilder('d')
+          .addSelect('d.dkimPrivateKeySealed')
+          .where('d.project_id = :projectId AND d.domain = :domain AND d.status = :status', {
+            projectId,
+            domain,
+            status: DomainStatus.VERIFIED,
+          })
+          .getOne()
+      : null;
+    if (!row) {
+      throw new ApiException(
+        403,
+        'DOMAIN_NOT_VERIFIED',
+        domain
+          ? `The sender domain "${domain}" is not a verified domain of this project`
+          : 'The sender address has no domain part',
+        { suggestion: 'Add the domain with POST /domains, publish its DNS records and wait until it is VERIFIED (or call POST /domains/{id}/verify).' },
+      );
+    }
+    return {
+      domainId: row.id,
+      domain: row.domain,
+      dkim: {
+        domainName: row.domain,
+        keySelector: row.dkimSelector,
+        privateKey: this.keyBox.openString(row.dkimPrivateKeySealed, row.id),
+      },
+    };
+  }
+
+  private async findOwned(projectId: string, id: string): Promise<Domain> {
+    const row = await this.domains.findOne({ where: { id, projectId } });
+    if (!row) throw ApiException.notFound('domain', id);
+    return row;
+  }
+
+  /**
+   * The row is committed; a queue outage must not turn a created domain into
+   * an error, since the repeating sweep checks every PENDING domain anyway.
+   */
+  private async enqueueFirstCheck(domainId: string): Promise<void> {
+    try {
+      await this.queue.add(DOMAIN_JOBS.CHECK, { domainId }, { jobId: `check-${domainId}`, attempts: 3 });
+    } catch (error) {
+      this.logger.warn({ domainId, err: error }, 'could not queue the first domain check; the sweep will run it');
+    }
+  }
+}
+
+export function toDomainResponse(row: Domain): DomainResponse {
+  return {
+    id: row.id,
+    domain: row.domain,
+    status: row.status,
+    records: recordViews(row, row.recordStatuses ?? {}),
+    lastCheckedAt: row.lastCheckedAt ? row.lastCheckedAt.toISOString() : null,
+    verifiedAt: row.verifiedAt ? row.verifiedAt.toISOString() : null,
+    createdAt: row.createdAt.toISOString(),
+  };
+}
+
+function duplicate(domain: string): ApiException {
+  return ApiException.conflict(
+    `The domain "${domain}" already exists in this project`,
+    'Use the existing domain (GET /domains), or delete it first to start over with a new key.',
+  );
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return error instanceof QueryFailedError && (error.driverError as { code?: string } | undefined)?.code === '23505';
+}

@@ -1,0 +1,11 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { IsEnum, IsOptional } from 'class-validator';
+import { PaginationQueryDto } from '../../common/pagination/pagination';
+import { DomainStatus } from '../domain.entity';
+
+export class ListDomainsQueryDto extends PaginationQueryDto {
+  @ApiPropertyOptional({ enum: DomainStatus })
+  @IsOptional()
+  @IsEnum(DomainStatus)
+  status?: DomainStatus;
+}
