@@ -1,9 +1,11 @@
 import { DynamicModule, Module, Type } from '@nestjs/common';
 import { CommonModule } from './common/common.module';
+import { ContactsModule } from './contacts/contacts.module';
 import { LoggerModule } from './common/logging/logger.module';
 import { AppConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
+import { EventsModule } from './events/events.module';
 import { DomainsModule } from './domains/domains.module';
 import { HealthModule } from './health/health.module';
 import { ProjectsModule } from './projects/projects.module';

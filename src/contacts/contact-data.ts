@@ -1,0 +1,70 @@
+import { isEmail } from 'class-validator';
+
+/** Contract: `data` is a JSON object of at most 64 KB. */
+export const MAX_CONTACT_DATA_BYTES = 64 * 1024;
+
+/** Stored form of every address: trimmed and lower-cased, so uniqueness is case-insensitive. */
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+/** The one email rule of the contacts feature (API bodies and import rows alike). */
+export function isValidEmail(email: string): boolean {
+  return email.length <= 320 && isEmail(email, { allow_display_name: false, require_tld: true });
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function jsonByteSize(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
+}
+
+/**
+ * How a `data` object changes a contact (top-level merge):
+ * `set` holds the keys to write, `remove` the keys given as null.
+ */
+export interface DataPatch {
+  set: Record<string, unknown>;
+  remove: string[];
+}
+
+/** PATCH /contacts and imports: every key is persisted, null removes it. */
+export function toDataPatch(data: Record<string, unknown> | undefined): DataPatch {
+  const patch: DataPatch = { set: {}, remove: [] };
+  for (const [key, value] of Object.entries(data ?? {})) {
+    if (value === null) patch.remove.push(key);
+    else patch.set[key] = value;
+  }
+  return patch;
+}
+
+/**
+ * Track and send: `{value, persistent}` wrappers (Plunk's convention) are
+ * unwrapped; `persistent: false` keeps the value on the event only. Other
+ * values are merged into the contact, null removing the key as in PATCH.
+ */
+export function toTrackedDataPatch(data: Record<string, unknown> | undefined): DataPatch {
+  const patch: DataPatch = { set: {}, remove: [] };
+  for (const [key, value] of Object.entries(data ?? {})) {
+    if (isPersistenceWrapper(value)) {
+      if (value.persistent === false) continue;
+      if (value.value === null) patch.remove.push(key);
+      else patch.set[key] = value.value;
+    } else if (value === null) {
+      patch.remove.push(key);
+    } else {
+      patch.set[key] = value;
+    }
+  }
+  return patch;
+}
+
+function isPersistenceWrapper(value: unknown): value is { value: unknown; persistent: boolean } {
+  if (!isPlainObject(value)) return false;
+  const keys = Object.keys(value);
+  return (
+    keys.length === 2 && keys.includes('value') && keys.includes('persistent') && typeof value.persistent === 'boolean'
+  );
+}

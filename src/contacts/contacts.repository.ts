@@ -1,0 +1,190 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { newId } from '../database/id';
+import type { DataPatch } from './contact-data';
+import type { ContactRow } from './contact.view';
+import { queryRows } from './query-rows';
+
+/** Columns of `contacts` under the names of ContactRow. */
+export const CONTACT_COLUMNS = `c.id, c.project_id AS "projectId", c.email, c.subscribed, c.suppressed, c.data,
+  c.created_at AS "createdAt", c.updated_at AS "updatedAt"`;
+
+const RETURNING_CONTACT = `RETURNING id, project_id AS "projectId", email, subscribed, suppressed, data,
+  created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+/**
+ * Merges a data patch into the stored object: top-level keys of `set` win,
+ * keys in `remove` go. `$data` and `$remove` are parameter placeholders.
+ */
+function mergedData(column: string, data: string, remove: string): string {
+  return `(${column} || ${data}::jsonb) - ${remove}::text[]`;
+}
+
+/** One input row of a bulk upsert (already validated and normalised). */
+export interface BulkContactInput {
+  email: string;
+  subscribed: boolean | null;
+  set: Record<string, unknown>;
+  remove: string[];
+}
+
+/** Every SQL statement that writes or reads contacts lives here. */
+@Injectable()
+export class ContactsRepository {
+  /**
+   * The race-free create-or-update: one statement, so two concurrent calls for
+   * a new email create one row (the loser takes the DO UPDATE branch). Leaves
+   * `subscribed` of an existing row alone; see setSubscribed.
+   */
+  async upsert(
+    manager: EntityManager,
+    projectId: string,
+    email: string,
+    subscribedIfNew: boolean,
+    patch: DataPatch,
+  ): Promise<{ row: ContactRow; created: boolean }> {
+    const rows = await queryRows<ContactRow & { created: boolean }>(
+      manager,
+      `INSERT INTO contacts AS c (id, project_id, email, subscribed, suppressed, data, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, false, $5::jsonb, now(), now())
+       ON CONFLICT (project_id, email) DO UPDATE
+         SET data = ${mergedData('c.data', '$5', '$6')}, updated_at = now()
+       ${RETURNING_CONTACT}, (xmax = 0) AS created`,
+      [newId(), projectId, email, subscribedIfNew, JSON.stringify(patch.set), patch.remove],
+    );
+    const { created, ...row } = rows[0];
+    return { row, created };
+  }
+
+  async setSubscribed(manager: EntityManager, projectId: string, id: string, subscribed: boolean): Promise<ContactRow> {
+    const rows = await queryRows<ContactRow>(
+      manager,
+      `UPDATE contacts SET subscribed = $3, updated_at = now() WHERE project_id = $1 AND id = $2 ${RETURNING_CONTACT}`,
+      [projectId, id, subscribed],
+    );
+    return rows[0];
+  }
+
+  /** Plain insert for POST /contacts; a duplicate surfaces as unique_violation (23505). */
+  async insert(
+    manager: EntityManager,
+    projectId: string,
+    email: string,
+    subscribed: boolean,
+    data: Record<string, unknown>,
+  ): Promise<ContactRow> {
+    const rows = await queryRows<ContactRow>(
+      manager,
+      `INSERT INTO contacts (id, project_id, email, subscribed, suppressed, data, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, false, $5::jsonb, now(), now()) ${RETURNING_CONTACT}`,
+      [newId(), projectId, email, subscribed, JSON.stringify(data)],
+    );
+    return rows[0];
+  }
+
+  async findById(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
+    const rows = await queryRows<ContactRow>(
+      manager,
+      `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE c.project_id = $1 AND c.id = $2`,
+      [projectId, id],
+    );
+    return rows[0] ?? null;
+  }
+
+  async findByEmail(manager: EntityManager, projectId: string, email: string): Promise<ContactRow | null> {
+    const rows = await queryRows<ContactRow>(
+      manager,
+      `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE c.project_id = $1 AND c.email = $2`,
+      [projectId, email],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** PATCH: merge data and optionally set subscribed, in one statement. */
+  async update(
+    manager: EntityManager,
+    projectId: string,
+    id: string,
+    subscribed: boolean | undefined,
+    patch: DataPatch,
+  ): Promise<ContactRow | null> {
+    const rows = await queryRows<ContactRow>(
+      manager,
+      `UPDATE contacts c SET
+         subscribed = COALESCE($3, c.subscribed),
+         data = ${mergedData('c.data', '$4', '$5')},
+         updated_at = now()
+       WHERE c.project_id = $1 AND c.id = $2 ${RETURNING_CONTACT}`,
+      [projectId, id, subscribed ?? null, JSON.stringify(patch.set), patch.remove],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** Events and email records go with it (ON DELETE CASCADE). */
+  async delete(manager: EntityManager, projectId: string, id: string): Promise<boolean> {
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      `DELETE FROM contacts WHERE project_id = $1 AND id = $2 RETURNING id`,
+      [projectId, id],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * Bulk create-or-update of distinct emails, set-based: one INSERT for the new
+   * ones (ON CONFLICT DO NOTHING), one UPDATE ... FROM for the rest, each fed by
+   * jsonb_to_recordset. A contact created or deleted by someone else between
+   * the two statements is simply retried. (Two imports updating the same
+   * contacts at once may deadlock; Postgres aborts one chunk transaction and
+   * the job's retry redoes it.) Returns how many rows were created and updated.
+   */
+  async bulkUpsert(
+    manager: EntityManager,
+    projectId: string,
+    inputs: BulkContactInput[],
+  ): Promise<{ created: number; updated: number }> {
+    let pending = [...inputs].sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0));
+    let created = 0;
+    let updated = 0;
+    for (let attempt = 0; pending.length > 0 && attempt < 5; attempt++) {
+      const payload = JSON.stringify(
+        pending.map((r) => ({ id: newId(), email: r.email, subscribed: r.subscribed, data: r.set, remove: r.remove })),
+      );
+      const inserted = await queryRows<{ email: string }>(
+        manager,
+        `INSERT INTO contacts (id, project_id, email, subscribed, suppressed, data, created_at, updated_at)
+         SELECT r.id, $1, r.email, COALESCE(r.subscribed, true), false, r.data, now(), now()
+         FROM jsonb_to_recordset($2::jsonb) AS r(id uuid, email text, subscribed boolean, data jsonb)
+         ORDER BY r.email
+         ON CONFLICT (project_id, email) DO NOTHING
+         RETURNING email`,
+        [projectId, payload],
+      );
+      created += inserted.length;
+      const insertedSet = new Set(inserted.map((r) => r.email));
+      const existing = pending.filter((r) => !insertedSet.has(r.email));
+      if (existing.length === 0) break;
+      const changed = await queryRows<{ email: string }>(
+        manager,
+        `UPDATE contacts c SET
+           subscribed = COALESCE(r.subscribed, c.subscribed),
+           data = (c.data || r.data) - r.remove,
+           updated_at = now()
+         FROM (
+           SELECT x.email, x.subscribed, x.data, ARRAY(SELECT jsonb_array_elements_text(x.remove)) AS remove
+           FROM jsonb_to_recordset($2::jsonb) AS x(email text, subscribed boolean, data jsonb, remove jsonb)
+         ) r
+         WHERE c.project_id = $1 AND c.email = r.email
+         RETURNING c.email`,
+        [
+          projectId,
+          JSON.stringify(existing.map((r) => ({ email: r.email, subscribed: r.subscribed, data: r.set, remove: r.remove }))),
+        ],
+      );
+      updated += changed.length;
+      const changedSet = new Set(changed.map((r) => r.email));
+      pending = existing.filter((r) => !changedSet.has(r.email));
+    }
+    return { created, updated };
+  }
+}

@@ -1,0 +1,21 @@
+/** Prefixes of the system's own event names; POST /v1/track refuses them (422 reserved_event). */
+export const RESERVED_EVENT_PREFIXES = ['email.', 'contact.', 'segment.'] as const;
+
+export function isReservedEventName(name: string): boolean {
+  const lower = name.toLowerCase();
+  return RESERVED_EVENT_PREFIXES.some((prefix) => lower.startsWith(prefix));
+}
+
+/** Events the system records itself (EventsService.record). */
+export const SYSTEM_EVENTS = {
+  EMAIL_QUEUED: 'email.queued',
+  EMAIL_SENT: 'email.sent',
+  EMAIL_FAILED: 'email.failed',
+  EMAIL_BOUNCED: 'email.bounced',
+  EMAIL_OPENED: 'email.opened',
+  EMAIL_CLICKED: 'email.clicked',
+  CONTACT_SUBSCRIBED: 'contact.subscribed',
+  CONTACT_UNSUBSCRIBED: 'contact.unsubscribed',
+} as const;
+
+export const MAX_EVENT_NAME_LENGTH = 100;

@@ -1,0 +1,39 @@
+import { Column, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
+import { Contact } from '../contacts/contact.entity';
+import { BaseEntity } from '../database/base.entity';
+
+/**
+ * Something that happened to a contact: a tracked event (POST /v1/track) or a
+ * system event (`email.sent`, `contact.unsubscribed`, ...). Erased with its contact.
+ *
+ * Indexes: (project_id, created_at) for the unfiltered list, (project_id, name,
+ * created_at) for name filters, segment event rules and /events/names fallbacks,
+ * and (contact_id, created_at) for a contact's timeline. The last one leads with
+ * contact_id rather than project_id: contact ids are globally unique, so it is
+ * as selective, and it is the index the ON DELETE CASCADE from contacts needs.
+ */
+@Entity('events')
+@Index('events_project_id_created_at_idx', ['projectId', 'createdAt'])
+@Index('events_project_id_name_created_at_idx', ['projectId', 'name', 'createdAt'])
+@Index('events_contact_id_created_at_idx', ['contactId', 'createdAt'])
+export class Event extends BaseEntity {
+  @Column('uuid')
+  projectId: string;
+
+  @Column('uuid')
+  contactId: string;
+
+  @ManyToOne(() => Contact, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'contact_id' })
+  contact?: Contact;
+
+  /** The email record this event is about (email.* events). No FK: emails belong to the sending feature. */
+  @Column({ type: 'uuid', nullable: true })
+  emailId: string | null;
+
+  @Column({ type: 'varchar', length: 100 })
+  name: string;
+
+  @Column({ type: 'jsonb', default: () => "'{}'" })
+  data: Record<string, unknown>;
+}

@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { EventHooks } from './event-hooks';
+import { EventsRepository } from './events.repository';
+import { EventsService } from './events.service';
+
+/** Events: recording (for every feature), the after-commit hook, and GET /events. */
+@Module({
+  providers: [EventsService, EventsRepository, EventHooks],
+  exports: [EventsService, EventHooks],
+})
+export class EventsModule {}
