@@ -13,7 +13,7 @@ import { QueueModule } from './queue/queue.module';
 import { RedisModule } from './queue/redis.module';
 
 /** Feature modules: a new feature is a folder under src/ and one line here. */
-export const FEATURE_MODULES: Type[] = [HealthModule, DomainsModule];
+export const FEATURE_MODULES: Type[] = [HealthModule, DomainsModule, ContactsModule, EventsModule];
 
 @Module({})
 export class AppModule {
