@@ -1,0 +1,196 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { ApiException, FieldError } from '../common/errors/api-exception';
+import { CompiledCondition, compileCondition } from './condition-compiler';
+import { validateConditionShape } from './condition-validator';
+import type { ConditionGroup } from './condition.types';
+
+export interface ValidateOptions {
+  projectId: string;
+  /** Where the condition sits in the request body: "condition", "audienceFilter", "steps[2].condition". */
+  path: string;
+  /** The segment being saved, when validating a segment's own condition: it may not refer to itself. */
+  selfSegmentId?: string;
+  /** Run the segment lookups inside the caller's transaction. */
+  manager?: EntityManager;
+}
+
+export interface CompileServiceOptions {
+  projectId: string;
+  contactAlias?: string;
+  paramOffset?: number;
+  manager?: EntityManager;
+}
+
+interface StoredSegment {
+  id: string;
+  condition: ConditionGroup;
+  segment_refs: string[];
+}
+
+/**
+ * The one entry point to the condition language for every feature
+ * (segments, campaign audience filters, workflow CONDITION steps):
+ * validate → 422 errors with paths into the body; compile → a parameterised
+ * WHERE fragment over `contacts <alias>`; matchesContact → one contact.
+ */
+@Injectable()
+export class ConditionsService {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /**
+   * Every problem of a condition, structural and referential (unknown
+   * segment ids of this project, a segment that would contain itself).
+   */
+  async validate(input: unknown, options: ValidateOptions): Promise<FieldError[]> {
+    const { errors, segmentRefs } = validateConditionShape(input, options.path);
+    if (segmentRefs.length === 0) return errors;
+    const ids = [...new Set(segmentRefs.map((ref) => ref.segmentId))];
+    const graph = await this.loadSegments(options.projectId, ids, options.manager);
+    const self = options.selfSegmentId?.toLowerCase();
+    for (const ref of segmentRefs) {
+      if (self && ref.segmentId === self) {
+        errors.push({
+          field: ref.path,
+          message: 'A segment cannot be a member rule of itself',
+          code: 'custom',
+        });
+        continue;
+      }
+      if (!graph.has(ref.segmentId)) {
+        errors.push({
+          field: ref.path,
+          message: `Unknown segment id ${ref.segmentId}`,
+          code: 'custom',
+        });
+        continue;
+      }
+      if (self) {
+        const via = pathTo(graph, ref.segmentId, self);
+        if (via) {
+          errors.push({
+            field: ref.path,
+            message: `Segment ${ref.segmentId} refers back to this segment (${[...via, self].join(' → ')}); segments cannot refer to themselves`,
+            code: 'custom',
+          });
+        }
+      }
+    }
+    return errors;
+  }
+
+  /** validate() that throws the 422; answers the condition typed once it is known to be valid. */
+  async assertValid(input: unknown, options: ValidateOptions): Promise<ConditionGroup> {
+    const errors = await this.validate(input, options);
+    if (errors.length > 0) throw ApiException.validation(errors);
+    return input as ConditionGroup;
+  }
+
+  /** Segment ids a (valid) condition names directly. */
+  referencedSegments(condition: ConditionGroup, path = 'condition'): string[] {
+    return [
+      ...new Set(validateConditionShape(condition, path).segmentRefs.map((ref) => ref.segmentId)),
+    ];
+  }
+
+  /**
+   * A WHERE fragment over `contacts <alias>` (alias "c" by default) with
+   * placeholders numbered after `paramOffset`. Membership rules are inlined
+   * with the current conditions of the segments they name.
+   */
+  async compile(
+    condition: ConditionGroup,
+    options: CompileServiceOptions,
+  ): Promise<CompiledCondition> {
+    const ids = this.referencedSegments(condition);
+    const graph =
+      ids.length > 0 ? await this.loadSegments(options.projectId, ids, options.manager) : new Map();
+    const segments = new Map<string, ConditionGroup>();
+    for (const [id, segment] of graph) segments.set(id, segment.condition);
+    return compileCondition(condition, {
+      projectId: options.projectId,
+      contactAlias: options.contactAlias,
+      paramOffset: options.paramOffset,
+      segments,
+    });
+  }
+
+  /** Whether one contact of the project matches now (workflow CONDITION steps). */
+  async matchesContact(
+    projectId: string,
+    contactId: string,
+    condition: ConditionGroup,
+    manager?: EntityManager,
+  ): Promise<boolean> {
+    const compiled = await this.compile(condition, {
+      projectId,
+      contactAlias: 'c',
+      paramOffset: 1,
+      manager,
+    });
+    const rows: unknown[] = await (manager ?? this.dataSource).query(
+      `SELECT 1 FROM contacts c WHERE c.id = $1 AND ${compiled.sql}`,
+      [contactId, ...compiled.params],
+    );
+    return rows.length > 0;
+  }
+
+  /** How many contacts of the project match now. */
+  async count(
+    projectId: string,
+    condition: ConditionGroup,
+    manager?: EntityManager,
+  ): Promise<number> {
+    const compiled = await this.compile(condition, { projectId, contactAlias: 'c', manager });
+    const rows: Array<{ count: string }> = await (manager ?? this.dataSource).query(
+      `SELECT count(*) AS count FROM contacts c WHERE ${compiled.sql}`,
+      compiled.params,
+    );
+    return Number(rows[0].count);
+  }
+
+  /**
+   * The named segments and everything they refer to, transitively, within
+   * the project. UNION (not UNION ALL) stops the walk on a cycle.
+   */
+  private async loadSegments(
+    projectId: string,
+    ids: string[],
+    manager?: EntityManager,
+  ): Promise<Map<string, StoredSegment>> {
+    const rows: StoredSegment[] = await (manager ?? this.dataSource).query(
+      `WITH RECURSIVE reachable(id) AS (
+         SELECT unnest($2::uuid[])
+         UNION
+         SELECT unnest(s.segment_refs) FROM segments s JOIN reachable r ON s.id = r.id WHERE s.project_id = $1
+       )
+       SELECT s.id, s.condition, s.segment_refs FROM segments s JOIN reachable r ON s.id = r.id
+       WHERE s.project_id = $1`,
+      [projectId, ids],
+    );
+    return new Map(rows.map((row) => [row.id, row]));
+  }
+}
+
+/** Breadth-first path of segment ids from `from` to `to` through segment_refs, or null. */
+function pathTo(graph: Map<string, StoredSegment>, from: string, to: string): string[] | null {
+  const previous = new Map<string, string | null>([[from, null]]);
+  const queue = [from];
+  while (queue.length > 0) {
+    const current = queue.shift() as string;
+    if (current === to) {
+      const path: string[] = [];
+      for (let at: string | null = previous.get(current) ?? null; at; at = previous.get(at) ?? null)
+        path.unshift(at);
+      return path;
+    }
+    for (const next of graph.get(current)?.segment_refs ?? []) {
+      if (!previous.has(next)) {
+        previous.set(next, current);
+        queue.push(next);
+      }
+    }
+  }
+  return null;
+}
