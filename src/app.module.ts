@@ -6,6 +6,7 @@ import { AppConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { EventsModule } from './events/events.module';
+import { TrackModule } from './events/track.module';
 import { DomainsModule } from './domains/domains.module';
 import { HealthModule } from './health/health.module';
 import { ProjectsModule } from './projects/projects.module';
@@ -13,7 +14,7 @@ import { QueueModule } from './queue/queue.module';
 import { RedisModule } from './queue/redis.module';
 
 /** Feature modules: a new feature is a folder under src/ and one line here. */
-export const FEATURE_MODULES: Type[] = [HealthModule, DomainsModule, ContactsModule, EventsModule];
+export const FEATURE_MODULES: Type[] = [HealthModule, DomainsModule, ContactsModule, EventsModule, TrackModule];
 
 @Module({})
 export class AppModule {

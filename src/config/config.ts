@@ -24,6 +24,8 @@ export interface AppConfig {
   mailOutboxDir: string;
   emailRatePerSecond: number;
   apiRateLimitPerMinute: number;
+  /** Contacts per chunk of a bulk import: one transaction and one resume point each. */
+  importBatchSize: number;
   authFailureLimitPerMinute: number;
   dnsServers: string[];
   appSecret: string;
@@ -168,6 +170,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     mailOutboxDir: resolve(cwd, r.string('MAIL_OUTBOX_DIR', './var/outbox')),
     emailRatePerSecond: r.int('EMAIL_RATE_PER_SECOND', 14, 1, 1_000_000),
     apiRateLimitPerMinute: r.int('API_RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
+    importBatchSize: r.int('IMPORT_BATCH_SIZE', 1000, 1, 10_000),
     authFailureLimitPerMinute: r.int('AUTH_FAILURE_LIMIT_PER_MINUTE', 30, 1, 10_000_000),
     dnsServers: parseDnsServers(r, r.optional('DNS_SERVERS')),
     appSecret: '',

@@ -20,6 +20,14 @@ function mergedData(column: string, data: string, remove: string): string {
   return `(${column} || ${data}::jsonb) - ${remove}::text[]`;
 }
 
+export interface ContactListFilter {
+  subscribed?: boolean;
+  /** Normalised exact address. */
+  email?: string;
+  /** Case-insensitive substring of the address. */
+  search?: string;
+}
+
 /** One input row of a bulk upsert (already validated and normalised). */
 export interface BulkContactInput {
   email: string;
@@ -89,6 +97,64 @@ export class ContactsRepository {
       [projectId, id],
     );
     return rows[0] ?? null;
+  }
+
+  /** The row, locked until the transaction ends (PATCH compares the old subscription state). */
+  async lockById(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
+    const rows = await queryRows<ContactRow>(
+      manager,
+      `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE c.project_id = $1 AND c.id = $2 FOR UPDATE`,
+      [projectId, id],
+    );
+    return rows[0] ?? null;
+  }
+
+  /**
+   * GET /contacts: newest first (UUIDv7 id), keyset on the cursor id, exact
+   * total under the same filters. Served by (project_id, id),
+   * (project_id, subscribed, id), the trigram index for `search` and the
+   * unique (project_id, email) for `email`.
+   */
+  async list(
+    manager: EntityManager,
+    projectId: string,
+    filter: ContactListFilter,
+    afterId: string | null,
+    limit: number,
+  ): Promise<{ rows: ContactRow[]; total: number }> {
+    const params: unknown[] = [projectId];
+    const where = ['c.project_id = $1'];
+    if (filter.subscribed !== undefined) {
+      params.push(filter.subscribed);
+      where.push(`c.subscribed = $${params.length}`);
+    }
+    if (filter.email !== undefined) {
+      params.push(filter.email);
+      where.push(`c.email = $${params.length}`);
+    }
+    if (filter.search !== undefined && filter.search !== '') {
+      params.push(`%${filter.search.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`);
+      where.push(`c.email ILIKE $${params.length}`);
+    }
+    const totalRows = await queryRows<{ total: number }>(
+      manager,
+      `SELECT count(*)::int AS total FROM contacts c WHERE ${where.join(' AND ')}`,
+      params,
+    );
+    const pageParams = [...params];
+    const pageWhere = [...where];
+    if (afterId) {
+      pageParams.push(afterId);
+      pageWhere.push(`c.id < $${pageParams.length}`);
+    }
+    pageParams.push(limit + 1);
+    const rows = await queryRows<ContactRow>(
+      manager,
+      `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE ${pageWhere.join(' AND ')}
+       ORDER BY c.id DESC LIMIT $${pageParams.length}`,
+      pageParams,
+    );
+    return { rows, total: totalRows[0].total };
   }
 
   async findByEmail(manager: EntityManager, projectId: string, email: string): Promise<ContactRow | null> {

@@ -1,8 +1,15 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
-import { normalizeEmail, toTrackedDataPatch } from './contact-data';
-import type { ContactRow } from './contact.view';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { ApiException } from '../common/errors/api-exception';
+import { decodeCursor, Page, pageOf } from '../common/pagination/pagination';
+import { SYSTEM_EVENTS } from '../events/event-names';
+import type { EventRow } from '../events/event.view';
+import { EventsService } from '../events/events.service';
+import { normalizeEmail, toDataPatch, toTrackedDataPatch } from './contact-data';
+import { ContactRow, ContactView, toContactView } from './contact.view';
 import { ContactsRepository } from './contacts.repository';
+import type { CreateContactDto, ListContactsQueryDto, UpdateContactDto } from './dto/contact.dto';
 
 export interface UpsertContactOptions {
   /** Given: a new contact starts with it and an existing one is set to it. */
@@ -20,9 +27,15 @@ export interface UpsertContactResult {
   subscriptionChanged: boolean;
 }
 
+const UNIQUE_VIOLATION = '23505';
+
 @Injectable()
 export class ContactsService {
-  constructor(private readonly contacts: ContactsRepository) {}
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly contacts: ContactsRepository,
+    private readonly events: EventsService,
+  ) {}
 
   /**
    * Creates or updates the contact of `email` inside the caller's transaction.
@@ -50,5 +63,89 @@ export class ContactsService {
       return { contact, created, subscriptionChanged: true };
     }
     return { contact: row, created, subscriptionChanged: false };
+  }
+
+  /** The system event for a subscription change, for callers of upsertByEmail. */
+  subscriptionEventName(subscribed: boolean): string {
+    return subscribed ? SYSTEM_EVENTS.CONTACT_SUBSCRIBED : SYSTEM_EVENTS.CONTACT_UNSUBSCRIBED;
+  }
+
+  async list(projectId: string, query: ListContactsQueryDto): Promise<Page<ContactView>> {
+    const limit = query.limit ?? 20;
+    const afterId = query.cursor ? decodeCursor(query.cursor) : null;
+    const { rows, total } = await this.contacts.list(
+      this.dataSource.manager,
+      projectId,
+      {
+        subscribed: query.subscribed,
+        email: query.email !== undefined ? normalizeEmail(query.email) : undefined,
+        search: query.search?.trim().toLowerCase(),
+      },
+      afterId,
+      limit,
+    );
+    return pageOf(rows, limit, total, toContactView, (row) => row.id);
+  }
+
+  async create(projectId: string, dto: CreateContactDto): Promise<ContactView> {
+    const email = normalizeEmail(dto.email);
+    try {
+      const row = await this.contacts.insert(
+        this.dataSource.manager,
+        projectId,
+        email,
+        dto.subscribed ?? true,
+        toDataPatch(dto.data).set,
+      );
+      return toContactView(row);
+    } catch (error) {
+      if ((error as { code?: string }).code === UNIQUE_VIOLATION) {
+        throw ApiException.conflict(
+          `A contact with email ${email} already exists in this project`,
+          'Update the existing contact with PATCH /contacts/{id} (find it with GET /contacts?email=...), or use POST /v1/track to create-or-update.',
+        );
+      }
+      throw error;
+    }
+  }
+
+  async get(projectId: string, id: string): Promise<ContactView> {
+    const row = await this.contacts.findById(this.dataSource.manager, projectId, id);
+    if (!row) throw ApiException.notFound('contact', id);
+    return toContactView(row);
+  }
+
+  /**
+   * Merge semantics: top-level `data` keys overwrite, null removes. A change of
+   * `subscribed` records contact.subscribed / contact.unsubscribed in the same transaction.
+   */
+  async update(projectId: string, id: string, dto: UpdateContactDto): Promise<ContactView> {
+    const recorded: EventRow[] = [];
+    const row = await this.dataSource.transaction(async (manager) => {
+      const before = await this.contacts.lockById(manager, projectId, id);
+      if (!before) throw ApiException.notFound('contact', id);
+      const after = await this.contacts.update(manager, projectId, id, dto.subscribed, toDataPatch(dto.data));
+      if (!after) throw ApiException.notFound('contact', id);
+      if (dto.subscribed !== undefined && dto.subscribed !== before.subscribed) {
+        recorded.push(
+          await this.events.record(manager, {
+            projectId,
+            contactId: id,
+            name: this.subscriptionEventName(dto.subscribed),
+            data: { source: 'api' },
+          }),
+        );
+      }
+      return after;
+    });
+    await this.events.publish(recorded.map((event) => ({ ...event, email: row.email })));
+    return toContactView(row);
+  }
+
+  /** Erases the contact; its events and email records go with it (ON DELETE CASCADE). */
+  async delete(projectId: string, id: string): Promise<{ id: string; deleted: true }> {
+    const deleted = await this.contacts.delete(this.dataSource.manager, projectId, id);
+    if (!deleted) throw ApiException.notFound('contact', id);
+    return { id, deleted: true };
   }
 }

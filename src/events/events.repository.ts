@@ -15,6 +15,26 @@ export interface NewEvent {
 export const EVENT_COLUMNS = `e.id, e.project_id AS "projectId", e.contact_id AS "contactId", e.email_id AS "emailId",
   e.name, e.data, e.created_at AS "createdAt"`;
 
+export interface EventListFilter {
+  name?: string;
+  contactId?: string;
+  since?: string;
+  until?: string;
+}
+
+export type EventPageRow = EventRow & { micros: string };
+
+export interface EventNameRow {
+  name: string;
+  count: string;
+  lastSeenAt: Date;
+  micros: string;
+}
+
+/** Microseconds since the epoch as exact text, and back. */
+const MICROS = (column: string) => `(extract(epoch FROM ${column}) * 1000000)::bigint::text`;
+const FROM_MICROS = (param: string) => `('epoch'::timestamptz + ${param}::bigint * interval '1 microsecond')`;
+
 /** Every SQL statement on `events` and `event_name_stats`. */
 @Injectable()
 export class EventsRepository {
@@ -36,5 +56,94 @@ export class EventsRepository {
     );
     // Ids were generated in input order (UUIDv7 is monotonic), so sorting restores it.
     return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  /**
+   * GET /events: newest first by (created_at, id), keyset on both. Served by
+   * (project_id, created_at), (project_id, name, created_at) and
+   * (contact_id, created_at). `total` comes from event_name_stats when only
+   * `name` (or nothing) filters, so it costs nothing at ten million events.
+   */
+  async list(
+    manager: EntityManager,
+    projectId: string,
+    filter: EventListFilter,
+    after: { micros: string; id: string } | null,
+    limit: number,
+  ): Promise<{ rows: EventPageRow[]; total: number }> {
+    const params: unknown[] = [projectId];
+    const where = ['e.project_id = $1'];
+    const add = (sql: (p: string) => string, value: unknown) => {
+      params.push(value);
+      where.push(sql(`$${params.length}`));
+    };
+    if (filter.name !== undefined) add((p) => `e.name = ${p}`, filter.name);
+    if (filter.contactId !== undefined) add((p) => `e.contact_id = ${p}`, filter.contactId);
+    if (filter.since !== undefined) add((p) => `e.created_at >= ${p}::timestamptz`, filter.since);
+    if (filter.until !== undefined) add((p) => `e.created_at < ${p}::timestamptz`, filter.until);
+
+    const fromStats = filter.contactId === undefined && filter.since === undefined && filter.until === undefined;
+    const totalRows = fromStats
+      ? await queryRows<{ total: number }>(
+          manager,
+          `SELECT COALESCE(sum(count), 0)::bigint AS total FROM event_name_stats
+           WHERE project_id = $1 ${filter.name !== undefined ? 'AND name = $2' : ''}`,
+          filter.name !== undefined ? [projectId, filter.name] : [projectId],
+        )
+      : await queryRows<{ total: number }>(
+          manager,
+          `SELECT count(*)::int AS total FROM events e WHERE ${where.join(' AND ')}`,
+          params,
+        );
+
+    const pageParams = [...params];
+    const pageWhere = [...where];
+    if (after) {
+      pageParams.push(after.micros, after.id);
+      const t = FROM_MICROS(`$${pageParams.length - 1}`);
+      pageWhere.push(`e.created_at <= ${t} AND (e.created_at, e.id) < (${t}, $${pageParams.length}::uuid)`);
+    }
+    pageParams.push(limit + 1);
+    const rows = await queryRows<EventPageRow>(
+      manager,
+      `SELECT ${EVENT_COLUMNS}, ${MICROS('e.created_at')} AS micros
+       FROM events e WHERE ${pageWhere.join(' AND ')}
+       ORDER BY e.created_at DESC, e.id DESC LIMIT $${pageParams.length}`,
+      pageParams,
+    );
+    // bigint arrives as a string from pg.
+    return { rows, total: Number(totalRows[0].total) };
+  }
+
+  /** GET /events/names: running totals, most recently seen first, then by name. */
+  async names(
+    manager: EntityManager,
+    projectId: string,
+    after: { micros: string; name: string } | null,
+    limit: number,
+  ): Promise<{ rows: EventNameRow[]; total: number }> {
+    const grouped = `SELECT name, sum(count) AS count, max(last_seen_at) AS last_seen_at
+      FROM event_name_stats WHERE project_id = $1 GROUP BY name HAVING sum(count) > 0`;
+    const [{ total }] = await queryRows<{ total: number }>(
+      manager,
+      `SELECT count(*)::int AS total FROM (${grouped}) g`,
+      [projectId],
+    );
+    const params: unknown[] = [projectId];
+    let keyset = '';
+    if (after) {
+      params.push(after.micros, after.name);
+      const t = FROM_MICROS('$2');
+      keyset = `WHERE g.last_seen_at < ${t} OR (g.last_seen_at = ${t} AND g.name > $3)`;
+    }
+    params.push(limit + 1);
+    const rows = await queryRows<EventNameRow>(
+      manager,
+      `SELECT g.name, g.count::text AS count, g.last_seen_at AS "lastSeenAt", ${MICROS('g.last_seen_at')} AS micros
+       FROM (${grouped}) g ${keyset}
+       ORDER BY g.last_seen_at DESC, g.name ASC LIMIT $${params.length}`,
+      params,
+    );
+    return { rows, total };
   }
 }

@@ -1,12 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
+import type { Page } from '../common/pagination/pagination';
+import type { EventNameView, ListEventsQueryDto } from './dto/events.dto';
+import { decodeEventCursor, decodeNameCursor, encodeEventCursor, encodeNameCursor } from './event-cursors';
 import { EventHooks, RecordedEvent } from './event-hooks';
-import type { EventRow } from './event.view';
+import { EventRow, EventView, toEventView } from './event.view';
 import { EventsRepository, NewEvent } from './events.repository';
 
 /**
- * Records events. `record` and `recordMany` run inside the caller's
+ * Records and lists events. `record` and `recordMany` run inside the caller's
  * transaction (pass its EntityManager); after that transaction commits, the
  * caller hands the rows to `publish` so listeners (workflows) see only
  * committed events.
@@ -35,8 +38,39 @@ export class EventsService {
     await this.hooks.emit(events);
   }
 
-  /** For callers without a transaction of their own. */
-  get manager(): EntityManager {
-    return this.dataSource.manager;
+  async list(projectId: string, query: ListEventsQueryDto): Promise<Page<EventView>> {
+    const limit = query.limit ?? 20;
+    const after = query.cursor ? decodeEventCursor(query.cursor) : null;
+    const { rows, total } = await this.events.list(
+      this.dataSource.manager,
+      projectId,
+      { name: query.name, contactId: query.contactId, since: query.since, until: query.until },
+      after,
+      limit,
+    );
+    const hasMore = rows.length > limit;
+    const page = hasMore ? rows.slice(0, limit) : rows;
+    const last = page[page.length - 1];
+    return {
+      items: page.map(toEventView),
+      nextCursor: hasMore ? encodeEventCursor({ micros: last.micros, id: last.id }) : null,
+      hasMore,
+      total,
+    };
+  }
+
+  async names(projectId: string, query: { limit?: number; cursor?: string }): Promise<Page<EventNameView>> {
+    const limit = query.limit ?? 20;
+    const after = query.cursor ? decodeNameCursor(query.cursor) : null;
+    const { rows, total } = await this.events.names(this.dataSource.manager, projectId, after, limit);
+    const hasMore = rows.length > limit;
+    const page = hasMore ? rows.slice(0, limit) : rows;
+    const last = page[page.length - 1];
+    return {
+      items: page.map((row) => ({ name: row.name, count: Number(row.count), lastSeenAt: row.lastSeenAt.toISOString() })),
+      nextCursor: hasMore ? encodeNameCursor({ micros: last.micros, name: last.name }) : null,
+      hasMore,
+      total,
+    };
   }
 }

@@ -1,0 +1,44 @@
+import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { ApiBody, ApiConsumes, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
+import { ContactImportsService, ContactImportView } from './contact-imports.service';
+import { IdParamDto } from './dto/contact.dto';
+
+/**
+ * Bulk import. `GET /contacts/imports/{id}` has three path segments, so the
+ * router never hands it to `GET /contacts/{id}`.
+ */
+@ApiTags('contacts')
+@Controller('contacts')
+export class ContactImportsController {
+  constructor(private readonly imports: ContactImportsService) {}
+
+  @Post('import')
+  @HttpCode(202)
+  @ApiOperation({
+    summary: 'Import contacts: JSON {contacts:[{email, subscribed?, data?}]} (≤ 10,000) or a CSV body (text/csv)',
+  })
+  @ApiConsumes('application/json', 'text/csv')
+  @ApiBody({
+    schema: {
+      oneOf: [
+        {
+          type: 'object',
+          properties: { contacts: { type: 'array', items: { type: 'object' }, maxItems: 10000 } },
+          required: ['contacts'],
+        },
+        { type: 'string', description: 'CSV with a header row and an email column' },
+      ],
+    },
+  })
+  // The body is either parsed JSON or CSV text; the service checks its shape and reports per-row errors.
+  start(@CurrentProject() project: CurrentProjectInfo, @Body() body: unknown): Promise<ContactImportView> {
+    return this.imports.start(project.id, body);
+  }
+
+  @Get('imports/:id')
+  @ApiOperation({ summary: 'Progress and per-row errors of an import' })
+  get(@CurrentProject() project: CurrentProjectInfo, @Param() params: IdParamDto): Promise<ContactImportView> {
+    return this.imports.get(project.id, params.id);
+  }
+}

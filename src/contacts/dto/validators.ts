@@ -1,0 +1,69 @@
+import { registerDecorator, ValidationOptions } from 'class-validator';
+import { isReservedEventName } from '../../events/event-names';
+import { isPlainObject, isValidEmail, jsonByteSize } from '../contact-data';
+
+/**
+ * Serialised size limit for free-form objects (`data`). Constraint name
+ * `maxJsonSize` maps to the field code `too_big`.
+ */
+export function MaxJsonSize(bytes: number, options?: ValidationOptions): PropertyDecorator {
+  return (target: object, propertyName: string | symbol) =>
+    registerDecorator({
+      name: 'maxJsonSize',
+      target: target.constructor,
+      propertyName: String(propertyName),
+      options: { message: `$property must be at most ${bytes / 1024} KB as JSON`, ...options },
+      validator: { validate: (value: unknown) => value === undefined || jsonByteSize(value) <= bytes },
+    });
+}
+
+/** A plain JSON object (not an array, not null). Constraint `isObject` → `invalid_type`. */
+export function IsJsonObject(options?: ValidationOptions): PropertyDecorator {
+  return (target: object, propertyName: string | symbol) =>
+    registerDecorator({
+      name: 'isObject',
+      target: target.constructor,
+      propertyName: String(propertyName),
+      options: { message: '$property must be a JSON object', ...options },
+      validator: { validate: (value: unknown) => isPlainObject(value) },
+    });
+}
+
+/** The contacts feature's email rule; constraint `isEmail` → `invalid_string`. */
+export function IsContactEmail(options?: ValidationOptions): PropertyDecorator {
+  return (target: object, propertyName: string | symbol) =>
+    registerDecorator({
+      name: 'isEmail',
+      target: target.constructor,
+      propertyName: String(propertyName),
+      options: { message: '$property must be a valid email address', ...options },
+      validator: { validate: (value: unknown) => typeof value === 'string' && isValidEmail(value) },
+    });
+}
+
+/** Names starting `email.`, `contact.` or `segment.` belong to the system; constraint → `reserved_event`. */
+export function NotReservedEvent(options?: ValidationOptions): PropertyDecorator {
+  return (target: object, propertyName: string | symbol) =>
+    registerDecorator({
+      name: 'notReservedEvent',
+      target: target.constructor,
+      propertyName: String(propertyName),
+      options: {
+        message: '$property must not start with "email.", "contact." or "segment." (reserved for system events)',
+        ...options,
+      },
+      validator: { validate: (value: unknown) => typeof value !== 'string' || !isReservedEventName(value) },
+    });
+}
+
+/** Query-string booleans: "true"/"false" (and 1/0) become booleans; anything else stays and fails IsBoolean. */
+export function toBooleanQuery({ value }: { value: unknown }): unknown {
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  return value;
+}
+
+/** Trims strings; leaves other types for the type check to refuse. */
+export function trimString({ value }: { value: unknown }): unknown {
+  return typeof value === 'string' ? value.trim() : value;
+}

@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { ContactsModule } from '../contacts/contacts.module';
+import { EventsModule } from './events.module';
+import { TrackController } from './track.controller';
+import { TrackService } from './track.service';
+
+/** POST /v1/track. Separate from EventsModule, which ContactsModule imports, to keep the graph acyclic. */
+@Module({
+  imports: [ContactsModule, EventsModule],
+  controllers: [TrackController],
+  providers: [TrackService],
+})
+export class TrackModule {}
