@@ -13,12 +13,9 @@ import { ProjectsModule } from './projects/projects.module';
 import { QueueModule } from './queue/queue.module';
 import { RedisModule } from './queue/redis.module';
 import { SegmentsModule } from './segments/segments.module';
-import { SegmentsModule } from './segments/segments.module';
-import { SendingModule } from './sending/sending.module';
-import { TemplatesModule } from './templates/templates.module';
 
 /** Feature modules: a new feature is a folder under src/ and one line here. */
-export const FEATURE_MODULES: Type[] = [HealthModule, DomainsModule, ContactsModule, EventsModule, TrackModule, SegmentsModule, TemplatesModule, SendingModule, SegmentsModule];
+export const FEATURE_MODULES: Type[] = [HealthModule, DomainsModule, ContactsModule, EventsModule, TrackModule, SegmentsModule];
 
 @Module({})
 export class AppModule {
