@@ -23,6 +23,10 @@ export interface AppConfig {
   smtpUrl: string | null;
   mailOutboxDir: string;
   emailRatePerSecond: number;
+  /** Delivery attempts per email before it is FAILED (transient SMTP errors only). */
+  deliveryAttempts: number;
+  /** Base of the exponential delivery backoff in ms: attempt n waits base * 2^(n-1). */
+  deliveryBackoffMs: number;
   apiRateLimitPerMinute: number;
   /** Contacts per chunk of a bulk import: one transaction and one resume point each. */
   importBatchSize: number;
@@ -169,6 +173,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     smtpUrl,
     mailOutboxDir: resolve(cwd, r.string('MAIL_OUTBOX_DIR', './var/outbox')),
     emailRatePerSecond: r.int('EMAIL_RATE_PER_SECOND', 14, 1, 1_000_000),
+    deliveryAttempts: r.int('DELIVERY_ATTEMPTS', 8, 1, 100),
+    deliveryBackoffMs: r.int('DELIVERY_BACKOFF_MS', 15_000, 1, 3_600_000),
     apiRateLimitPerMinute: r.int('API_RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
     importBatchSize: r.int('IMPORT_BATCH_SIZE', 1000, 1, 10_000),
     authFailureLimitPerMinute: r.int('AUTH_FAILURE_LIMIT_PER_MINUTE', 30, 1, 10_000_000),

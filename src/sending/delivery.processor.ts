@@ -1,0 +1,62 @@
+import { InjectQueue, OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
+import { Inject, Logger, OnModuleInit } from '@nestjs/common';
+import { Job, Queue } from 'bullmq';
+import { AppConfig, runsWorkers } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
+import { QUEUES } from '../queue/queue.constants';
+import { DeliveryOutcome, DeliveryService, TransientDeliveryError } from './delivery.service';
+import { DeliveryJobData } from './emails.service';
+
+/** Jobs in flight per worker process; each holds one pooled SMTP connection at most. */
+export const DELIVERY_CONCURRENCY = 20;
+
+/**
+ * QUEUES.DELIVERY worker. Lock and stall settings decide how fast a killed
+ * worker's jobs come back: its locks lapse after `lockDuration` (15 s; a live
+ * worker renews them every 7.5 s), and a live worker's stalled check, every
+ * `stalledInterval` (5 s), puts them back in the queue. A job that stalls more
+ * than `maxStalledCount` times is failed and its email marked FAILED.
+ */
+@Processor(QUEUES.DELIVERY, {
+  concurrency: DELIVERY_CONCURRENCY,
+  lockDuration: 15_000,
+  stalledInterval: 5_000,
+  maxStalledCount: 3,
+})
+export class DeliveryProcessor extends WorkerHost implements OnModuleInit {
+  private readonly logger = new Logger(DeliveryProcessor.name);
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectQueue(QUEUES.DELIVERY) private readonly queue: Queue,
+    private readonly delivery: DeliveryService,
+  ) {
+    super();
+  }
+
+  /**
+   * EMAIL_RATE_PER_SECOND is a queue-level limit stored in Redis (BullMQ's
+   * global rate limit, checked in the script that hands a job to any worker),
+   * so it holds across every worker process together.
+   */
+  async onModuleInit(): Promise<void> {
+    if (runsWorkers(this.config)) await this.queue.setGlobalRateLimit(this.config.emailRatePerSecond, 1000);
+  }
+
+  async process(job: Job<DeliveryJobData>): Promise<DeliveryOutcome> {
+    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    return this.delivery.deliver(job.data.emailId, lastAttempt);
+  }
+
+  @OnWorkerEvent('failed')
+  async onFailed(job: Job<DeliveryJobData> | undefined, error: Error): Promise<void> {
+    if (!job) return;
+    const exhausted = job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/i.test(error.message);
+    if (!exhausted || error instanceof TransientDeliveryError) return;
+    try {
+      await this.delivery.failLost(job.data.emailId, error.message.slice(0, 1000));
+    } catch (failure) {
+      this.logger.error({ err: failure, emailId: job.data.emailId }, 'could not mark a lost delivery job FAILED');
+    }
+  }
+}

@@ -1,0 +1,41 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsEnum, IsOptional, IsUUID } from 'class-validator';
+import { PaginationQueryDto } from '../../common/pagination/pagination';
+import { EmailSource, EmailStatus } from '../email.entity';
+
+export class ListEmailsQueryDto extends PaginationQueryDto {
+  @ApiPropertyOptional({ enum: EmailStatus })
+  @IsOptional()
+  @IsEnum(EmailStatus)
+  status?: EmailStatus;
+
+  @ApiPropertyOptional({ format: 'uuid' })
+  @IsOptional()
+  @IsUUID()
+  contactId?: string;
+
+  @ApiPropertyOptional({ format: 'uuid' })
+  @IsOptional()
+  @IsUUID()
+  campaignId?: string;
+}
+
+export class EmailResponse {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty() to: string;
+  @ApiProperty() from: string;
+  @ApiProperty() subject: string;
+  @ApiProperty({ enum: EmailStatus }) status: EmailStatus;
+  @ApiProperty({ enum: EmailSource }) source: EmailSource;
+  @ApiProperty({ format: 'uuid' }) contactId: string;
+  @ApiProperty({ format: 'uuid', nullable: true, type: String }) templateId: string | null;
+  @ApiProperty({ format: 'uuid', nullable: true, type: String }) campaignId: string | null;
+  @ApiProperty({ nullable: true, type: String }) messageId: string | null;
+  @ApiProperty() attempts: number;
+  @ApiProperty({ nullable: true, type: String }) error: string | null;
+  @ApiProperty({ format: 'date-time' }) queuedAt: string;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) sentAt: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) openedAt: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) clickedAt: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) bouncedAt: string | null;
+}

@@ -1,0 +1,141 @@
+import { Column, Entity, Index, JoinColumn, ManyToOne, UpdateDateColumn } from 'typeorm';
+import { Contact } from '../contacts/contact.entity';
+import { BaseEntity } from '../database/base.entity';
+
+export enum EmailStatus {
+  QUEUED = 'QUEUED',
+  SENDING = 'SENDING',
+  SENT = 'SENT',
+  FAILED = 'FAILED',
+  BOUNCED = 'BOUNCED',
+  SUPPRESSED = 'SUPPRESSED',
+}
+
+/** Statuses a record never leaves: a job finding one of them does nothing. */
+export const FINAL_STATUSES: readonly EmailStatus[] = [
+  EmailStatus.SENT,
+  EmailStatus.FAILED,
+  EmailStatus.BOUNCED,
+  EmailStatus.SUPPRESSED,
+];
+
+export enum EmailSource {
+  TRANSACTIONAL = 'TRANSACTIONAL',
+  CAMPAIGN = 'CAMPAIGN',
+  WORKFLOW = 'WORKFLOW',
+}
+
+/** Metadata of one attachment; the bytes live in email_attachments until delivery ends. */
+export interface EmailAttachmentRef {
+  id: string;
+  filename: string;
+  contentType: string;
+  size: number;
+}
+
+/**
+ * One message to one recipient. The rendered subject/HTML/text are stored, so
+ * a retry transmits exactly what was accepted by the API, whatever happens to
+ * the template or the contact's data in between. Column names are relied on
+ * by the segment compiler's engagement rules (sent/opened/clicked/bounced).
+ */
+@Entity('emails')
+@Index('emails_project_id_contact_id_idx', ['projectId', 'contactId'])
+@Index('emails_project_id_status_idx', ['projectId', 'status'])
+@Index('emails_campaign_id_status_idx', ['campaignId', 'status'])
+// The list endpoint: newest first within a project.
+@Index('emails_project_id_id_idx', ['projectId', 'id'])
+// ON DELETE CASCADE from contacts looks emails up by contact_id alone.
+@Index('emails_contact_id_idx', ['contactId'])
+export class Email extends BaseEntity {
+  @Column('uuid')
+  projectId: string;
+
+  @Column('uuid')
+  contactId: string;
+
+  @ManyToOne(() => Contact, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'contact_id' })
+  contact?: Contact;
+
+  @Column({ type: 'uuid', nullable: true })
+  templateId: string | null;
+
+  @Column({ type: 'uuid', nullable: true })
+  campaignId: string | null;
+
+  @Column({ type: 'uuid', nullable: true })
+  workflowExecutionId: string | null;
+
+  @Column({ type: 'enum', enum: EmailSource, enumName: 'email_source' })
+  source: EmailSource;
+
+  /** Marketing mail carries List-Unsubscribe and is never sent to unsubscribed contacts. */
+  @Column({ type: 'boolean', default: false })
+  marketing: boolean;
+
+  @Column({ type: 'varchar', length: 320 })
+  toEmail: string;
+
+  @Column({ type: 'varchar', length: 200, nullable: true })
+  toName: string | null;
+
+  @Column({ type: 'varchar', length: 320 })
+  fromEmail: string;
+
+  @Column({ type: 'varchar', length: 200, nullable: true })
+  fromName: string | null;
+
+  @Column({ type: 'varchar', length: 320, nullable: true })
+  replyTo: string | null;
+
+  @Column({ type: 'text' })
+  subject: string;
+
+  @Column({ type: 'text' })
+  html: string;
+
+  @Column({ type: 'text' })
+  text: string;
+
+  /** Caller-supplied extra headers (validated: no CR/LF, no reserved names). */
+  @Column({ type: 'jsonb', default: () => "'{}'" })
+  headers: Record<string, string>;
+
+  @Column({ type: 'jsonb', default: () => "'[]'" })
+  attachments: EmailAttachmentRef[];
+
+  @Column({ type: 'enum', enum: EmailStatus, enumName: 'email_status', default: EmailStatus.QUEUED })
+  status: EmailStatus;
+
+  @Column({ type: 'varchar', length: 998, nullable: true })
+  messageId: string | null;
+
+  @Column({ type: 'int', default: 0 })
+  attempts: number;
+
+  @Column({ type: 'text', nullable: true })
+  error: string | null;
+
+  /** BullMQ priority the job was queued with (lower runs first). */
+  @Column({ type: 'smallint' })
+  priority: number;
+
+  @Column({ type: 'timestamptz', default: () => 'now()' })
+  queuedAt: Date;
+
+  @Column({ type: 'timestamptz', nullable: true })
+  sentAt: Date | null;
+
+  @Column({ type: 'timestamptz', nullable: true })
+  openedAt: Date | null;
+
+  @Column({ type: 'timestamptz', nullable: true })
+  clickedAt: Date | null;
+
+  @Column({ type: 'timestamptz', nullable: true })
+  bouncedAt: Date | null;
+
+  @UpdateDateColumn({ type: 'timestamptz' })
+  updatedAt: Date;
+}

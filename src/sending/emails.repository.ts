@@ -1,0 +1,233 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import { Page, paginate } from '../common/pagination/pagination';
+import { queryRows } from '../contacts/query-rows';
+import { ListEmailsQueryDto } from './dto/email.dto';
+import { EmailAttachment } from './email-attachment.entity';
+import { Email, EmailAttachmentRef, EmailStatus } from './email.entity';
+import { IdempotencyKey } from './idempotency-key.entity';
+import { IDEMPOTENCY_TTL_HOURS } from './idempotency';
+
+/** An email row claimed for delivery, with the contact flags that decide whether it may go out. */
+export interface ClaimedEmail {
+  id: string;
+  projectId: string;
+  contactId: string;
+  status: EmailStatus;
+  attempts: number;
+  marketing: boolean;
+  toEmail: string;
+  toName: string | null;
+  fromEmail: string;
+  fromName: string | null;
+  replyTo: string | null;
+  subject: string;
+  html: string;
+  text: string;
+  headers: Record<string, string>;
+  attachments: EmailAttachmentRef[];
+  contactSuppressed: boolean;
+  contactSubscribed: boolean;
+}
+
+export interface StoredIdempotentResponse {
+  requestHash: string;
+  responseStatus: number | null;
+  responseBody: unknown;
+}
+
+/** Every query of the sending feature: emails, their attachments and idempotency keys. */
+@Injectable()
+export class EmailsRepository {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  get manager(): EntityManager {
+    return this.dataSource.manager;
+  }
+
+  transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+    return this.dataSource.transaction(work);
+  }
+
+  async insertEmails(manager: EntityManager, rows: Email[]): Promise<void> {
+    if (rows.length === 0) return;
+    // Chunked: one INSERT per 500 rows keeps the statement under Postgres's parameter limit.
+    for (let i = 0; i < rows.length; i += 500) {
+      await manager.createQueryBuilder().insert().into(Email).values(rows.slice(i, i + 500) as QueryDeepPartialEntity<Email>[]).updateEntity(false).execute();
+    }
+  }
+
+  async insertAttachments(manager: EntityManager, rows: Partial<EmailAttachment>[]): Promise<void> {
+    if (rows.length === 0) return;
+    await manager.createQueryBuilder().insert().into(EmailAttachment).values(rows).updateEntity(false).execute();
+  }
+
+  async list(projectId: string, query: ListEmailsQueryDto): Promise<Page<Email>> {
+    const qb = this.manager
+      .getRepository(Email)
+      .createQueryBuilder('e')
+      .select([
+        'e.id', 'e.projectId', 'e.contactId', 'e.templateId', 'e.campaignId', 'e.source', 'e.toEmail', 'e.fromEmail',
+        'e.subject', 'e.status', 'e.messageId', 'e.attempts', 'e.error', 'e.queuedAt', 'e.sentAt', 'e.openedAt',
+        'e.clickedAt', 'e.bouncedAt', 'e.createdAt',
+      ])
+      .where('e.project_id = :projectId', { projectId });
+    if (query.status) qb.andWhere('e.status = :status', { status: query.status });
+    if (query.contactId) qb.andWhere('e.contact_id = :contactId', { contactId: query.contactId });
+    if (query.campaignId) qb.andWhere('e.campaign_id = :campaignId', { campaignId: query.campaignId });
+    return paginate(qb, 'e.id', query, (row) => row);
+  }
+
+  findOne(projectId: string, id: string): Promise<Email | null> {
+    return this.manager.getRepository(Email).findOne({ where: { id, projectId } });
+  }
+
+  /**
+   * Takes an email for an attempt in one statement: QUEUED (or SENDING, left
+   * by a worker that died mid-attempt) becomes SENDING with attempts + 1, or
+   * SUPPRESSED when the contact is suppressed, or unsubscribed and the mail is
+   * marketing. Final rows are not touched: null means "nothing to do".
+   */
+  async claim(emailId: string): Promise<ClaimedEmail | null> {
+    const rows = await queryRows<ClaimedEmail>(
+      this.manager,
+      `UPDATE emails e
+          SET status = CASE WHEN c.suppressed OR (e.marketing AND NOT c.subscribed)
+                            THEN 'SUPPRESSED'::email_status ELSE 'SENDING'::email_status END,
+              attempts = e.attempts + CASE WHEN c.suppressed OR (e.marketing AND NOT c.subscribed) THEN 0 ELSE 1 END,
+              error = CASE WHEN c.suppressed THEN 'contact is suppressed'
+                           WHEN e.marketing AND NOT c.subscribed THEN 'contact is unsubscribed'
+                           ELSE e.error END,
+              updated_at = now()
+         FROM contacts c
+        WHERE e.id = $1 AND c.id = e.contact_id AND e.status IN ('QUEUED', 'SENDING')
+       RETURNING e.id, e.project_id AS "projectId", e.contact_id AS "contactId", e.status, e.attempts, e.marketing,
+                 e.to_email AS "toEmail", e.to_name AS "toName", e.from_email AS "fromEmail", e.from_name AS "fromName",
+                 e.reply_to AS "replyTo", e.subject, e.html, e.text, e.headers, e.attachments,
+                 c.suppressed AS "contactSuppressed", c.subscribed AS "contactSubscribed"`,
+      [emailId],
+    );
+    return rows[0] ?? null;
+  }
+
+  async attachmentContents(ids: string[]): Promise<Map<string, Buffer>> {
+    if (ids.length === 0) return new Map();
+    const rows = await queryRows<{ id: string; content: Buffer }>(
+      this.manager,
+      'SELECT id, content FROM email_attachments WHERE id = ANY($1::uuid[])',
+      [ids],
+    );
+    return new Map(rows.map((r) => [r.id, r.content]));
+  }
+
+  /** SENDING → a final status. False when the row was not SENDING any more (someone else finished it). */
+  async finish(
+    manager: EntityManager,
+    emailId: string,
+    status: EmailStatus.SENT | EmailStatus.FAILED | EmailStatus.BOUNCED,
+    fields: { messageId?: string; error?: string | null },
+  ): Promise<boolean> {
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      `UPDATE emails
+          SET status = $2::email_status,
+              message_id = COALESCE($3, message_id),
+              error = $4,
+              sent_at = CASE WHEN $2 = 'SENT' THEN now() ELSE sent_at END,
+              bounced_at = CASE WHEN $2 = 'BOUNCED' THEN now() ELSE bounced_at END,
+              updated_at = now()
+        WHERE id = $1 AND status = 'SENDING'
+       RETURNING id`,
+      [emailId, status, fields.messageId ?? null, fields.error ?? null],
+    );
+    return rows.length > 0;
+  }
+
+  /** A transient failure: back to QUEUED until BullMQ runs the next attempt. */
+  async requeue(emailId: string, error: string): Promise<void> {
+    await this.manager.query(
+      `UPDATE emails SET status = 'QUEUED', error = $2, updated_at = now() WHERE id = $1 AND status = 'SENDING'`,
+      [emailId, error],
+    );
+  }
+
+  /** The attempt that just failed was the last one, or the job was lost: FAILED unless already final. */
+  async failIfOpen(manager: EntityManager, emailId: string, error: string): Promise<{ projectId: string; contactId: string; toEmail: string; attachments: EmailAttachmentRef[] } | null> {
+    const rows = await queryRows<{ projectId: string; contactId: string; toEmail: string; attachments: EmailAttachmentRef[] }>(
+      manager,
+      `UPDATE emails SET status = 'FAILED', error = $2, updated_at = now()
+        WHERE id = $1 AND status IN ('QUEUED', 'SENDING')
+       RETURNING project_id AS "projectId", contact_id AS "contactId", to_email AS "toEmail", attachments`,
+      [emailId, error],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** A hard bounce: the address is never mailed again. */
+  async suppressContact(manager: EntityManager, projectId: string, contactId: string): Promise<void> {
+    await manager.query(
+      'UPDATE contacts SET suppressed = true, subscribed = false, updated_at = now() WHERE project_id = $1 AND id = $2',
+      [projectId, contactId],
+    );
+  }
+
+  /**
+   * One fewer email needs these attachments; the bytes go with the last one.
+   * Runs once per email, on its transition to a final status.
+   */
+  async releaseAttachments(manager: EntityManager, refs: EmailAttachmentRef[]): Promise<void> {
+    if (refs.length === 0) return;
+    const ids = refs.map((r) => r.id);
+    await manager.query('UPDATE email_attachments SET pending = pending - 1 WHERE id = ANY($1::uuid[])', [ids]);
+    await manager.query('DELETE FROM email_attachments WHERE id = ANY($1::uuid[]) AND pending <= 0', [ids]);
+  }
+
+  /**
+   * Claims an Idempotency-Key inside the send's transaction. Returns null when
+   * this request owns the key (new, or the old one expired), or the stored
+   * first request otherwise. A concurrent holder makes this INSERT wait until
+   * it commits or rolls back — Postgres serialises duplicates for us.
+   */
+  async claimIdempotencyKey(
+    manager: EntityManager,
+    projectId: string,
+    key: string,
+    requestHash: string,
+    id: string,
+  ): Promise<StoredIdempotentResponse | null> {
+    const claimed = await queryRows<{ id: string }>(
+      manager,
+      `INSERT INTO idempotency_keys AS k (id, project_id, key, request_hash, created_at)
+       VALUES ($1, $2, $3, $4, now())
+       ON CONFLICT (project_id, key) DO UPDATE
+         SET id = EXCLUDED.id, request_hash = EXCLUDED.request_hash, response_status = NULL,
+             response_body = NULL, created_at = now()
+         WHERE k.created_at < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})
+       RETURNING id`,
+      [id, projectId, key, requestHash],
+    );
+    if (claimed.length > 0) return null;
+    const rows = await queryRows<StoredIdempotentResponse>(
+      manager,
+      `SELECT request_hash AS "requestHash", response_status AS "responseStatus", response_body AS "responseBody"
+         FROM idempotency_keys WHERE project_id = $1 AND key = $2`,
+      [projectId, key],
+    );
+    return rows[0] ?? null;
+  }
+
+  async storeIdempotentResponse(manager: EntityManager, id: string, status: number, body: unknown): Promise<void> {
+    await manager.getRepository(IdempotencyKey).update({ id }, { responseStatus: status, responseBody: body as object });
+  }
+
+  /** Housekeeping: keys past their 24 hours. */
+  async deleteExpiredIdempotencyKeys(): Promise<number> {
+    const rows = await queryRows<{ id: string }>(
+      this.manager,
+      `DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS}) RETURNING id`,
+    );
+    return rows.length;
+  }
+}

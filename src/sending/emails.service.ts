@@ -1,0 +1,210 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Inject, Injectable } from '@nestjs/common';
+import { Queue } from 'bullmq';
+import { EntityManager } from 'typeorm';
+import { ApiException } from '../common/errors/api-exception';
+import { Page } from '../common/pagination/pagination';
+import { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
+import { isUuid, newId } from '../database/id';
+import { EventsService } from '../events/events.service';
+import { EventRow } from '../events/event.view';
+import { PRIORITY, QUEUES } from '../queue/queue.constants';
+import { RenderSource } from '../templates/template-renderer';
+import { TemplatesService } from '../templates/templates.service';
+import { EmailResponse, ListEmailsQueryDto } from './dto/email.dto';
+import { Email, EmailAttachmentRef, EmailSource, EmailStatus } from './email.entity';
+import { EmailsRepository } from './emails.repository';
+import { UnsubscribeTokens } from './unsubscribe-token';
+
+/** A recipient as the pipeline needs it (a ContactRow fits). */
+export interface EmailRecipient {
+  id: string;
+  email: string;
+  subscribed: boolean;
+  suppressed: boolean;
+  data: Record<string, unknown>;
+}
+
+/**
+ * One message to compose. Campaigns and workflows call compose() with their
+ * own source/ids, insert() inside their transaction, then enqueue() after
+ * commit — the same pipeline /v1/send uses.
+ */
+export interface ComposeEmailInput {
+  projectId: string;
+  contact: EmailRecipient;
+  toName?: string | null;
+  source: EmailSource;
+  /** MARKETING template or campaign: List-Unsubscribe, and never to unsubscribed contacts. */
+  marketing: boolean;
+  templateId?: string | null;
+  campaignId?: string | null;
+  workflowExecutionId?: string | null;
+  from: { email: string; name?: string | null };
+  replyTo?: string | null;
+  content: RenderSource;
+  /** Render variables over the contact's data. */
+  data?: Record<string, unknown> | null;
+  /** Validated extra headers (see mail-headers.ts). */
+  headers?: Record<string, string>;
+  attachments?: EmailAttachmentRef[];
+  /** Defaults from the source: transactional before workflow before campaign. */
+  priority?: number;
+  /** Prepended to the rendered subject (campaign tests: "[TEST] "). */
+  subjectPrefix?: string;
+}
+
+const SOURCE_PRIORITY: Record<EmailSource, number> = {
+  [EmailSource.TRANSACTIONAL]: PRIORITY.TRANSACTIONAL,
+  [EmailSource.WORKFLOW]: PRIORITY.WORKFLOW,
+  [EmailSource.CAMPAIGN]: PRIORITY.CAMPAIGN,
+};
+
+/** Job payload of QUEUES.DELIVERY: the email id only, the processor reloads the row. */
+export interface DeliveryJobData {
+  emailId: string;
+}
+
+export const DELIVERY_JOB = 'deliver';
+
+@Injectable()
+export class EmailsService {
+  private readonly tokens: UnsubscribeTokens;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectQueue(QUEUES.DELIVERY) private readonly queue: Queue<DeliveryJobData>,
+    private readonly repository: EmailsRepository,
+    private readonly templates: TemplatesService,
+    private readonly events: EventsService,
+  ) {
+    this.tokens = new UnsubscribeTokens(config.appSecret);
+  }
+
+  /** The signed one-click link of a contact (and the message it is in). */
+  unsubscribeUrl(projectId: string, contactId: string, emailId: string | null): string {
+    return `${this.config.publicUrl}/unsubscribe/${this.tokens.sign({ projectId, contactId, emailId })}`;
+  }
+
+  /**
+   * Renders one message and returns its unsaved row. Suppressed contacts, and
+   * unsubscribed ones for marketing mail, get a SUPPRESSED row: it is kept
+   * (the caller sees why nothing went out) but never queued.
+   * Throws TemplateRenderError when the template exceeds a sandbox limit.
+   */
+  async compose(input: ComposeEmailInput): Promise<Email> {
+    const id = newId();
+    const unsubscribeUrl = this.unsubscribeUrl(input.projectId, input.contact.id, id);
+    const rendered = await this.templates.render(input.content, input.contact, input.data ?? null, unsubscribeUrl);
+    const headers: Record<string, string> = { ...(input.headers ?? {}) };
+    if (input.marketing) {
+      headers['List-Unsubscribe'] = `<${unsubscribeUrl}>`;
+      headers['List-Unsubscribe-Post'] = 'List-Unsubscribe=One-Click';
+    }
+    const blocked = input.contact.suppressed
+      ? 'contact is suppressed'
+      : input.marketing && !input.contact.subscribed
+        ? 'contact is unsubscribed'
+        : null;
+    const email = new Email();
+    Object.assign(email, {
+      id,
+      projectId: input.projectId,
+      contactId: input.contact.id,
+      templateId: input.templateId ?? null,
+      campaignId: input.campaignId ?? null,
+      workflowExecutionId: input.workflowExecutionId ?? null,
+      source: input.source,
+      marketing: input.marketing,
+      toEmail: input.contact.email,
+      toName: input.toName ?? null,
+      fromEmail: input.from.email,
+      fromName: input.from.name ?? null,
+      replyTo: input.replyTo ?? null,
+      subject: `${input.subjectPrefix ?? ''}${rendered.subject}`,
+      html: rendered.html,
+      text: rendered.text,
+      headers,
+      attachments: input.attachments ?? [],
+      status: blocked ? EmailStatus.SUPPRESSED : EmailStatus.QUEUED,
+      error: blocked,
+      attempts: 0,
+      priority: input.priority ?? SOURCE_PRIORITY[input.source],
+      queuedAt: new Date(),
+    });
+    return email;
+  }
+
+  /** Inserts composed rows and records `email.queued` for each; call inside the caller's transaction. */
+  async insert(manager: EntityManager, emails: Email[]): Promise<EventRow[]> {
+    await this.repository.insertEmails(manager, emails);
+    const suppressed = emails.filter((e) => e.status === EmailStatus.SUPPRESSED).flatMap((e) => e.attachments);
+    await this.repository.releaseAttachments(manager, suppressed);
+    return this.events.recordMany(
+      manager,
+      emails.map((e) => ({
+        projectId: e.projectId,
+        contactId: e.contactId,
+        emailId: e.id,
+        name: 'email.queued',
+        data: { subject: e.subject, source: e.source, ...(e.status === EmailStatus.SUPPRESSED ? { suppressed: true } : {}) },
+      })),
+    );
+  }
+
+  /**
+   * One delivery job per QUEUED email, job id = email id, so enqueueing the
+   * same email twice (a retried campaign batch, a recovery sweep) is a no-op.
+   * Call only after the rows are committed.
+   */
+  async enqueue(emails: Array<Pick<Email, 'id' | 'priority' | 'status'>>): Promise<void> {
+    const jobs = emails
+      .filter((e) => e.status === EmailStatus.QUEUED)
+      .map((e) => ({
+        name: DELIVERY_JOB,
+        data: { emailId: e.id },
+        opts: {
+          jobId: e.id,
+          priority: e.priority,
+          attempts: this.config.deliveryAttempts,
+          backoff: { type: 'exponential', delay: this.config.deliveryBackoffMs },
+        },
+      }));
+    for (let i = 0; i < jobs.length; i += 1000) await this.queue.addBulk(jobs.slice(i, i + 1000));
+  }
+
+  async list(projectId: string, query: ListEmailsQueryDto): Promise<Page<EmailResponse>> {
+    const page = await this.repository.list(projectId, query);
+    return { ...page, items: page.items.map(toEmailResponse) };
+  }
+
+  async get(projectId: string, id: string): Promise<EmailResponse> {
+    const row = isUuid(id) ? await this.repository.findOne(projectId, id) : null;
+    if (!row) throw ApiException.notFound('email', id);
+    return toEmailResponse(row);
+  }
+}
+
+export function toEmailResponse(row: Email): EmailResponse {
+  const iso = (d: Date | null) => (d ? d.toISOString() : null);
+  return {
+    id: row.id,
+    to: row.toEmail,
+    from: row.fromEmail,
+    subject: row.subject,
+    status: row.status,
+    source: row.source,
+    contactId: row.contactId,
+    templateId: row.templateId,
+    campaignId: row.campaignId,
+    messageId: row.messageId,
+    attempts: row.attempts,
+    error: row.error,
+    queuedAt: row.queuedAt.toISOString(),
+    sentAt: iso(row.sentAt),
+    openedAt: iso(row.openedAt),
+    clickedAt: iso(row.clickedAt),
+    bouncedAt: iso(row.bouncedAt),
+  };
+}

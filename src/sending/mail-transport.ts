@@ -1,0 +1,151 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createTransport } from 'nodemailer';
+import type { NodemailerError } from 'nodemailer/lib/errors';
+import { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
+
+export interface Mailbox {
+  email: string;
+  name?: string | null;
+}
+
+/** Everything needed to put one message on the wire. */
+export interface OutgoingMessage {
+  /** Without angle brackets: `<id>@<sender domain>`. */
+  messageId: string;
+  from: Mailbox;
+  to: Mailbox;
+  replyTo?: string | null;
+  subject: string;
+  html: string;
+  text: string;
+  headers: Record<string, string>;
+  attachments: Array<{ filename: string; contentType: string; content: Buffer }>;
+  dkim: { domainName: string; keySelector: string; privateKey: string } | null;
+}
+
+export interface TransportResult {
+  /** The server's final reply (SMTP) or the file written (outbox). */
+  response: string;
+}
+
+/** How a failed attempt is treated: retried later, or final for this recipient. */
+export type FailureKind = 'transient' | 'permanent';
+
+/**
+ * Every header DKIM covers. nodemailer's default list misses
+ * List-Unsubscribe-Post, which receivers (Gmail, Yahoo) want signed for
+ * one-click unsubscribe to be honoured.
+ */
+const DKIM_HEADER_FIELDS = [
+  'From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc', 'MIME-Version',
+  'Content-Type', 'Content-Transfer-Encoding', 'Content-ID', 'Content-Description',
+  'In-Reply-To', 'References', 'List-Id', 'List-Unsubscribe', 'List-Unsubscribe-Post',
+].join(':');
+
+/** Pool size: connections kept open to the relay, shared by every delivery job of the process. */
+export const SMTP_POOL_CONNECTIONS = 10;
+
+type Mailer = ReturnType<typeof createTransport>;
+
+/**
+ * The wire. With SMTP_URL: a pooled SMTP client. Without: each message is
+ * written as an RFC 5322 .eml file to MAIL_OUTBOX_DIR (built and DKIM-signed
+ * by nodemailer's stream transport, written to a temp name then renamed so a
+ * reader never sees half a file).
+ */
+@Injectable()
+export class MailTransport implements OnApplicationShutdown {
+  private readonly logger = new Logger(MailTransport.name);
+  private readonly mailer: Mailer;
+  private readonly outbox: string | null;
+  private outboxReady: Promise<unknown> | null = null;
+
+  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+    if (config.smtpUrl) {
+      this.outbox = null;
+      this.mailer = createTransport({
+        pool: true,
+        url: config.smtpUrl,
+        maxConnections: SMTP_POOL_CONNECTIONS,
+        maxMessages: 1000,
+        connectionTimeout: 10_000,
+        greetingTimeout: 10_000,
+        socketTimeout: 60_000,
+        disableFileAccess: true,
+        disableUrlAccess: true,
+      });
+    } else {
+      this.outbox = config.mailOutboxDir;
+      this.mailer = createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
+    }
+  }
+
+  get kind(): 'smtp' | 'outbox' {
+    return this.outbox === null ? 'smtp' : 'outbox';
+  }
+
+  async send(message: OutgoingMessage): Promise<TransportResult> {
+    const info = await this.mailer.sendMail({
+      messageId: `<${message.messageId}>`,
+      from: message.from.name ? { name: message.from.name, address: message.from.email } : message.from.email,
+      to: message.to.name ? { name: message.to.name, address: message.to.email } : message.to.email,
+      replyTo: message.replyTo ?? undefined,
+      subject: message.subject,
+      html: message.html,
+      text: message.text,
+      headers: message.headers,
+      attachments: message.attachments.map((a) => ({
+        filename: a.filename,
+        contentType: a.contentType,
+        content: a.content,
+      })),
+      dkim: message.dkim ? { ...message.dkim, headerFieldNames: DKIM_HEADER_FIELDS } : undefined,
+      disableFileAccess: true,
+      disableUrlAccess: true,
+    });
+    if (this.outbox === null) return { response: String((info as { response?: string }).response ?? '') };
+    return { response: await this.writeEml(message.messageId, (info as { message: Buffer }).message) };
+  }
+
+  private async writeEml(messageId: string, bytes: Buffer): Promise<string> {
+    const dir = this.outbox as string;
+    this.outboxReady ??= mkdir(dir, { recursive: true });
+    await this.outboxReady;
+    const base = messageId.replace(/[^A-Za-z0-9._-]/g, '_');
+    const file = join(dir, `${base}.eml`);
+    const temp = join(dir, `.${base}.${randomBytes(4).toString('hex')}.tmp`);
+    await writeFile(temp, bytes, { mode: 0o640 });
+    await rename(temp, file);
+    return `written ${file}`;
+  }
+
+  onApplicationShutdown(): void {
+    this.mailer.close();
+    this.logger.debug('mail transport closed');
+  }
+}
+
+/**
+ * 5xx replies (except 503, a session-state problem) are permanent for this
+ * recipient: retrying would get the same answer. Everything else — 4xx,
+ * refused or dropped connections, timeouts — is worth another attempt.
+ */
+export function classifyFailure(error: unknown): FailureKind {
+  const e = error as NodemailerError;
+  if (typeof e?.permanent === 'boolean') return e.permanent ? 'permanent' : 'transient';
+  if (typeof e?.responseCode === 'number') {
+    return e.responseCode >= 500 && e.responseCode !== 503 ? 'permanent' : 'transient';
+  }
+  return 'transient';
+}
+
+/** A short, secret-free description of a failure for the email record. */
+export function describeFailure(error: unknown): string {
+  const e = error as NodemailerError;
+  const parts = [e?.code, e?.responseCode, e?.response ?? e?.message].filter((p) => p !== undefined && p !== '');
+  return parts.join(' ').slice(0, 1000) || 'unknown error';
+}

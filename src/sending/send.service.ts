@@ -1,0 +1,175 @@
+import { Injectable } from '@nestjs/common';
+import { detectMimeType } from 'nodemailer/lib/mime-funcs';
+import { ApiException, FieldError } from '../common/errors/api-exception';
+import { ContactsService } from '../contacts/contacts.service';
+import { newId } from '../database/id';
+import { DomainsService } from '../domains/domains.service';
+import { EventsService } from '../events/events.service';
+import { TemplateType } from '../templates/template.entity';
+import { TemplateRenderError } from '../templates/template-renderer';
+import { renderFailure, TemplatesService } from '../templates/templates.service';
+import { MailboxDto, MAX_ATTACHMENT_BYTES, SendEmailDto, SendResponse } from './dto/send-email.dto';
+import { EmailAttachment } from './email-attachment.entity';
+import { Email, EmailAttachmentRef, EmailSource } from './email.entity';
+import { EmailsRepository } from './emails.repository';
+import { EmailsService } from './emails.service';
+import { IdempotencyRequest, idempotencyKeyReused } from './idempotency';
+import { validateMailHeaders } from './mail-headers';
+
+interface ResolvedSend {
+  from: { email: string; name: string | null };
+  replyTo: string | null;
+  subject: string;
+  body: string;
+  templateId: string | null;
+  marketing: boolean;
+  headers: Record<string, string>;
+  recipients: MailboxDto[];
+}
+
+/** POST /v1/send: validation beyond the DTO, the sender check, and one transaction for every recipient. */
+@Injectable()
+export class SendService {
+  constructor(
+    private readonly repository: EmailsRepository,
+    private readonly emails: EmailsService,
+    private readonly templates: TemplatesService,
+    private readonly contacts: ContactsService,
+    private readonly events: EventsService,
+    private readonly domains: DomainsService,
+  ) {}
+
+  async send(projectId: string, dto: SendEmailDto, idempotency: IdempotencyRequest | null): Promise<SendResponse> {
+    const resolved = await this.resolve(projectId, dto);
+    const attachments = decodeAttachments(dto);
+    await this.domains.assertCanSend(projectId, resolved.from.email);
+
+    const { response, emails } = await this.repository.transaction(async (manager) => {
+      const idempotencyRowId = newId();
+      if (idempotency) {
+        const stored = await this.repository.claimIdempotencyKey(
+          manager,
+          projectId,
+          idempotency.key,
+          idempotency.requestHash,
+          idempotencyRowId,
+        );
+        if (stored) {
+          if (stored.requestHash !== idempotency.requestHash) throw idempotencyKeyReused();
+          return { response: stored.responseBody as SendResponse, emails: [] as Email[] };
+        }
+      }
+
+      const refs: EmailAttachmentRef[] = attachments.map((a) => ({
+        id: newId(),
+        filename: a.filename,
+        contentType: a.contentType,
+        size: a.content.length,
+      }));
+      await this.repository.insertAttachments(
+        manager,
+        attachments.map((a, i): Partial<EmailAttachment> => ({
+          id: refs[i].id,
+          projectId,
+          filename: a.filename,
+          contentType: a.contentType,
+          content: a.content,
+          pending: resolved.recipients.length,
+        })),
+      );
+
+      const composed: Email[] = [];
+      for (const recipient of resolved.recipients) {
+        const { contact } = await this.contacts.upsertByEmail(manager, projectId, recipient.email, {
+          subscribed: dto.subscribed,
+          defaultSubscribed: false,
+          data: dto.data,
+        });
+        composed.push(
+          await this.emails.compose({
+            projectId,
+            contact,
+            toName: recipient.name ?? null,
+            source: EmailSource.TRANSACTIONAL,
+            marketing: resolved.marketing,
+            templateId: resolved.templateId,
+            from: resolved.from,
+            replyTo: resolved.replyTo,
+            content: { subject: resolved.subject, body: resolved.body, format: dto.type ?? 'html' },
+            data: dto.data ?? null,
+            headers: resolved.headers,
+            attachments: refs,
+          }),
+        );
+      }
+      const queued = await this.emails.insert(manager, composed);
+      const result: SendResponse = {
+        contact: composed[0].contactId,
+        event: queued[0].id,
+        timestamp: new Date().toISOString(),
+        emails: composed.map((e) => ({ id: e.id, to: e.toEmail, contact: e.contactId, status: e.status })),
+      };
+      if (idempotency) await this.repository.storeIdempotentResponse(manager, idempotencyRowId, 200, result);
+      return { response: result, emails: composed };
+    }).catch((error: unknown) => {
+      throw error instanceof TemplateRenderError ? renderFailure(error) : error;
+    });
+
+    await this.emails.enqueue(emails);
+    return response;
+  }
+
+  /** Template defaults, request overrides, the 422s the DTO cannot express. */
+  private async resolve(projectId: string, dto: SendEmailDto): Promise<ResolvedSend> {
+    const errors: FieldError[] = [];
+    const template = dto.template ? await this.templates.findOrFail(projectId, dto.template) : null;
+    const subject = dto.subject ?? template?.subject;
+    const body = dto.body ?? template?.body;
+    if (!template) {
+      if (subject === undefined) errors.push({ field: 'subject', message: 'subject is required without template', code: 'required' });
+      if (body === undefined) errors.push({ field: 'body', message: 'body is required without template', code: 'required' });
+    }
+    const fromEmail = dto.from?.email ?? template?.fromEmail ?? null;
+    if (!fromEmail) {
+      errors.push({ field: 'from', message: 'from is required when the template has no sender', code: 'required' });
+    }
+    const headers = validateMailHeaders(dto.headers);
+    errors.push(...headers.errors);
+    errors.push(...attachmentSizeErrors(dto));
+    if (errors.length > 0) throw ApiException.validation(errors);
+
+    // Case-insensitive duplicates are one recipient: the first spelling and name win.
+    const seen = new Set<string>();
+    const recipients = dto.to.filter((r) => !seen.has(r.email) && seen.add(r.email));
+    return {
+      from: { email: fromEmail as string, name: dto.from?.name ?? dto.name ?? template?.fromName ?? null },
+      replyTo: dto.replyTo ?? dto.reply ?? template?.replyTo ?? null,
+      subject: subject as string,
+      body: body as string,
+      templateId: template?.id ?? null,
+      marketing: template?.type === TemplateType.MARKETING,
+      headers: headers.headers,
+      recipients,
+    };
+  }
+}
+
+function attachmentSizeErrors(dto: SendEmailDto): FieldError[] {
+  const total = (dto.attachments ?? []).reduce((sum, a) => sum + base64DecodedLength(a.content), 0);
+  return total > MAX_ATTACHMENT_BYTES
+    ? [{ field: 'attachments', message: 'attachments may total at most 10 MB', code: 'too_big' }]
+    : [];
+}
+
+function base64DecodedLength(b64: string): number {
+  const padding = b64.endsWith('==') ? 2 : b64.endsWith('=') ? 1 : 0;
+  return Math.floor((b64.length * 3) / 4) - padding;
+}
+
+function decodeAttachments(dto: SendEmailDto): Array<{ filename: string; contentType: string; content: Buffer }> {
+  return (dto.attachments ?? []).map((a) => ({
+    filename: a.filename,
+    contentType: a.contentType ?? detectMimeType(a.filename.split('.').pop() ?? false),
+    content: Buffer.from(a.content, 'base64'),
+  }));
+}

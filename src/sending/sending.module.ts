@@ -1,0 +1,46 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { ContactsModule } from '../contacts/contacts.module';
+import { DomainsModule } from '../domains/domains.module';
+import { EventsModule } from '../events/events.module';
+import { TemplatesModule } from '../templates/templates.module';
+import { DeliveryProcessor } from './delivery.processor';
+import { DeliveryService } from './delivery.service';
+import { EmailAttachment } from './email-attachment.entity';
+import { Email } from './email.entity';
+import { EmailsController } from './emails.controller';
+import { EmailsRepository } from './emails.repository';
+import { EmailsService } from './emails.service';
+import { IdempotencyKey } from './idempotency-key.entity';
+import { MailTransport } from './mail-transport';
+import { SendController } from './send.controller';
+import { SendService } from './send.service';
+import { UnsubscribeController } from './unsubscribe.controller';
+import { UnsubscribeService } from './unsubscribe.service';
+
+/**
+ * Transactional send, email records, the delivery pipeline and unsubscribe.
+ * Campaigns and workflows import this module and use EmailsService
+ * (compose → insert in their transaction → enqueue after commit).
+ */
+@Module({
+  imports: [
+    TypeOrmModule.forFeature([Email, EmailAttachment, IdempotencyKey]),
+    TemplatesModule,
+    ContactsModule,
+    EventsModule,
+    DomainsModule,
+  ],
+  controllers: [SendController, EmailsController, UnsubscribeController],
+  providers: [
+    EmailsRepository,
+    EmailsService,
+    SendService,
+    DeliveryService,
+    DeliveryProcessor,
+    MailTransport,
+    UnsubscribeService,
+  ],
+  exports: [EmailsService, TemplatesModule],
+})
+export class SendingModule {}

@@ -1,0 +1,114 @@
+import { ApiProperty, ApiPropertyOptional, PartialType } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import {
+  IsEmail,
+  IsEnum,
+  IsNotEmpty,
+  IsObject,
+  IsOptional,
+  IsString,
+  IsUUID,
+  MaxLength,
+} from 'class-validator';
+import { PaginationQueryDto } from '../../common/pagination/pagination';
+import { IsLiquidTemplate, MaxJsonSize, NoLineBreaks } from '../template-validators';
+import { TemplateType } from '../template.entity';
+
+const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
+const lower = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim().toLowerCase() : value);
+
+export class CreateTemplateDto {
+  @ApiProperty({ maxLength: 200 })
+  @Transform(trim)
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(200)
+  name: string;
+
+  @ApiProperty({ description: 'Liquid; no line breaks', maxLength: 998 })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(998)
+  @NoLineBreaks()
+  @IsLiquidTemplate()
+  subject: string;
+
+  @ApiProperty({ description: 'HTML with Liquid', maxLength: 1_000_000 })
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(1_000_000)
+  @IsLiquidTemplate()
+  body: string;
+
+  @ApiProperty({ enum: TemplateType })
+  @IsEnum(TemplateType)
+  type: TemplateType;
+
+  @ApiPropertyOptional({ format: 'email', description: 'Default sender; its domain must be verified to send' })
+  @IsOptional()
+  @Transform(lower)
+  @IsEmail()
+  @MaxLength(320)
+  from?: string | null;
+
+  @ApiPropertyOptional({ maxLength: 200 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  @NoLineBreaks()
+  fromName?: string | null;
+
+  @ApiPropertyOptional({ format: 'email' })
+  @IsOptional()
+  @Transform(lower)
+  @IsEmail()
+  @MaxLength(320)
+  replyTo?: string | null;
+}
+
+export class UpdateTemplateDto extends PartialType(CreateTemplateDto) {}
+
+export class ListTemplatesQueryDto extends PaginationQueryDto {
+  @ApiPropertyOptional({ enum: TemplateType })
+  @IsOptional()
+  @IsEnum(TemplateType)
+  type?: TemplateType;
+
+  @ApiPropertyOptional({ description: 'Case-insensitive substring of the name' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  search?: string;
+}
+
+export class PreviewTemplateDto {
+  @ApiPropertyOptional({ description: 'Variables; they win over the contact data keys' })
+  @IsOptional()
+  @IsObject()
+  @MaxJsonSize(64 * 1024)
+  data?: Record<string, unknown>;
+
+  @ApiPropertyOptional({ format: 'uuid', description: 'Render with this contact\'s data and address' })
+  @IsOptional()
+  @IsUUID()
+  contactId?: string;
+}
+
+export class TemplateResponse {
+  @ApiProperty() id: string;
+  @ApiProperty() name: string;
+  @ApiProperty() subject: string;
+  @ApiProperty() body: string;
+  @ApiProperty({ enum: TemplateType }) type: TemplateType;
+  @ApiPropertyOptional({ nullable: true }) from: string | null;
+  @ApiPropertyOptional({ nullable: true }) fromName: string | null;
+  @ApiPropertyOptional({ nullable: true }) replyTo: string | null;
+  @ApiProperty() createdAt: string;
+  @ApiProperty() updatedAt: string;
+}
+
+export class TemplatePreviewResponse {
+  @ApiProperty() subject: string;
+  @ApiProperty() html: string;
+  @ApiProperty() text: string;
+}

@@ -1,0 +1,156 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { EntityManager, Repository } from 'typeorm';
+import { ApiException } from '../common/errors/api-exception';
+import { Page, paginate } from '../common/pagination/pagination';
+import { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
+import { isUuid, newId } from '../database/id';
+import {
+  CreateTemplateDto,
+  ListTemplatesQueryDto,
+  PreviewTemplateDto,
+  TemplatePreviewResponse,
+  TemplateResponse,
+  UpdateTemplateDto,
+} from './dto/template.dto';
+import { Template } from './template.entity';
+import { buildRenderContext, RenderedContent, RenderSource, TemplateRenderer, TemplateRenderError } from './template-renderer';
+
+/** What rendering needs to know about a recipient. */
+export interface RenderRecipient {
+  id: string;
+  email: string;
+  subscribed: boolean;
+  data: Record<string, unknown>;
+}
+
+@Injectable()
+export class TemplatesService {
+  constructor(
+    @InjectRepository(Template) private readonly templates: Repository<Template>,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly renderer: TemplateRenderer,
+  ) {}
+
+  async create(projectId: string, dto: CreateTemplateDto): Promise<TemplateResponse> {
+    const row = this.templates.create({
+      id: newId(),
+      projectId,
+      name: dto.name,
+      subject: dto.subject,
+      body: dto.body,
+      type: dto.type,
+      fromEmail: dto.from ?? null,
+      fromName: dto.fromName ?? null,
+      replyTo: dto.replyTo ?? null,
+    });
+    return toTemplateResponse(await this.templates.save(row));
+  }
+
+  async list(projectId: string, query: ListTemplatesQueryDto): Promise<Page<TemplateResponse>> {
+    const qb = this.templates.createQueryBuilder('t').where('t.project_id = :projectId', { projectId });
+    if (query.type) qb.andWhere('t.type = :type', { type: query.type });
+    if (query.search) {
+      qb.andWhere(`t.name ILIKE :search ESCAPE '\\'`, { search: `%${escapeLike(query.search)}%` });
+    }
+    return paginate(qb, 't.id', query, toTemplateResponse);
+  }
+
+  async get(projectId: string, id: string): Promise<TemplateResponse> {
+    return toTemplateResponse(await this.findOrFail(projectId, id));
+  }
+
+  async update(projectId: string, id: string, dto: UpdateTemplateDto): Promise<TemplateResponse> {
+    const row = await this.findOrFail(projectId, id);
+    if (dto.name !== undefined) row.name = dto.name;
+    if (dto.subject !== undefined) row.subject = dto.subject;
+    if (dto.body !== undefined) row.body = dto.body;
+    if (dto.type !== undefined) row.type = dto.type;
+    if (dto.from !== undefined) row.fromEmail = dto.from;
+    if (dto.fromName !== undefined) row.fromName = dto.fromName;
+    if (dto.replyTo !== undefined) row.replyTo = dto.replyTo;
+    return toTemplateResponse(await this.templates.save(row));
+  }
+
+  async remove(projectId: string, id: string): Promise<{ id: string; deleted: true }> {
+    const row = await this.findOrFail(projectId, id);
+    await this.templates.delete({ id: row.id, projectId });
+    return { id: row.id, deleted: true };
+  }
+
+  /** Renders a stored template for a contact (or a sample one) without sending anything. */
+  async preview(projectId: string, id: string, dto: PreviewTemplateDto): Promise<TemplatePreviewResponse> {
+    const template = await this.findOrFail(projectId, id);
+    const contact = dto.contactId
+      ? await this.findContact(this.templates.manager, projectId, dto.contactId)
+      : { id: '00000000-0000-0000-0000-000000000000', email: 'preview@example.com', subscribed: true, data: {} };
+    try {
+      return await this.render(
+        { subject: template.subject, body: template.body },
+        contact,
+        dto.data ?? {},
+        `${this.config.publicUrl}/unsubscribe/preview`,
+      );
+    } catch (error) {
+      throw renderFailure(error);
+    }
+  }
+
+  /** The stored template of this project, or 404 TEMPLATE_NOT_FOUND. */
+  async findOrFail(projectId: string, id: string, manager?: EntityManager): Promise<Template> {
+    const repo = manager ? manager.getRepository(Template) : this.templates;
+    const row = isUuid(id) ? await repo.findOne({ where: { id, projectId } }) : null;
+    if (!row) throw ApiException.notFound('template', id);
+    return row;
+  }
+
+  /** One recipient's message: the shared render used by send, campaigns and workflows. */
+  render(
+    source: RenderSource,
+    contact: RenderRecipient,
+    data: Record<string, unknown> | null,
+    unsubscribeUrl: string,
+  ): Promise<RenderedContent> {
+    return this.renderer.render(source, buildRenderContext({ email: contact.email, contact, data, unsubscribeUrl }));
+  }
+
+  private async findContact(manager: EntityManager, projectId: string, contactId: string): Promise<RenderRecipient> {
+    const rows: RenderRecipient[] = await manager.query(
+      'SELECT id, email, subscribed, data FROM contacts WHERE project_id = $1 AND id = $2',
+      [projectId, contactId],
+    );
+    if (rows.length === 0) throw ApiException.notFound('contact', contactId);
+    return rows[0];
+  }
+}
+
+/** A render that exceeds a limit is the caller's template problem: 422 on the failing part. */
+export function renderFailure(error: unknown): unknown {
+  if (error instanceof TemplateRenderError) {
+    return ApiException.validation(
+      [{ field: error.part, message: `${error.part} could not be rendered: ${error.message}`, code: 'invalid_template' }],
+      'The template could not be rendered',
+    );
+  }
+  return error;
+}
+
+export function toTemplateResponse(row: Template): TemplateResponse {
+  return {
+    id: row.id,
+    name: row.name,
+    subject: row.subject,
+    body: row.body,
+    type: row.type,
+    from: row.fromEmail,
+    fromName: row.fromName,
+    replyTo: row.replyTo,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+function escapeLike(value: string): string {
+  return value.replace(/[\\%_]/g, (c) => `\\${c}`);
+}

@@ -1,0 +1,291 @@
+import { startTestDnsServer, TestDnsServer } from './support/dns-server';
+import { verifyDomainForTest } from './support/domains';
+import { verifyDkim, waitForEmailStatus } from './support/sending';
+import { startTestSmtpServer, TestSmtpServer } from './support/smtp-server';
+import { setupTestApp, TestApp, TestProject } from './support/test-app';
+
+describe('POST /v1/send (real SMTP server, DKIM checked against the published key)', () => {
+  let dns: TestDnsServer;
+  let smtp: TestSmtpServer;
+  let ctx: Awaited<ReturnType<typeof setupTestApp>>;
+  let app: TestApp;
+  let project: TestProject;
+
+  const send = (body: unknown, headers?: Record<string, string>) =>
+    app.request({ method: 'POST', url: '/v1/send', key: project.secretKey, body, headers });
+
+  beforeAll(async () => {
+    dns = await startTestDnsServer();
+    smtp = await startTestSmtpServer();
+    ctx = await setupTestApp({
+      DNS_SERVERS: dns.address,
+      SMTP_URL: smtp.url,
+      PUBLIC_URL: 'https://mail.example.test',
+      EMAIL_RATE_PER_SECOND: '1000',
+      DELIVERY_BACKOFF_MS: '50',
+    });
+    app = ctx.app;
+    project = await app.createProject('Sending');
+    await verifyDomainForTest(app, project, 'acme.test', dns);
+  });
+
+  afterAll(async () => {
+    await ctx?.close();
+    await smtp?.close();
+    await dns?.stop();
+  });
+
+  beforeEach(() => smtp.reset());
+
+  it('delivers one signed message per recipient, rendered with each recipient\'s variables', async () => {
+    // An existing contact's data is available to the template; the send's data wins over it.
+    await send({ to: 'carol@example.org', subject: 'seed', body: 'x', from: 'hello@acme.test', data: { plan: 'gold', city: 'Oslo' } });
+    await smtp.waitForMessages(1);
+    smtp.reset();
+
+    const res = await send({
+      to: ['ada@example.org', { email: 'Bob@Example.org', name: 'Bob Stone' }, 'carol@example.org'],
+      from: { email: 'hello@acme.test', name: 'Acme' },
+      subject: 'Hi {{ email }} ({{ plan | default: "free" }})',
+      body: '<h1>Hello {{ contact.email }}</h1><p>City: {{ city | default: "unknown" }}</p><p>Order {{ order }}</p>',
+      data: { order: 'A-17', plan: 'silver' },
+      replyTo: 'support@acme.test',
+      headers: { 'X-Campaign-Ref': 'spring' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.success).toBe(true);
+    const data = res.body.data;
+    expect(data.emails).toHaveLength(3);
+    expect(data.emails.map((e: { to: string }) => e.to)).toEqual(['ada@example.org', 'bob@example.org', 'carol@example.org']);
+    expect(data.emails.every((e: { status: string }) => e.status === 'QUEUED')).toBe(true);
+    expect(data.contact).toBe(data.emails[0].contact);
+    expect(typeof data.event).toBe('string');
+    expect(new Date(data.timestamp).toString()).not.toBe('Invalid Date');
+
+    await smtp.waitForMessages(3);
+    const bob = smtp.messagesTo('bob@example.org')[0].parsed!;
+    expect(bob.subject).toBe('Hi bob@example.org (silver)');
+    expect(bob.from?.value[0]).toEqual({ address: 'hello@acme.test', name: 'Acme' });
+    expect(bob.to && !Array.isArray(bob.to) ? bob.to.value[0] : null).toEqual({ address: 'bob@example.org', name: 'Bob Stone' });
+    expect(bob.replyTo?.value[0].address).toBe('support@acme.test');
+    expect(bob.headers.get('x-campaign-ref')).toBe('spring');
+    expect(bob.messageId).toMatch(/^<[0-9a-f-]{36}@acme\.test>$/);
+    expect(bob.html).toContain('<h1>Hello bob@example.org</h1>');
+    expect(bob.text).toContain('Hello bob@example.org');
+    expect(bob.text).toContain('Order A-17');
+    // Transactional mail carries no List-Unsubscribe.
+    expect(bob.headers.has('list-unsubscribe')).toBe(false);
+
+    const carol = smtp.messagesTo('carol@example.org')[0].parsed!;
+    expect(carol.html).toContain('City: Oslo');
+    expect(carol.subject).toBe('Hi carol@example.org (silver)');
+
+    for (const message of smtp.messages) {
+      const results = await verifyDkim(message.raw, dns);
+      expect(results).toHaveLength(1);
+      expect(results[0].status.result).toBe('pass');
+      expect(results[0].signingDomain).toBe('acme.test');
+    }
+
+    const record = await waitForEmailStatus(app, project.secretKey, data.emails[1].id, ['SENT']);
+    expect(record).toMatchObject({
+      to: 'bob@example.org',
+      from: 'hello@acme.test',
+      subject: 'Hi bob@example.org (silver)',
+      source: 'TRANSACTIONAL',
+      attempts: 1,
+      error: null,
+      templateId: null,
+      campaignId: null,
+    });
+    expect(record.messageId).toBe(bob.messageId);
+    expect(record.sentAt).not.toBeNull();
+
+    const events = await app.request({ method: 'GET', url: `/events?contactId=${data.contact}`, key: project.secretKey });
+    expect(events.status).toBe(200);
+    const names = events.body.data.items.map((e: { name: string }) => e.name);
+    expect(names).toEqual(expect.arrayContaining(['email.queued', 'email.sent']));
+  });
+
+  it('creates new contacts unsubscribed unless subscribed:true, and merges data into them', async () => {
+    const res = await send({ to: 'new1@example.org', subject: 's', body: 'b', from: 'hello@acme.test', data: { tier: 3 } });
+    expect(res.status).toBe(200);
+    const contact = await app.request({ method: 'GET', url: `/contacts/${res.body.data.contact}`, key: project.secretKey });
+    expect(contact.status).toBe(200);
+    expect(contact.body.data.subscribed).toBe(false);
+    expect(contact.body.data.data).toEqual({ tier: 3 });
+    const res2 = await send({ to: 'new2@example.org', subject: 's', body: 'b', from: 'hello@acme.test', subscribed: true });
+    const contact2 = await app.request({ method: 'GET', url: `/contacts/${res2.body.data.contact}`, key: project.secretKey });
+    expect(contact2.status).toBe(200);
+    expect(contact2.body.data.subscribed).toBe(true);
+    await smtp.waitForMessages(2);
+  });
+
+  it('sends a stored template, with request fields overriding the template\'s', async () => {
+    const template = await app.request({
+      method: 'POST',
+      url: '/templates',
+      key: project.secretKey,
+      body: {
+        name: 'Receipt',
+        subject: 'Receipt {{ number }}',
+        body: '<p>Thanks {{ name }}, receipt {{ number }}</p>',
+        type: 'TRANSACTIONAL',
+        from: 'billing@acme.test',
+        fromName: 'Acme Billing',
+        replyTo: 'billing-replies@acme.test',
+      },
+    });
+    expect(template.status).toBe(201);
+    const templateId = template.body.data.id;
+
+    const plain = await send({ to: 'tpl1@example.org', template: templateId, data: { number: 42, name: 'Ada' } });
+    expect(plain.status).toBe(200);
+    const overridden = await send({
+      to: 'tpl2@example.org',
+      template: templateId,
+      data: { number: 43, name: 'Bob' },
+      subject: 'Your receipt #{{ number }}',
+      from: 'receipts@acme.test',
+      name: 'Receipts',
+      replyTo: 'help@acme.test',
+    });
+    expect(overridden.status).toBe(200);
+    await smtp.waitForMessages(2);
+
+    const first = smtp.messagesTo('tpl1@example.org')[0].parsed!;
+    expect(first.subject).toBe('Receipt 42');
+    expect(first.from?.value[0]).toEqual({ address: 'billing@acme.test', name: 'Acme Billing' });
+    expect(first.replyTo?.value[0].address).toBe('billing-replies@acme.test');
+    expect(first.html).toContain('Thanks Ada, receipt 42');
+
+    const second = smtp.messagesTo('tpl2@example.org')[0].parsed!;
+    expect(second.subject).toBe('Your receipt #43');
+    expect(second.from?.value[0]).toEqual({ address: 'receipts@acme.test', name: 'Receipts' });
+    expect(second.replyTo?.value[0].address).toBe('help@acme.test');
+    expect(second.html).toContain('Thanks Bob, receipt 43');
+
+    const record = await waitForEmailStatus(app, project.secretKey, overridden.body.data.emails[0].id, ['SENT']);
+    expect(record.templateId).toBe(templateId);
+  });
+
+  it('renders markdown bodies to HTML after Liquid, and escapes variables in HTML', async () => {
+    const res = await send({
+      to: 'md@example.org',
+      from: 'hello@acme.test',
+      subject: 'Markdown',
+      body: '# Hello {{ name }}\n\n* one\n* two',
+      type: 'markdown',
+      data: { name: '<script>x</script>' },
+    });
+    expect(res.status).toBe(200);
+    await smtp.waitForMessages(1);
+    const parsed = smtp.messages[0].parsed!;
+    expect(parsed.html).toContain('<h1>Hello &lt;script&gt;x&lt;/script&gt;</h1>');
+    expect(parsed.html).toContain('<li>one</li>');
+    expect(parsed.text).toContain('Hello <script>x</script>');
+  });
+
+  it('delivers attachments byte for byte', async () => {
+    const pdf = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7) % 256));
+    const note = Buffer.from('plain text note\n', 'utf8');
+    const res = await send({
+      to: ['att1@example.org', 'att2@example.org'],
+      from: 'hello@acme.test',
+      subject: 'Files',
+      body: '<p>see attached</p>',
+      attachments: [
+        { filename: 'report.pdf', content: pdf.toString('base64'), contentType: 'application/pdf' },
+        { filename: 'note.txt', content: note.toString('base64') },
+      ],
+    });
+    expect(res.status).toBe(200);
+    await smtp.waitForMessages(2);
+    for (const message of smtp.messages) {
+      const attachments = message.parsed!.attachments;
+      expect(attachments.map((a) => a.filename)).toEqual(['report.pdf', 'note.txt']);
+      expect(attachments[0].contentType).toBe('application/pdf');
+      expect(Buffer.compare(attachments[0].content, pdf)).toBe(0);
+      expect(attachments[1].contentType).toBe('text/plain');
+      expect(attachments[1].content.toString('utf8')).toBe('plain text note\n');
+      expect((await verifyDkim(message.raw, dns))[0].status.result).toBe('pass');
+    }
+  });
+
+  it('refuses CR/LF in the subject or a header, reserved headers, and more than 50 recipients (422)', async () => {
+    const base = { to: 'x@example.org', from: 'hello@acme.test', subject: 'ok', body: 'b' };
+    const crlfSubject = await send({ ...base, subject: 'Hi\r\nBcc: victim@example.org' });
+    expect(crlfSubject.status).toBe(422);
+    expect(crlfSubject.body.error.errors).toEqual(
+      expect.arrayContaining([expect.objectContaining({ field: 'subject', code: 'invalid_string' })]),
+    );
+    const crlfHeader = await send({ ...base, headers: { 'X-Note': 'a\nBcc: victim@example.org' } });
+    expect(crlfHeader.status).toBe(422);
+    expect(crlfHeader.body.error.errors[0]).toMatchObject({ field: 'headers.X-Note', code: 'invalid_string' });
+    const reserved = await send({ ...base, headers: { Bcc: 'victim@example.org', 'Content-Type': 'text/plain' } });
+    expect(reserved.status).toBe(422);
+    expect(reserved.body.error.errors.map((e: { field: string }) => e.field)).toEqual(['headers.Bcc', 'headers.Content-Type']);
+
+    const many = await send({ ...base, to: Array.from({ length: 51 }, (_, i) => `r${i}@example.org`) });
+    expect(many.status).toBe(422);
+    expect(many.body.error.errors[0]).toMatchObject({ field: 'to', code: 'too_big' });
+
+    const badRecipient = await send({ ...base, to: ['ok@example.org', { email: 'not-an-email' }] });
+    expect(badRecipient.status).toBe(422);
+    expect(badRecipient.body.error.errors[0]).toMatchObject({ field: 'to[1].email', code: 'invalid_string' });
+
+    const unknown = await send({ ...base, cc: 'someone@example.org' });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body.error.errors[0]).toMatchObject({ field: 'cc', code: 'unrecognized_keys' });
+
+    const noFrom = await send({ to: 'x@example.org', subject: 's', body: 'b' });
+    expect(noFrom.status).toBe(422);
+    expect(noFrom.body.error.errors).toEqual([expect.objectContaining({ field: 'from', code: 'required' })]);
+
+    const noContent = await send({ to: 'x@example.org', from: 'hello@acme.test' });
+    expect(noContent.status).toBe(422);
+    expect(noContent.body.error.errors.map((e: { field: string }) => e.field)).toEqual(['subject', 'body']);
+
+    const badLiquid = await send({ ...base, body: '{% if %}' });
+    expect(badLiquid.status).toBe(422);
+    expect(badLiquid.body.error.errors[0]).toMatchObject({ field: 'body', code: 'invalid_template' });
+
+    // Nothing was accepted, so nothing was sent.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(smtp.accepted).toBe(0);
+  });
+
+  it('refuses a sender on a domain that is not verified for this project (403)', async () => {
+    const res = await send({ to: 'x@example.org', from: 'someone@unverified.test', subject: 's', body: 'b' });
+    expect(res.status).toBe(403);
+    expect(res.body.error.code).toBe('DOMAIN_NOT_VERIFIED');
+    const other = await app.createProject('Other');
+    const foreign = await app.request({
+      method: 'POST',
+      url: '/v1/send',
+      key: other.secretKey,
+      body: { to: 'x@example.org', from: 'hello@acme.test', subject: 's', body: 'b' },
+    });
+    expect(foreign.status).toBe(403);
+    expect(foreign.body.error.code).toBe('DOMAIN_NOT_VERIFIED');
+  });
+
+  it('lists email records with filters, and hides other projects\' records', async () => {
+    const res = await send({ to: ['list1@example.org', 'list2@example.org'], from: 'hello@acme.test', subject: 's', body: 'b' });
+    const [first] = res.body.data.emails;
+    await waitForEmailStatus(app, project.secretKey, first.id, ['SENT']);
+    const byContact = await app.request({ method: 'GET', url: `/emails?contactId=${first.contact}`, key: project.secretKey });
+    expect(byContact.status).toBe(200);
+    expect(byContact.body.data.items.map((e: { id: string }) => e.id)).toEqual([first.id]);
+    const sent = await app.request({ method: 'GET', url: '/emails?status=SENT&limit=1', key: project.secretKey });
+    expect(sent.body.data.items).toHaveLength(1);
+    expect(sent.body.data.hasMore).toBe(true);
+    expect(sent.body.data.total).toBeGreaterThan(1);
+    const other = await app.createProject('Nosy');
+    const foreign = await app.request({ method: 'GET', url: `/emails/${first.id}`, key: other.secretKey });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.code).toBe('EMAIL_NOT_FOUND');
+    const bad = await app.request({ method: 'GET', url: '/emails?status=LOST', key: project.secretKey });
+    expect(bad.status).toBe(400);
+  });
+});
