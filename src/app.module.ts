@@ -13,9 +13,11 @@ import { ProjectsModule } from './projects/projects.module';
 import { QueueModule } from './queue/queue.module';
 import { RedisModule } from './queue/redis.module';
 import { SegmentsModule } from './segments/segments.module';
+import { SendingModule } from './sending/sending.module';
+import { TemplatesModule } from './templates/templates.module';
 
 /** Feature modules: a new feature is a folder under src/ and one line here. */
-export const FEATURE_MODULES: Type[] = [HealthModule, DomainsModule, ContactsModule, EventsModule, TrackModule, SegmentsModule];
+export const FEATURE_MODULES: Type[] = [HealthModule, DomainsModule, ContactsModule, EventsModule, TrackModule, SegmentsModule, TemplatesModule, SendingModule];
 
 @Module({})
 export class AppModule {
