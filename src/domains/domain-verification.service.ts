@@ -43,7 +43,13 @@ export class DomainVerificationService {
     return row ? this.check(row, now) : null;
   }
 
-  async check(row: Domain, now = new Date()): Promise<Domain> {
+  /**
+   * `now` is when the lookups start; it becomes lastCheckedAt. Background
+   * checks (`authoritative` false) only write when no check that started
+   * later has written meanwhile; a caller-requested check always writes, as
+   * its answer is what the caller sees.
+   */
+  async check(row: Domain, now = new Date(), authoritative = false): Promise<Domain> {
     const [ownership, dkim, spf, dmarc] = expectedRecords(row);
     const [ownershipTxt, dkimTxt, spfTxt, dmarcTxt] = await Promise.all(
       [ownership, dkim, spf, dmarc].map((record) => this.resolver.lookupTxt(record.name)),
@@ -65,7 +71,18 @@ export class DomainVerificationService {
       );
     }
     const verifiedAt = status === DomainStatus.VERIFIED && row.status !== DomainStatus.VERIFIED ? now : row.verifiedAt;
-    await this.domains.update({ id: row.id }, { status, recordStatuses, lastCheckedAt: now, verifiedAt });
+    // The creation check, a POST /verify and the sweep may overlap: a background check that
+    // finishes after a later-started one must not overwrite that fresher answer with older DNS data.
+    const update = this.domains
+      .createQueryBuilder()
+      .update(Domain)
+      .set({ status, recordStatuses, lastCheckedAt: now, verifiedAt })
+      .where('id = :id', { id: row.id });
+    if (!authoritative) update.andWhere('(last_checked_at IS NULL OR last_checked_at < :now)', { now });
+    const written = await update.execute();
+    if (!written.affected) {
+      return (await this.domains.findOne({ where: { id: row.id } })) ?? row;
+    }
     if (status !== row.status) {
       this.logger.log({ domainId: row.id, projectId: row.projectId, from: row.status, to: status }, 'domain status changed');
     }
@@ -105,7 +122,7 @@ export class DomainVerificationService {
         const row = rows[next++];
         const before = row.status;
         try {
-          const after = await this.check(row, now);
+          const after = await this.check(row);
           result.checked++;
           if (after.status !== before && after.status === DomainStatus.VERIFIED) result.verified++;
           if (after.status !== before && after.status === DomainStatus.FAILED) result.failed++;

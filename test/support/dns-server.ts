@@ -36,13 +36,13 @@ export class TestDnsServer {
    * 255-byte character-strings automatically) or an explicit list of strings.
    */
   setTxt(name: string, ...records: Array<string | string[]>): void {
-    this.txt.set(key(name), records.map((r) => (Array.isArray(r) ? r : splitTxt(r))));
+    this.txt.set(key(name), records.map(toStrings));
   }
 
   /** Adds one TXT record beside those already at the name. */
   addTxt(name: string, record: string | string[]): void {
     const existing = this.txt.get(key(name)) ?? [];
-    this.txt.set(key(name), [...existing, Array.isArray(record) ? record : splitTxt(record)]);
+    this.txt.set(key(name), [...existing, toStrings(record)]);
   }
 
   removeTxt(name: string): void {
@@ -148,6 +148,15 @@ export class TestDnsServer {
     }
     return encoded;
   }
+}
+
+function toStrings(record: string | string[]): string[] {
+  if (!Array.isArray(record)) return splitTxt(record);
+  for (const part of record) {
+    // The wire format has a one-byte length; a longer string would make an answer resolvers reject.
+    if (Buffer.byteLength(part, 'utf8') > 255) throw new Error('TestDnsServer: a TXT character-string is at most 255 bytes');
+  }
+  return record;
 }
 
 function key(name: string): string {

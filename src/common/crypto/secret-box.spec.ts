@@ -1,0 +1,54 @@
+import { SecretBox, deriveKey } from './secret-box';
+
+const SECRET = 'unit-test-secret-unit-test-secret-0123456789';
+const OTHER_SECRET = 'another-secret-another-secret-another-0123';
+
+describe('SecretBox', () => {
+  const box = SecretBox.fromSecret(SECRET, 'dkim-private-key');
+
+  it('opens what it sealed, with the same associated data', () => {
+    const sealed = box.seal('-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n', 'row-1');
+    expect(box.openString(sealed, 'row-1')).toBe('-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n');
+  });
+
+  it('never stores the plaintext and uses a fresh IV per seal', () => {
+    const a = box.seal('the same secret value');
+    const b = box.seal('the same secret value');
+    expect(a.equals(b)).toBe(false);
+    expect(a.includes(Buffer.from('secret value'))).toBe(false);
+    expect(a.length).toBe(1 + 12 + 16 + 'the same secret value'.length);
+  });
+
+  it('refuses a box whose ciphertext, tag or IV was altered', () => {
+    const sealed = box.seal('payload');
+    for (const index of [1, 13, sealed.length - 1]) {
+      const tampered = Buffer.from(sealed);
+      tampered[index] ^= 0x01;
+      expect(() => box.open(tampered)).toThrow('does not open');
+    }
+  });
+
+  it('refuses a box moved to another row (associated data differs)', () => {
+    const sealed = box.seal('payload', 'row-1');
+    expect(() => box.open(sealed, 'row-2')).toThrow('does not open');
+    expect(() => box.open(sealed)).toThrow('does not open');
+  });
+
+  it('refuses a box sealed under another secret or another label', () => {
+    const sealed = box.seal('payload');
+    expect(() => SecretBox.fromSecret(OTHER_SECRET, 'dkim-private-key').open(sealed)).toThrow('does not open');
+    expect(() => SecretBox.fromSecret(SECRET, 'link-signing').open(sealed)).toThrow('does not open');
+  });
+
+  it('rejects short secrets and garbage boxes', () => {
+    expect(() => SecretBox.fromSecret('too-short', 'x')).toThrow('at least 32');
+    expect(() => box.open(Buffer.from('nope'))).toThrow('not a sealed box');
+  });
+
+  it('derives distinct 32-byte keys per label, stable for the same input', () => {
+    const k1 = deriveKey(SECRET, 'a');
+    expect(k1).toHaveLength(32);
+    expect(deriveKey(SECRET, 'a').equals(k1)).toBe(true);
+    expect(deriveKey(SECRET, 'b').equals(k1)).toBe(false);
+  });
+});
