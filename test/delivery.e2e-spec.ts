@@ -1,0 +1,244 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { simpleParser } from 'mailparser';
+import { startTestDnsServer, TestDnsServer } from './support/dns-server';
+import { verifyDomainForTest } from './support/domains';
+import { verifyDkim, waitForEmailStatus } from './support/sending';
+import { startTestSmtpServer, TestSmtpServer } from './support/smtp-server';
+import { setupTestApp, TestApp, TestProject } from './support/test-app';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One header of a raw message, unfolded (mailparser folds the List-* headers into one object). */
+function rawHeader(raw: Buffer, name: string): string | null {
+  const head = raw.toString('utf8').split(/\r?\n\r?\n/)[0].replace(/\r?\n[ \t]+/g, ' ');
+  const line = head.split(/\r?\n/).find((l) => l.toLowerCase().startsWith(`${name.toLowerCase()}:`));
+  return line ? line.slice(name.length + 1).trim() : null;
+}
+
+describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', () => {
+  let dns: TestDnsServer;
+  let smtp: TestSmtpServer;
+  let ctx: Awaited<ReturnType<typeof setupTestApp>>;
+  let app: TestApp;
+  let project: TestProject;
+
+  const send = (body: unknown, headers?: Record<string, string>) =>
+    app.request({ method: 'POST', url: '/v1/send', key: project.secretKey, body, headers });
+  const contact = async (id: string) =>
+    (await app.request({ method: 'GET', url: `/contacts/${id}`, key: project.secretKey })).body.data;
+
+  beforeAll(async () => {
+    dns = await startTestDnsServer();
+    smtp = await startTestSmtpServer();
+    ctx = await setupTestApp({
+      DNS_SERVERS: dns.address,
+      SMTP_URL: smtp.url,
+      PUBLIC_URL: 'https://mail.example.test',
+      EMAIL_RATE_PER_SECOND: '1000',
+      DELIVERY_BACKOFF_MS: '100',
+      DELIVERY_ATTEMPTS: '4',
+    });
+    app = ctx.app;
+    project = await app.createProject('Delivery');
+    await verifyDomainForTest(app, project, 'acme.test', dns);
+  });
+
+  afterAll(async () => {
+    await ctx?.close();
+    await smtp?.close();
+    await dns?.stop();
+  });
+
+  beforeEach(() => smtp.reset());
+
+  it('retries a 451 with backoff and delivers once: SENT after 3 attempts', async () => {
+    smtp.fail({ stage: 'RCPT', code: 451, recipient: 'slow@example.org', times: 2 });
+    const res = await send({ to: 'slow@example.org', from: 'hello@acme.test', subject: 'Retry', body: '<p>x</p>' });
+    expect(res.status).toBe(200);
+    const record = await waitForEmailStatus(app, project.secretKey, res.body.data.emails[0].id, ['SENT', 'FAILED']);
+    expect(record.status).toBe('SENT');
+    expect(record.attempts).toBe(3);
+    expect(record.error).toBeNull();
+    expect(smtp.refusals).toEqual(['451 RCPT slow@example.org', '451 RCPT slow@example.org']);
+    expect(smtp.messagesTo('slow@example.org')).toHaveLength(1);
+  });
+
+  it('marks FAILED when transient failures outlast the attempts, and records email.failed', async () => {
+    smtp.fail({ stage: 'DATA', code: 421, recipient: 'down@example.org' });
+    const res = await send({ to: 'down@example.org', from: 'hello@acme.test', subject: 'Never', body: '<p>x</p>' });
+    const record = await waitForEmailStatus(app, project.secretKey, res.body.data.emails[0].id, ['FAILED', 'SENT']);
+    expect(record.status).toBe('FAILED');
+    expect(record.attempts).toBe(4);
+    expect(record.error).toContain('421');
+    expect(smtp.messagesTo('down@example.org')).toHaveLength(0);
+    const events = await app.request({ method: 'GET', url: `/events?contactId=${record.contactId}`, key: project.secretKey });
+    expect(events.body.data.items.map((e: { name: string }) => e.name)).toContain('email.failed');
+  });
+
+  it('a 550 bounces: BOUNCED, contact suppressed and unsubscribed, later sends SUPPRESSED and never transmitted', async () => {
+    smtp.fail({ stage: 'RCPT', code: 550, recipient: 'gone@example.org', message: 'No such user' });
+    const res = await send({ to: 'gone@example.org', from: 'hello@acme.test', subject: 'Bounce', body: '<p>x</p>', subscribed: true });
+    const record = await waitForEmailStatus(app, project.secretKey, res.body.data.emails[0].id, ['BOUNCED', 'SENT', 'FAILED']);
+    expect(record.status).toBe('BOUNCED');
+    expect(record.attempts).toBe(1);
+    expect(record.bouncedAt).not.toBeNull();
+    expect(record.error).toContain('550');
+    const bounced = await contact(record.contactId);
+    expect(bounced).toMatchObject({ suppressed: true, subscribed: false });
+    const events = await app.request({ method: 'GET', url: `/events?contactId=${record.contactId}`, key: project.secretKey });
+    expect(events.body.data.items.map((e: { name: string }) => e.name)).toContain('email.bounced');
+
+    smtp.clearRules();
+    const again = await send({ to: 'gone@example.org', from: 'hello@acme.test', subject: 'Again', body: '<p>x</p>' });
+    expect(again.status).toBe(200);
+    expect(again.body.data.emails[0].status).toBe('SUPPRESSED');
+    const later = await waitForEmailStatus(app, project.secretKey, again.body.data.emails[0].id, ['SUPPRESSED']);
+    expect(later.attempts).toBe(0);
+    await sleep(500);
+    expect(smtp.messagesTo('gone@example.org')).toHaveLength(0);
+    expect(smtp.refusals).toEqual(['550 RCPT gone@example.org']);
+  });
+
+  it('Idempotency-Key: same body replays the first response with one email; another body is 409', async () => {
+    const body = { to: 'idem@example.org', from: 'hello@acme.test', subject: 'Once', body: '<p>x</p>' };
+    const headers = { 'idempotency-key': 'order-1001' };
+    const first = await send(body, headers);
+    expect(first.status).toBe(200);
+    // Same request with keys in another order: the same request.
+    const replay = await send({ body: body.body, subject: body.subject, from: body.from, to: body.to }, headers);
+    expect(replay.status).toBe(200);
+    expect(replay.body).toEqual(first.body);
+    const changed = await send({ ...body, subject: 'Twice' }, headers);
+    expect(changed.status).toBe(409);
+    expect(changed.body.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    await smtp.waitForMessages(1);
+    await sleep(300);
+    expect(smtp.messagesTo('idem@example.org')).toHaveLength(1);
+    const list = await app.request({ method: 'GET', url: `/emails?contactId=${first.body.data.contact}`, key: project.secretKey });
+    expect(list.body.data.total).toBe(1);
+
+    // The key is per project: another project may use the same key for its own request.
+    const bad = await send(body, { 'idempotency-key': 'x'.repeat(256) });
+    expect(bad.status).toBe(400);
+  });
+
+  it('Idempotency-Key: concurrent duplicates do the work once and all get the same answer', async () => {
+    const body = { to: ['race1@example.org', 'race2@example.org'], from: 'hello@acme.test', subject: 'Race', body: '<p>x</p>' };
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => send(body, { 'idempotency-key': 'race-key' })),
+    );
+    expect(results.map((r) => r.status)).toEqual(Array(8).fill(200));
+    for (const r of results) expect(r.body).toEqual(results[0].body);
+    await smtp.waitForMessages(2);
+    await sleep(500);
+    expect(smtp.accepted).toBe(2);
+    const list = await app.request({ method: 'GET', url: `/emails?contactId=${results[0].body.data.contact}`, key: project.secretKey });
+    expect(list.body.data.total).toBe(1);
+  });
+
+  it('marketing mail: List-Unsubscribe one-click link unsubscribes; tampered token is 404; unsubscribed contacts get no more', async () => {
+    const template = await app.request({
+      method: 'POST',
+      url: '/templates',
+      key: project.secretKey,
+      body: {
+        name: 'Newsletter',
+        subject: 'News for {{ email }}',
+        body: '<p>News</p><a href="{{ unsubscribeUrl }}">Unsubscribe</a>',
+        type: 'MARKETING',
+        from: 'news@acme.test',
+      },
+    });
+    const res = await send({ to: 'reader@example.org', template: template.body.data.id, subscribed: true });
+    expect(res.status).toBe(200);
+    await smtp.waitForMessages(1);
+    const message = smtp.messages[0].parsed!;
+    const raw = smtp.messages[0].raw;
+    const listUnsubscribe = rawHeader(raw, 'List-Unsubscribe');
+    expect(listUnsubscribe).toMatch(/^<https:\/\/mail\.example\.test\/unsubscribe\/[A-Za-z0-9_-]+>$/);
+    expect(rawHeader(raw, 'List-Unsubscribe-Post')).toBe('List-Unsubscribe=One-Click');
+    const url = listUnsubscribe!.slice(1, -1);
+    // The link in the body is the same signed link, and DKIM covers both headers.
+    expect(message.html).toContain(`href="${url}"`);
+    const dkim = await verifyDkim(raw, dns);
+    expect(dkim[0].status.result).toBe('pass');
+    const signed = /\bh=([^;]+)/.exec(rawHeader(raw, 'DKIM-Signature') ?? '')![1].replace(/\s+/g, '').toLowerCase().split(':');
+    expect(signed).toEqual(expect.arrayContaining(['list-unsubscribe', 'list-unsubscribe-post', 'from', 'subject']));
+
+    const path = new URL(url).pathname;
+    const token = path.split('/').pop()!;
+    const tampered = path.slice(0, -5) + (token.slice(-5, -4) === 'A' ? 'B' : 'A') + token.slice(-4);
+    const forged = await app.request({ method: 'POST', url: tampered, body: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(forged.status).toBe(404);
+    expect((await contact(res.body.data.contact)).subscribed).toBe(true);
+    expect((await app.request({ method: 'GET', url: tampered })).status).toBe(404);
+
+    const page = await app.request({ method: 'GET', url: path });
+    expect(page.status).toBe(200);
+    expect(page.headers['content-type']).toContain('text/html');
+    expect(page.raw).toContain('reader@example.org');
+    expect((await contact(res.body.data.contact)).subscribed).toBe(true);
+
+    const oneClick = await app.request({
+      method: 'POST',
+      url: path,
+      body: 'List-Unsubscribe=One-Click',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(oneClick.status).toBe(200);
+    expect((await contact(res.body.data.contact)).subscribed).toBe(false);
+    const events = await app.request({ method: 'GET', url: `/events?contactId=${res.body.data.contact}&name=contact.unsubscribed`, key: project.secretKey });
+    expect(events.body.data.items).toHaveLength(1);
+
+    smtp.reset();
+    const again = await send({ to: 'reader@example.org', template: template.body.data.id });
+    expect(again.body.data.emails[0].status).toBe('SUPPRESSED');
+    // Transactional mail still reaches an unsubscribed contact.
+    const receipt = await send({ to: 'reader@example.org', from: 'hello@acme.test', subject: 'Receipt', body: '<p>r</p>' });
+    expect(receipt.body.data.emails[0].status).toBe('QUEUED');
+    await smtp.waitForMessages(1);
+    await sleep(300);
+    expect(smtp.messages.map((m) => m.parsed!.subject)).toEqual(['Receipt']);
+  });
+});
+
+describe('Delivery without SMTP_URL: the .eml outbox', () => {
+  let dns: TestDnsServer;
+  let ctx: Awaited<ReturnType<typeof setupTestApp>>;
+
+  beforeAll(async () => {
+    dns = await startTestDnsServer();
+    ctx = await setupTestApp({ DNS_SERVERS: dns.address, EMAIL_RATE_PER_SECOND: '1000' });
+  });
+
+  afterAll(async () => {
+    await ctx?.close();
+    await dns?.stop();
+  });
+
+  it('writes each message as a DKIM-signed RFC 5322 file', async () => {
+    const project = await ctx.app.createProject('Outbox');
+    await verifyDomainForTest(ctx.app, project, 'outbox.test', dns);
+    const res = await ctx.app.request({
+      method: 'POST',
+      url: '/v1/send',
+      key: project.secretKey,
+      body: { to: ['o1@example.org', 'o2@example.org'], from: 'hi@outbox.test', subject: 'File {{ email }}', body: '<p>Hello</p>' },
+    });
+    expect(res.status).toBe(200);
+    for (const e of res.body.data.emails) await waitForEmailStatus(ctx.app, project.secretKey, e.id, ['SENT']);
+    const dir = ctx.app.config.mailOutboxDir;
+    const files = readdirSync(dir).filter((f) => f.endsWith('.eml'));
+    expect(files).toHaveLength(2);
+    const subjects: string[] = [];
+    for (const file of files) {
+      const raw = readFileSync(join(dir, file));
+      const parsed = await simpleParser(raw);
+      subjects.push(parsed.subject ?? '');
+      expect(parsed.text).toContain('Hello');
+      expect((await verifyDkim(raw, dns))[0].status.result).toBe('pass');
+    }
+    expect(subjects.sort()).toEqual(['File o1@example.org', 'File o2@example.org']);
+  });
+});

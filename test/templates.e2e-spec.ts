@@ -1,0 +1,137 @@
+import { setupTestApp, TestApp, TestProject } from './support/test-app';
+
+describe('Templates', () => {
+  let ctx: Awaited<ReturnType<typeof setupTestApp>>;
+  let app: TestApp;
+  let project: TestProject;
+  const req = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown) =>
+    app.request({ method, url, key: project.secretKey, body });
+
+  beforeAll(async () => {
+    ctx = await setupTestApp();
+    app = ctx.app;
+    project = await app.createProject('Templates');
+  });
+
+  afterAll(async () => ctx?.close());
+
+  it('creates, reads, updates and deletes a template', async () => {
+    const created = await req('POST', '/templates', {
+      name: 'Welcome',
+      subject: 'Welcome {{ firstName }}',
+      body: '<p>Hi {{ firstName }}</p>',
+      type: 'TRANSACTIONAL',
+      from: 'Hello@Acme.test',
+      fromName: 'Acme',
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.data).toMatchObject({
+      name: 'Welcome',
+      type: 'TRANSACTIONAL',
+      from: 'hello@acme.test',
+      fromName: 'Acme',
+      replyTo: null,
+    });
+    const id = created.body.data.id;
+    expect((await req('GET', `/templates/${id}`)).body.data).toEqual(created.body.data);
+
+    const updated = await req('PATCH', `/templates/${id}`, { subject: 'Hello {{ firstName }}', from: null });
+    expect(updated.status).toBe(200);
+    expect(updated.body.data).toMatchObject({ subject: 'Hello {{ firstName }}', from: null, body: '<p>Hi {{ firstName }}</p>' });
+
+    const other = await app.createProject('Other');
+    const foreign = await app.request({ method: 'GET', url: `/templates/${id}`, key: other.secretKey });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.code).toBe('TEMPLATE_NOT_FOUND');
+
+    expect((await req('DELETE', `/templates/${id}`)).body.data).toEqual({ id, deleted: true });
+    expect((await req('GET', `/templates/${id}`)).status).toBe(404);
+  });
+
+  it('refuses Liquid that does not parse (422 invalid_template on subject or body), on create and update', async () => {
+    const bad = await req('POST', '/templates', { name: 'Bad', subject: 'Hi {{ name', body: '{% for %}', type: 'MARKETING' });
+    expect(bad.status).toBe(422);
+    const fields = bad.body.error.errors.map((e: { field: string; code: string }) => `${e.field}:${e.code}`);
+    expect(fields).toEqual(expect.arrayContaining(['subject:invalid_template', 'body:invalid_template']));
+
+    const unknownFilter = await req('POST', '/templates', { name: 'F', subject: 's', body: '{{ x | nosuchfilter }}', type: 'MARKETING' });
+    expect(unknownFilter.status).toBe(422);
+
+    const ok = await req('POST', '/templates', { name: 'Ok', subject: 's', body: 'b', type: 'MARKETING' });
+    const patch = await req('PATCH', `/templates/${ok.body.data.id}`, { body: '{% if x %}unclosed' });
+    expect(patch.status).toBe(422);
+    expect(patch.body.error.errors[0]).toMatchObject({ field: 'body', code: 'invalid_template' });
+
+    const badType = await req('POST', '/templates', { name: 'T', subject: 's', body: 'b', type: 'PROMO' });
+    expect(badType.body.error.errors[0]).toMatchObject({ field: 'type', code: 'invalid_enum_value' });
+  });
+
+  it('lists newest first with type and name filters and cursor pagination', async () => {
+    const p = await app.createProject('Listing');
+    const make = (name: string, type: string) =>
+      app.request({ method: 'POST', url: '/templates', key: p.secretKey, body: { name, subject: 's', body: 'b', type } });
+    for (const [name, type] of [['Alpha news', 'MARKETING'], ['Beta receipt', 'TRANSACTIONAL'], ['Gamma news', 'MARKETING']]) {
+      await make(name, type);
+    }
+    const list = (q: string) => app.request({ method: 'GET', url: `/templates${q}`, key: p.secretKey });
+    const all = await list('');
+    expect(all.body.data.items.map((t: { name: string }) => t.name)).toEqual(['Gamma news', 'Beta receipt', 'Alpha news']);
+    expect(all.body.data.total).toBe(3);
+    const marketing = await list('?type=MARKETING');
+    expect(marketing.body.data.items.map((t: { name: string }) => t.name)).toEqual(['Gamma news', 'Alpha news']);
+    const search = await list('?search=NEWS&limit=1');
+    expect(search.body.data).toMatchObject({ total: 2, hasMore: true });
+    const next = await list(`?search=news&limit=1&cursor=${search.body.data.nextCursor}`);
+    expect(next.body.data.items.map((t: { name: string }) => t.name)).toEqual(['Alpha news']);
+    expect(next.body.data.hasMore).toBe(false);
+    expect((await list('?search=%25')).body.data.total).toBe(0);
+    expect((await list('?cursor=garbage')).status).toBe(400);
+    expect((await list('?type=OTHER')).status).toBe(400);
+  });
+
+  it('previews with a contact\'s data and the request data over it', async () => {
+    const tpl = await req('POST', '/templates', {
+      name: 'Preview',
+      subject: 'Hi {{ firstName }} from {{ city }}',
+      body: '<p>{{ email }} {{ contact.data.city }} {{ plan }} <a href="{{ unsubscribeUrl }}">u</a></p>',
+      type: 'MARKETING',
+    });
+    const contact = await req('POST', '/contacts', { email: 'pre@example.org', data: { firstName: 'Ada', city: 'Oslo', plan: 'free' } });
+    expect(contact.status).toBe(201);
+    const preview = await req('POST', `/templates/${tpl.body.data.id}/preview`, {
+      contactId: contact.body.data.id,
+      data: { plan: 'pro' },
+    });
+    expect(preview.status).toBe(200);
+    expect(preview.body.data.subject).toBe('Hi Ada from Oslo');
+    expect(preview.body.data.html).toContain('pre@example.org Oslo pro');
+    expect(preview.body.data.text).toContain('pre@example.org Oslo pro');
+    const sample = await req('POST', `/templates/${tpl.body.data.id}/preview`, { data: { firstName: 'Sam' } });
+    expect(sample.body.data.subject).toBe('Hi Sam from');
+    const missing = await req('POST', `/templates/${tpl.body.data.id}/preview`, { contactId: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b' });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.code).toBe('CONTACT_NOT_FOUND');
+  });
+
+  it('renders in a sandbox: no file includes, no prototype access, bounded time and memory', async () => {
+    const create = (body: string) => req('POST', '/templates', { name: 'S', subject: 's', body, type: 'TRANSACTIONAL' });
+    const preview = async (body: string) => {
+      const tpl = await create(body);
+      expect(tpl.status).toBe(201);
+      return req('POST', `/templates/${tpl.body.data.id}/preview`, {});
+    };
+    const include = await preview('{% include "/etc/passwd" %}');
+    expect(include.status).toBe(422);
+    expect(include.raw).not.toContain('root:');
+    const proto = await preview('[{{ email.constructor }}{{ contact.__proto__ }}]');
+    expect(proto.status).toBe(200);
+    expect(proto.body.data.html).toBe('[]');
+    const huge = await preview('{% for i in (1..100000000) %}x{% endfor %}');
+    expect(huge.status).toBe(422);
+    expect(huge.body.error.errors[0]).toMatchObject({ field: 'body', code: 'invalid_template' });
+    const started = Date.now();
+    const slow = await preview('{% for i in (1..3000) %}{% for j in (1..3000) %}{% endfor %}{% endfor %}');
+    expect(slow.status).toBe(422);
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+});
