@@ -426,6 +426,15 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     expect(unknown.body.error.code).toBe('DOMAIN_NOT_FOUND');
   });
 
+  it('documents the endpoints in /openapi.json', async () => {
+    const res = await app.request({ method: 'GET', url: '/openapi.json' });
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/domains', '/domains/{id}', '/domains/{id}/verify']));
+    expect(Object.keys(res.body.components.schemas.DomainResponse.properties)).toEqual(
+      expect.arrayContaining(['id', 'domain', 'status', 'records', 'lastCheckedAt', 'verifiedAt', 'createdAt']),
+    );
+  });
+
   it('refuses senders without a verified domain with DOMAIN_NOT_VERIFIED', async () => {
     for (const from of ['a@never-added.example', 'not-an-address']) {
       const refusal = await sendRefusal(project.id, from);

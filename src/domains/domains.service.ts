@@ -32,6 +32,13 @@ export interface SenderDomain {
   };
 }
 
+interface SenderRow {
+  id: string;
+  domain: string;
+  dkim_selector: string;
+  dkim_private_key_sealed: Buffer;
+}
+
 @Injectable()
 export class DomainsService {
   private readonly logger = new Logger(DomainsService.name);
@@ -118,17 +125,16 @@ export class DomainsService {
    */
   async assertCanSend(projectId: string, fromAddress: string): Promise<SenderDomain> {
     const domain = senderDomainOf(fromAddress);
-    const row = domain
-      ? await this.domains
-          .createQueryBuilder('d')
-          .addSelect('d.dkimPrivateKeySealed')
-          .where('d.project_id = :projectId AND d.domain = :domain AND d.status = :status', {
-            projectId,
-            domain,
-            status: DomainStatus.VERIFIED,
-          })
-          .getOne()
-      : null;
+    // Plain SQL on the hot path: building and hydrating through the query builder cost
+    // several times the round trip itself (bench/domains-sender-check.js).
+    const rows: SenderRow[] = domain
+      ? await this.domains.query(
+          `SELECT id, domain, dkim_selector, dkim_private_key_sealed FROM domains
+           WHERE project_id = $1 AND domain = $2 AND status = $3`,
+          [projectId, domain, DomainStatus.VERIFIED],
+        )
+      : [];
+    const row = rows[0];
     if (!row) {
       throw new ApiException(
         403,
@@ -144,8 +150,8 @@ export class DomainsService {
       domain: row.domain,
       dkim: {
         domainName: row.domain,
-        keySelector: row.dkimSelector,
-        privateKey: this.keyBox.openString(row.dkimPrivateKeySealed, row.id),
+        keySelector: row.dkim_selector,
+        privateKey: this.keyBox.openString(row.dkim_private_key_sealed, row.id),
       },
     };
   }
