@@ -46,6 +46,8 @@ export class TestSmtpServer {
   /** Accepted message count (also counted when parse/keepRaw are off). */
   accepted = 0;
   port = 0;
+  /** Milliseconds to wait before answering DATA: a slow relay, so work stays in flight longer. */
+  dataDelayMs = 0;
   private rules: Array<SmtpRule & { fired: number }> = [];
   private waiters: Array<{ count: number; resolve: () => void }> = [];
   private readonly server: SMTPServer;
@@ -171,14 +173,27 @@ export class TestSmtpServer {
         ready.forEach((w) => w.resolve());
         callback(null, 'Queued');
       };
+      if (this.dataDelayMs > 0) {
+        const proceed = record;
+        return void setTimeout(() => (this.parse ? this.parseAndRecord(raw, message, proceed, callback) : proceed()), this.dataDelayMs);
+      }
       if (!this.parse) return record();
-      simpleParser(raw)
-        .then((parsed) => {
-          message.parsed = parsed;
-          record();
-        })
-        .catch((error: Error) => callback(error));
+      this.parseAndRecord(raw, message, record, callback);
     });
+  }
+
+  private parseAndRecord(
+    raw: Buffer,
+    message: ReceivedMessage,
+    record: () => void,
+    callback: (err?: Error | null) => void,
+  ): void {
+    simpleParser(raw)
+      .then((parsed) => {
+        message.parsed = parsed;
+        record();
+      })
+      .catch((error: Error) => callback(error));
   }
 }
 
