@@ -2,7 +2,13 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { setupTestApp, startTestApp, testConfig, TestApp, TEST_REDIS_URL } from './support/test-app';
+import {
+  setupTestApp,
+  startTestApp,
+  testConfig,
+  TestApp,
+  TEST_REDIS_URL,
+} from './support/test-app';
 
 const MAIN = join(__dirname, '..', 'dist', 'main.js');
 
@@ -18,7 +24,8 @@ describe('Contact import survives a worker crash', () => {
   let db: Client;
 
   beforeAll(async () => {
-    if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run npm run build (npm test does)');
+    if (!existsSync(MAIN))
+      throw new Error('dist/main.js is missing: run npm run build (npm test does)');
     // The API process enqueues but runs no processor.
     env = await setupTestApp({ APP_ROLE: 'api', IMPORT_BATCH_SIZE: '100' });
     api = env.app;
@@ -32,17 +39,29 @@ describe('Contact import survives a worker crash', () => {
     await env?.close();
   });
 
-  async function progress(id: string): Promise<{ status: string; processed: number; next_chunk: number }> {
-    const { rows } = await db.query('SELECT status, processed, next_chunk FROM contact_imports WHERE id = $1', [id]);
+  async function progress(
+    id: string,
+  ): Promise<{ status: string; processed: number; next_chunk: number }> {
+    const { rows } = await db.query(
+      'SELECT status, processed, next_chunk FROM contact_imports WHERE id = $1',
+      [id],
+    );
     return rows[0];
   }
 
   it('ends with 4,997 contacts, exact counters and no duplicates', async () => {
     const p = await api.createProject('Crash');
     const contacts = Array.from({ length: 5000 }, (_, i) =>
-      [17, 1800, 4321].includes(i + 1) ? { email: `bad-${i + 1}` } : { email: `crash${i + 1}@example.com`, data: { i } },
+      [17, 1800, 4321].includes(i + 1)
+        ? { email: `bad-${i + 1}` }
+        : { email: `crash${i + 1}@example.com`, data: { i } },
     );
-    const res = await api.request({ method: 'POST', url: '/contacts/import', key: p.secretKey, body: { contacts } });
+    const res = await api.request({
+      method: 'POST',
+      url: '/contacts/import',
+      key: p.secretKey,
+      body: { contacts },
+    });
     expect(res.status).toBe(202);
     const id = res.body.data.id;
     expect((await progress(id)).status).toBe('QUEUED');
@@ -75,20 +94,34 @@ describe('Contact import survives a worker crash', () => {
     expect(atKill.processed).toBeLessThan(5000);
     expect(atKill.status).toBe('PROCESSING');
     // Committed progress and committed contacts agree at the moment of the crash.
-    const { rows: before } = await db.query('SELECT count(*)::int AS n FROM contacts WHERE project_id = $1', [p.id]);
+    const { rows: before } = await db.query(
+      'SELECT count(*)::int AS n FROM contacts WHERE project_id = $1',
+      [p.id],
+    );
     expect(before[0].n).toBeLessThanOrEqual(atKill.processed);
     expect(before[0].n).toBeGreaterThanOrEqual(atKill.processed - 3);
 
     // A new worker picks the stalled job up and resumes after the last committed chunk.
-    worker = await startTestApp(testConfig(env.db.url, env.prefix, { APP_ROLE: 'worker', IMPORT_BATCH_SIZE: '100' }));
+    worker = await startTestApp(
+      testConfig(env.db.url, env.prefix, { APP_ROLE: 'worker', IMPORT_BATCH_SIZE: '100' }),
+    );
     const end = Date.now() + 60_000;
     let final = await progress(id);
     while (final.status !== 'COMPLETED' && Date.now() < end) {
       await new Promise((resolve) => setTimeout(resolve, 200));
       final = await progress(id);
     }
-    const view = (await api.request({ method: 'GET', url: `/contacts/imports/${id}`, key: p.secretKey })).body.data;
-    expect(view).toMatchObject({ status: 'COMPLETED', total: 5000, processed: 5000, created: 4997, updated: 0, failed: 3 });
+    const view = (
+      await api.request({ method: 'GET', url: `/contacts/imports/${id}`, key: p.secretKey })
+    ).body.data;
+    expect(view).toMatchObject({
+      status: 'COMPLETED',
+      total: 5000,
+      processed: 5000,
+      created: 4997,
+      updated: 0,
+      failed: 3,
+    });
     expect(view.errors.map((e: { row: number }) => e.row)).toEqual([17, 1800, 4321]);
     const { rows } = await db.query(
       'SELECT count(*)::int AS n, count(DISTINCT email)::int AS d FROM contacts WHERE project_id = $1',
@@ -96,7 +129,10 @@ describe('Contact import survives a worker crash', () => {
     );
     expect(rows[0]).toEqual({ n: 4997, d: 4997 });
     // The raw rows are gone once the import is done.
-    const { rows: chunks } = await db.query('SELECT count(*)::int AS n FROM contact_import_chunks WHERE import_id = $1', [id]);
+    const { rows: chunks } = await db.query(
+      'SELECT count(*)::int AS n FROM contact_import_chunks WHERE import_id = $1',
+      [id],
+    );
     expect(chunks[0].n).toBe(0);
   }, 120_000);
 });

@@ -1,11 +1,16 @@
 import { setupTestApp, TestApp, TestProject } from './support/test-app';
 
-async function waitFor<T>(fn: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
+async function waitFor<T>(
+  fn: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await fn();
     if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out; last value: ${JSON.stringify(value).slice(0, 500)}`);
+    if (Date.now() > deadline)
+      throw new Error(`Timed out; last value: ${JSON.stringify(value).slice(0, 500)}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -25,7 +30,10 @@ describe('Contact imports', () => {
   const getImport = async (id: string, key = p.secretKey) =>
     (await app.request({ method: 'GET', url: `/contacts/imports/${id}`, key })).body.data;
   const finished = (id: string, key = p.secretKey) =>
-    waitFor(() => getImport(id, key), (v) => v.status === 'COMPLETED' || v.status === 'FAILED');
+    waitFor(
+      () => getImport(id, key),
+      (v) => v.status === 'COMPLETED' || v.status === 'FAILED',
+    );
 
   it('imports 5,000 JSON rows, reporting the 3 bad ones by row and importing the rest', async () => {
     const bad = new Map([
@@ -37,31 +45,73 @@ describe('Contact imports', () => {
       const row = i + 1;
       return bad.has(row)
         ? { email: bad.get(row) }
-        : { email: `Person${row}@Import.Example`, data: { row }, ...(row % 10 === 0 ? { subscribed: false } : {}) };
+        : {
+            email: `Person${row}@Import.Example`,
+            data: { row },
+            ...(row % 10 === 0 ? { subscribed: false } : {}),
+          };
     });
-    const res = await app.request({ method: 'POST', url: '/contacts/import', key: p.secretKey, body: { contacts } });
+    const res = await app.request({
+      method: 'POST',
+      url: '/contacts/import',
+      key: p.secretKey,
+      body: { contacts },
+    });
     expect(res.status).toBe(202);
-    expect(res.body.data).toMatchObject({ total: 5000, processed: 0, created: 0, updated: 0, failed: 0, errors: [] });
+    expect(res.body.data).toMatchObject({
+      total: 5000,
+      processed: 0,
+      created: 0,
+      updated: 0,
+      failed: 0,
+      errors: [],
+    });
     expect(['QUEUED', 'PROCESSING', 'COMPLETED']).toContain(res.body.data.status);
 
     const result = await finished(res.body.data.id);
-    expect(result).toMatchObject({ status: 'COMPLETED', total: 5000, processed: 5000, created: 4997, updated: 0, failed: 3 });
-    expect(result.errors.map((e: { row: number; field: string; code: string }) => [e.row, e.field, e.code])).toEqual([
+    expect(result).toMatchObject({
+      status: 'COMPLETED',
+      total: 5000,
+      processed: 5000,
+      created: 4997,
+      updated: 0,
+      failed: 3,
+    });
+    expect(
+      result.errors.map((e: { row: number; field: string; code: string }) => [
+        e.row,
+        e.field,
+        e.code,
+      ]),
+    ).toEqual([
       [17, 'email', 'invalid_string'],
       [2500, 'email', 'invalid_string'],
       [4999, 'email', 'required'],
     ]);
     const list = await app.request({ method: 'GET', url: '/contacts?limit=1', key: p.secretKey });
     expect(list.body.data.total).toBe(4997);
-    const one = await app.request({ method: 'GET', url: '/contacts?email=person20@import.example', key: p.secretKey });
+    const one = await app.request({
+      method: 'GET',
+      url: '/contacts?email=person20@import.example',
+      key: p.secretKey,
+    });
     expect(one.body.data.items[0]).toMatchObject({ subscribed: false, data: { row: 20 } });
-    const unsub = await app.request({ method: 'GET', url: '/contacts?subscribed=false&limit=1', key: p.secretKey });
+    const unsub = await app.request({
+      method: 'GET',
+      url: '/contacts?subscribed=false&limit=1',
+      key: p.secretKey,
+    });
     // Every tenth row unsubscribed, except row 2500, which is one of the bad ones.
     expect(unsub.body.data.total).toBe(499);
   });
 
   it('updates existing contacts (merge, subscription only when given) and folds duplicates within the file', async () => {
-    await app.request({ method: 'POST', url: '/contacts', key: p.secretKey, body: { email: 'exists@example.com', subscribed: false, data: { a: 1, b: 2 } } });
+    await app.request({
+      method: 'POST',
+      url: '/contacts',
+      key: p.secretKey,
+      body: { email: 'exists@example.com', subscribed: false, data: { a: 1, b: 2 } },
+    });
     const res = await app.request({
       method: 'POST',
       url: '/contacts/import',
@@ -77,14 +127,29 @@ describe('Contact imports', () => {
       },
     });
     const result = await finished(res.body.data.id);
-    expect(result).toMatchObject({ status: 'COMPLETED', total: 5, processed: 5, created: 1, updated: 2, failed: 2 });
+    expect(result).toMatchObject({
+      status: 'COMPLETED',
+      total: 5,
+      processed: 5,
+      created: 1,
+      updated: 2,
+      failed: 2,
+    });
     expect(result.errors.map((e: { row: number; code: string }) => [e.row, e.code])).toEqual([
       [4, 'unrecognized_keys'],
       [5, 'invalid_type'],
     ]);
-    const exists = await app.request({ method: 'GET', url: '/contacts?email=exists@example.com', key: p.secretKey });
+    const exists = await app.request({
+      method: 'GET',
+      url: '/contacts?email=exists@example.com',
+      key: p.secretKey,
+    });
     expect(exists.body.data.items[0]).toMatchObject({ subscribed: false, data: { a: 1, c: 3 } });
-    const twice = await app.request({ method: 'GET', url: '/contacts?email=twice@example.com', key: p.secretKey });
+    const twice = await app.request({
+      method: 'GET',
+      url: '/contacts?email=twice@example.com',
+      key: p.secretKey,
+    });
     expect(twice.body.data.items[0]).toMatchObject({ subscribed: false, data: { x: 1, y: 2 } });
   });
 
@@ -110,23 +175,54 @@ describe('Contact imports', () => {
     const result = await finished(res.body.data.id, q.secretKey);
     expect(result).toMatchObject({ status: 'COMPLETED', created: 3, failed: 1 });
     expect(result.errors).toEqual([
-      { row: 3, line: 4, email: 'broken-address', field: 'email', code: 'invalid_string', message: expect.any(String) },
+      {
+        row: 3,
+        line: 4,
+        email: 'broken-address',
+        field: 'email',
+        code: 'invalid_string',
+        message: expect.any(String),
+      },
     ]);
     const list = await app.request({ method: 'GET', url: '/contacts?limit=10', key: q.secretKey });
-    const byEmail = Object.fromEntries(list.body.data.items.map((c: { email: string }) => [c.email, c]));
-    expect(byEmail['ada@example.com']).toMatchObject({ subscribed: true, data: { 'First Name': 'Ada', plan: 'pro' } });
-    expect(byEmail['grace@example.com']).toMatchObject({ subscribed: false, data: { 'First Name': 'Hopper, Grace' } });
-    expect(byEmail['linus@example.com']).toMatchObject({ subscribed: true, data: { 'First Name': 'Linus "T"', plan: 'free' } });
+    const byEmail = Object.fromEntries(
+      list.body.data.items.map((c: { email: string }) => [c.email, c]),
+    );
+    expect(byEmail['ada@example.com']).toMatchObject({
+      subscribed: true,
+      data: { 'First Name': 'Ada', plan: 'pro' },
+    });
+    expect(byEmail['grace@example.com']).toMatchObject({
+      subscribed: false,
+      data: { 'First Name': 'Hopper, Grace' },
+    });
+    expect(byEmail['linus@example.com']).toMatchObject({
+      subscribed: true,
+      data: { 'First Name': 'Linus "T"', plan: 'free' },
+    });
   });
 
   it('refuses bodies that are not an import (422/400) and accepts up to 10,000 JSON rows', async () => {
     const post = (body: unknown, headers?: Record<string, string>) =>
       app.request({ method: 'POST', url: '/contacts/import', key: p.secretKey, body, headers });
-    expect((await post({ contacts: [] })).body.error.errors[0]).toMatchObject({ field: 'contacts', code: 'too_small' });
-    expect((await post({})).body.error.errors[0]).toMatchObject({ field: 'contacts', code: 'required' });
-    expect((await post({ contacts: {} })).body.error.errors[0]).toMatchObject({ field: 'contacts', code: 'invalid_type' });
-    expect((await post({ contacts: [{ email: 'a@b.co' }], x: 1 })).body.error.errors[0]).toMatchObject({ field: 'x', code: 'unrecognized_keys' });
-    const tooMany = await post({ contacts: Array.from({ length: 10_001 }, (_, i) => ({ email: `t${i}@example.com` })) });
+    expect((await post({ contacts: [] })).body.error.errors[0]).toMatchObject({
+      field: 'contacts',
+      code: 'too_small',
+    });
+    expect((await post({})).body.error.errors[0]).toMatchObject({
+      field: 'contacts',
+      code: 'required',
+    });
+    expect((await post({ contacts: {} })).body.error.errors[0]).toMatchObject({
+      field: 'contacts',
+      code: 'invalid_type',
+    });
+    expect(
+      (await post({ contacts: [{ email: 'a@b.co' }], x: 1 })).body.error.errors[0],
+    ).toMatchObject({ field: 'x', code: 'unrecognized_keys' });
+    const tooMany = await post({
+      contacts: Array.from({ length: 10_001 }, (_, i) => ({ email: `t${i}@example.com` })),
+    });
     expect(tooMany.status).toBe(422);
     expect(tooMany.body.error.errors[0]).toMatchObject({ field: 'contacts', code: 'too_big' });
     const noEmailColumn = await post('name,plan\nada,pro', { 'content-type': 'text/csv' });
@@ -138,14 +234,38 @@ describe('Contact imports', () => {
   });
 
   it('keeps imports private to their project; GET /contacts/imports/{id} is not taken for a contact id', async () => {
-    const res = await app.request({ method: 'POST', url: '/contacts/import', key: p.secretKey, body: { contacts: [{ email: 'mine@example.com' }] } });
+    const res = await app.request({
+      method: 'POST',
+      url: '/contacts/import',
+      key: p.secretKey,
+      body: { contacts: [{ email: 'mine@example.com' }] },
+    });
     const id = res.body.data.id;
-    expect((await app.request({ method: 'GET', url: `/contacts/imports/${id}`, key: p.secretKey })).status).toBe(200);
+    expect(
+      (await app.request({ method: 'GET', url: `/contacts/imports/${id}`, key: p.secretKey }))
+        .status,
+    ).toBe(200);
     const other = await app.createProject('Other');
-    const foreign = await app.request({ method: 'GET', url: `/contacts/imports/${id}`, key: other.secretKey });
+    const foreign = await app.request({
+      method: 'GET',
+      url: `/contacts/imports/${id}`,
+      key: other.secretKey,
+    });
     expect(foreign.status).toBe(404);
     expect(foreign.body.error.code).toBe('IMPORT_NOT_FOUND');
-    expect((await app.request({ method: 'GET', url: `/contacts/${id}`, key: p.secretKey })).body.error.code).toBe('CONTACT_NOT_FOUND');
-    expect((await app.request({ method: 'POST', url: '/contacts/import', key: p.publicKey, body: { contacts: [{ email: 'a@b.co' }] } })).status).toBe(403);
+    expect(
+      (await app.request({ method: 'GET', url: `/contacts/${id}`, key: p.secretKey })).body.error
+        .code,
+    ).toBe('CONTACT_NOT_FOUND');
+    expect(
+      (
+        await app.request({
+          method: 'POST',
+          url: '/contacts/import',
+          key: p.publicKey,
+          body: { contacts: [{ email: 'a@b.co' }] },
+        })
+      ).status,
+    ).toBe(403);
   });
 });

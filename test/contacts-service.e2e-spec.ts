@@ -35,17 +35,28 @@ describe('ContactsService.upsertByEmail / EventsService.record', () => {
     );
     expect(results.filter((r) => r.created)).toHaveLength(1);
     expect(new Set(results.map((r) => r.contact.id)).size).toBe(1);
-    const [{ count }] = await dataSource.query(`SELECT count(*)::int AS count FROM contacts WHERE project_id = $1`, [projectId]);
+    const [{ count }] = await dataSource.query(
+      `SELECT count(*)::int AS count FROM contacts WHERE project_id = $1`,
+      [projectId],
+    );
     expect(count).toBe(1);
-    const [row] = await dataSource.query(`SELECT email, subscribed, data FROM contacts WHERE project_id = $1`, [projectId]);
+    const [row] = await dataSource.query(
+      `SELECT email, subscribed, data FROM contacts WHERE project_id = $1`,
+      [projectId],
+    );
     expect(row.email).toBe('race@example.com');
     expect(row.subscribed).toBe(false);
-    expect(Object.keys(row.data).sort()).toEqual(Array.from({ length: 12 }, (_, i) => `k${i}`).sort());
+    expect(Object.keys(row.data).sort()).toEqual(
+      Array.from({ length: 12 }, (_, i) => `k${i}`).sort(),
+    );
   });
 
   it('merges data, drops non-persistent values, removes null keys and reports subscription changes', async () => {
     const first = await dataSource.transaction((m) =>
-      contacts.upsertByEmail(m, projectId, 'merge@example.com', { defaultSubscribed: true, data: { a: 1, b: 2 } }),
+      contacts.upsertByEmail(m, projectId, 'merge@example.com', {
+        defaultSubscribed: true,
+        data: { a: 1, b: 2 },
+      }),
     );
     expect(first.created).toBe(true);
     const second = await dataSource.transaction((m) =>
@@ -60,26 +71,38 @@ describe('ContactsService.upsertByEmail / EventsService.record', () => {
     expect(second.contact.subscribed).toBe(false);
     expect(second.contact.data).toEqual({ a: 1, d: 4 });
     const third = await dataSource.transaction((m) =>
-      contacts.upsertByEmail(m, projectId, 'merge@example.com', { defaultSubscribed: true, subscribed: false }),
+      contacts.upsertByEmail(m, projectId, 'merge@example.com', {
+        defaultSubscribed: true,
+        subscribed: false,
+      }),
     );
     expect(third.subscriptionChanged).toBe(false);
   });
 
   it('records events inside the caller transaction and rolls them back with it', async () => {
     const contact = (
-      await dataSource.transaction((m) => contacts.upsertByEmail(m, projectId, 'ev@example.com', { defaultSubscribed: true }))
+      await dataSource.transaction((m) =>
+        contacts.upsertByEmail(m, projectId, 'ev@example.com', { defaultSubscribed: true }),
+      )
     ).contact;
     const recorded = await dataSource.transaction((m) =>
       events.record(m, { projectId, contactId: contact.id, name: 'email.sent', data: { x: 1 } }),
     );
-    expect(recorded).toMatchObject({ contactId: contact.id, name: 'email.sent', emailId: null, data: { x: 1 } });
+    expect(recorded).toMatchObject({
+      contactId: contact.id,
+      name: 'email.sent',
+      emailId: null,
+      data: { x: 1 },
+    });
     await expect(
       dataSource.transaction(async (m) => {
         await events.record(m, { projectId, contactId: contact.id, name: 'rolled.back' });
         throw new Error('abort');
       }),
     ).rejects.toThrow('abort');
-    const names = await dataSource.query(`SELECT name FROM events WHERE contact_id = $1`, [contact.id]);
+    const names = await dataSource.query(`SELECT name FROM events WHERE contact_id = $1`, [
+      contact.id,
+    ]);
     expect(names.map((r: { name: string }) => r.name)).toEqual(['email.sent']);
   });
 });

@@ -14,16 +14,28 @@ describe('Contacts API', () => {
   });
   afterAll(async () => env?.close());
 
-  const create = (key: string, body: unknown) => app.request({ method: 'POST', url: '/contacts', key, body });
+  const create = (key: string, body: unknown) =>
+    app.request({ method: 'POST', url: '/contacts', key, body });
 
   describe('CRUD', () => {
     it('creates a contact with a normalised email, subscribed by default', async () => {
-      const res = await create(a.secretKey, { email: '  Grace.Hopper@Example.COM ', data: { plan: 'pro' } });
+      const res = await create(a.secretKey, {
+        email: '  Grace.Hopper@Example.COM ',
+        data: { plan: 'pro' },
+      });
       expect(res.status).toBe(201);
       expect(res.body.success).toBe(true);
-      expect(res.body.data).toMatchObject({ email: 'grace.hopper@example.com', subscribed: true, data: { plan: 'pro' } });
+      expect(res.body.data).toMatchObject({
+        email: 'grace.hopper@example.com',
+        subscribed: true,
+        data: { plan: 'pro' },
+      });
       expect(res.body.data.id).toMatch(/^[0-9a-f-]{36}$/);
-      const got = await app.request({ method: 'GET', url: `/contacts/${res.body.data.id}`, key: a.secretKey });
+      const got = await app.request({
+        method: 'GET',
+        url: `/contacts/${res.body.data.id}`,
+        key: a.secretKey,
+      });
       expect(got.status).toBe(200);
       expect(got.body.data).toEqual(res.body.data);
     });
@@ -49,23 +61,34 @@ describe('Contacts API', () => {
     });
 
     it('answers 422 for a missing email, an unknown field and a non-object data', async () => {
-      expect((await create(a.secretKey, {})).body.error.errors[0]).toMatchObject({ field: 'email', code: 'required' });
+      expect((await create(a.secretKey, {})).body.error.errors[0]).toMatchObject({
+        field: 'email',
+        code: 'required',
+      });
       const unknown = await create(a.secretKey, { email: 'u@example.com', nickname: 'x' });
       expect(unknown.status).toBe(422);
-      expect(unknown.body.error.errors).toContainEqual(expect.objectContaining({ field: 'nickname', code: 'unrecognized_keys' }));
+      expect(unknown.body.error.errors).toContainEqual(
+        expect.objectContaining({ field: 'nickname', code: 'unrecognized_keys' }),
+      );
       const badData = await create(a.secretKey, { email: 'u@example.com', data: [1, 2] });
       expect(badData.status).toBe(422);
       expect(badData.body.error.errors[0]).toMatchObject({ field: 'data', code: 'invalid_type' });
     });
 
     it('refuses data over 64 KB with too_big', async () => {
-      const res = await create(a.secretKey, { email: 'big@example.com', data: { blob: 'x'.repeat(70 * 1024) } });
+      const res = await create(a.secretKey, {
+        email: 'big@example.com',
+        data: { blob: 'x'.repeat(70 * 1024) },
+      });
       expect(res.status).toBe(422);
       expect(res.body.error.errors[0]).toMatchObject({ field: 'data', code: 'too_big' });
     });
 
     it('PATCH merges data top-level, null removes a key, and records subscription changes', async () => {
-      const created = await create(a.secretKey, { email: 'patch@example.com', data: { a: 1, b: { x: 1 }, c: 3 } });
+      const created = await create(a.secretKey, {
+        email: 'patch@example.com',
+        data: { a: 1, b: { x: 1 }, c: 3 },
+      });
       const id = created.body.data.id;
       const res = await app.request({
         method: 'PATCH',
@@ -74,16 +97,32 @@ describe('Contacts API', () => {
         body: { subscribed: false, data: { b: { y: 2 }, c: null, d: 'new' } },
       });
       expect(res.status).toBe(200);
-      expect(res.body.data).toMatchObject({ subscribed: false, data: { a: 1, b: { y: 2 }, d: 'new' } });
+      expect(res.body.data).toMatchObject({
+        subscribed: false,
+        data: { a: 1, b: { y: 2 }, d: 'new' },
+      });
       expect(res.body.data.data).not.toHaveProperty('c');
-      expect(new Date(res.body.data.updatedAt).getTime()).toBeGreaterThanOrEqual(new Date(created.body.data.updatedAt).getTime());
-      const events = await app.request({ method: 'GET', url: `/events?contactId=${id}`, key: a.secretKey });
-      expect(events.body.data.items.map((e: { name: string }) => e.name)).toEqual(['contact.unsubscribed']);
+      expect(new Date(res.body.data.updatedAt).getTime()).toBeGreaterThanOrEqual(
+        new Date(created.body.data.updatedAt).getTime(),
+      );
+      const events = await app.request({
+        method: 'GET',
+        url: `/events?contactId=${id}`,
+        key: a.secretKey,
+      });
+      expect(events.body.data.items.map((e: { name: string }) => e.name)).toEqual([
+        'contact.unsubscribed',
+      ]);
     });
 
     it('PATCH refuses unknown fields and email changes (422)', async () => {
       const id = (await create(a.secretKey, { email: 'patch2@example.com' })).body.data.id;
-      const res = await app.request({ method: 'PATCH', url: `/contacts/${id}`, key: a.secretKey, body: { email: 'x@example.com' } });
+      const res = await app.request({
+        method: 'PATCH',
+        url: `/contacts/${id}`,
+        key: a.secretKey,
+        body: { email: 'x@example.com' },
+      });
       expect(res.status).toBe(422);
       expect(res.body.error.errors[0]).toMatchObject({ field: 'email', code: 'unrecognized_keys' });
     });
@@ -99,16 +138,30 @@ describe('Contacts API', () => {
       const res = await app.request({ method: 'DELETE', url: `/contacts/${id}`, key: a.secretKey });
       expect(res.status).toBe(200);
       expect(res.body.data).toEqual({ id, deleted: true });
-      expect((await app.request({ method: 'GET', url: `/contacts/${id}`, key: a.secretKey })).status).toBe(404);
-      const events = await app.request({ method: 'GET', url: `/events?contactId=${id}`, key: a.secretKey });
+      expect(
+        (await app.request({ method: 'GET', url: `/contacts/${id}`, key: a.secretKey })).status,
+      ).toBe(404);
+      const events = await app.request({
+        method: 'GET',
+        url: `/events?contactId=${id}`,
+        key: a.secretKey,
+      });
       expect(events.body.data).toMatchObject({ items: [], total: 0 });
       const names = await app.request({ method: 'GET', url: '/events/names', key: a.secretKey });
-      expect(names.body.data.items.map((n: { name: string }) => n.name)).not.toContain('gone-event');
-      expect((await app.request({ method: 'DELETE', url: `/contacts/${id}`, key: a.secretKey })).status).toBe(404);
+      expect(names.body.data.items.map((n: { name: string }) => n.name)).not.toContain(
+        'gone-event',
+      );
+      expect(
+        (await app.request({ method: 'DELETE', url: `/contacts/${id}`, key: a.secretKey })).status,
+      ).toBe(404);
     });
 
     it('answers 404 CONTACT_NOT_FOUND for an unknown id and for another project’s contact', async () => {
-      const unknown = await app.request({ method: 'GET', url: '/contacts/0190a5c4-0000-7000-8000-000000000000', key: a.secretKey });
+      const unknown = await app.request({
+        method: 'GET',
+        url: '/contacts/0190a5c4-0000-7000-8000-000000000000',
+        key: a.secretKey,
+      });
       expect(unknown.status).toBe(404);
       expect(unknown.body.error.code).toBe('CONTACT_NOT_FOUND');
       const other = (await create(b.secretKey, { email: 'b-only@example.com' })).body.data.id;
@@ -117,26 +170,54 @@ describe('Contacts API', () => {
         expect(res.status).toBe(404);
         expect(res.body.error.code).toBe('CONTACT_NOT_FOUND');
       }
-      const patch = await app.request({ method: 'PATCH', url: `/contacts/${other}`, key: a.secretKey, body: { subscribed: false } });
+      const patch = await app.request({
+        method: 'PATCH',
+        url: `/contacts/${other}`,
+        key: a.secretKey,
+        body: { subscribed: false },
+      });
       expect(patch.status).toBe(404);
-      expect((await app.request({ method: 'GET', url: `/contacts/${other}`, key: b.secretKey })).body.data.subscribed).toBe(true);
+      expect(
+        (await app.request({ method: 'GET', url: `/contacts/${other}`, key: b.secretKey })).body
+          .data.subscribed,
+      ).toBe(true);
     });
 
     it('answers 400 BAD_REQUEST naming the parameter for a malformed id (never 500)', async () => {
-      for (const id of ['not-a-uuid', '1', "1'%20OR%20'1'='1", '0190a5c4-0000-7000-8000-00000000000Z']) {
+      for (const id of [
+        'not-a-uuid',
+        '1',
+        "1'%20OR%20'1'='1",
+        '0190a5c4-0000-7000-8000-00000000000Z',
+      ]) {
         for (const method of ['GET', 'PATCH', 'DELETE'] as const) {
-          const res = await app.request({ method, url: `/contacts/${id}`, key: a.secretKey, body: method === 'PATCH' ? {} : undefined });
+          const res = await app.request({
+            method,
+            url: `/contacts/${id}`,
+            key: a.secretKey,
+            body: method === 'PATCH' ? {} : undefined,
+          });
           expect(res.status).toBe(400);
           expect(res.body.error.code).toBe('BAD_REQUEST');
           expect(res.body.error.errors[0].field).toBe('id');
         }
       }
-      const imp = await app.request({ method: 'GET', url: '/contacts/imports/nope', key: a.secretKey });
+      const imp = await app.request({
+        method: 'GET',
+        url: '/contacts/imports/nope',
+        key: a.secretKey,
+      });
       expect(imp.status).toBe(400);
     });
 
     it('answers 400 for limit=0, limit=101 and a cursor that does not decode', async () => {
-      for (const qs of ['limit=0', 'limit=101', 'limit=abc', 'cursor=garbage!', 'subscribed=maybe']) {
+      for (const qs of [
+        'limit=0',
+        'limit=101',
+        'limit=abc',
+        'cursor=garbage!',
+        'subscribed=maybe',
+      ]) {
         const res = await app.request({ method: 'GET', url: `/contacts?${qs}`, key: a.secretKey });
         expect(res.status).toBe(400);
         expect(res.body.error.code).toBe('BAD_REQUEST');
@@ -169,7 +250,9 @@ describe('Contacts API', () => {
       for (const c of body.contacts) await create(p.secretKey, c);
     });
 
-    async function walk(query: string): Promise<{ emails: string[]; totals: number[]; pages: number }> {
+    async function walk(
+      query: string,
+    ): Promise<{ emails: string[]; totals: number[]; pages: number }> {
       const seen: string[] = [];
       const totals: number[] = [];
       let cursor: string | null = null;
@@ -204,10 +287,20 @@ describe('Contacts API', () => {
     });
 
     it('treats search wildcards literally and filters by exact email', async () => {
-      const pct = await app.request({ method: 'GET', url: '/contacts?search=%25', key: p.secretKey });
+      const pct = await app.request({
+        method: 'GET',
+        url: '/contacts?search=%25',
+        key: p.secretKey,
+      });
       expect(pct.body.data.total).toBe(0);
-      const exact = await app.request({ method: 'GET', url: `/contacts?email=${encodeURIComponent(' USER.001@list.example ')}`, key: p.secretKey });
-      expect(exact.body.data.items.map((c: { email: string }) => c.email)).toEqual(['user.001@list.example']);
+      const exact = await app.request({
+        method: 'GET',
+        url: `/contacts?email=${encodeURIComponent(' USER.001@list.example ')}`,
+        key: p.secretKey,
+      });
+      expect(exact.body.data.items.map((c: { email: string }) => c.email)).toEqual([
+        'user.001@list.example',
+      ]);
       expect(exact.body.data.total).toBe(1);
     });
   });

@@ -65,6 +65,9 @@ function isPersistenceWrapper(value: unknown): value is { value: unknown; persis
   if (!isPlainObject(value)) return false;
   const keys = Object.keys(value);
   return (
-    keys.length === 2 && keys.includes('value') && keys.includes('persistent') && typeof value.persistent === 'boolean'
+    keys.length === 2 &&
+    keys.includes('value') &&
+    keys.includes('persistent') &&
+    typeof value.persistent === 'boolean'
   );
 }

@@ -16,7 +16,8 @@ export class ContactImportsController {
   @Post('import')
   @HttpCode(202)
   @ApiOperation({
-    summary: 'Import contacts: JSON {contacts:[{email, subscribed?, data?}]} (≤ 10,000) or a CSV body (text/csv)',
+    summary:
+      'Import contacts: JSON {contacts:[{email, subscribed?, data?}]} (≤ 10,000) or a CSV body (text/csv)',
   })
   @ApiConsumes('application/json', 'text/csv')
   @ApiBody({
@@ -32,13 +33,19 @@ export class ContactImportsController {
     },
   })
   // The body is either parsed JSON or CSV text; the service checks its shape and reports per-row errors.
-  start(@CurrentProject() project: CurrentProjectInfo, @Body() body: unknown): Promise<ContactImportView> {
+  start(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Body() body: unknown,
+  ): Promise<ContactImportView> {
     return this.imports.start(project.id, body);
   }
 
   @Get('imports/:id')
   @ApiOperation({ summary: 'Progress and per-row errors of an import' })
-  get(@CurrentProject() project: CurrentProjectInfo, @Param() params: IdParamDto): Promise<ContactImportView> {
+  get(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<ContactImportView> {
     return this.imports.get(project.id, params.id);
   }
 }

@@ -9,7 +9,12 @@ import { ContactImportsService, ImportJobData } from './contact-imports.service'
  * visible as stalled within seconds, so another worker resumes it from its
  * last committed chunk.
  */
-@Processor(QUEUES.IMPORTS, { concurrency: 2, lockDuration: 10_000, stalledInterval: 5_000, maxStalledCount: 5 })
+@Processor(QUEUES.IMPORTS, {
+  concurrency: 2,
+  lockDuration: 10_000,
+  stalledInterval: 5_000,
+  maxStalledCount: 5,
+})
 export class ContactImportsProcessor extends WorkerHost {
   private readonly logger = new Logger(ContactImportsProcessor.name);
 
@@ -33,7 +38,10 @@ export class ContactImportsProcessor extends WorkerHost {
   async onFailed(job: Job<ImportJobData> | undefined, error: Error): Promise<void> {
     if (!job) return;
     const attempts = job.opts.attempts ?? 1;
-    this.logger.warn({ err: error, importId: job.data.importId, attempt: job.attemptsMade }, 'Contact import attempt failed');
+    this.logger.warn(
+      { err: error, importId: job.data.importId, attempt: job.attemptsMade },
+      'Contact import attempt failed',
+    );
     if (job.attemptsMade >= attempts) await this.imports.markFailed(job.data.importId);
   }
 }

@@ -71,7 +71,13 @@ export class ContactImportsRepository {
   }
 
   /** Commits one chunk's counters together with the cursor that says it is done. */
-  async advance(manager: EntityManager, id: string, seq: number, progress: ChunkProgress, maxErrors: number): Promise<void> {
+  async advance(
+    manager: EntityManager,
+    id: string,
+    seq: number,
+    progress: ChunkProgress,
+    maxErrors: number,
+  ): Promise<void> {
     await queryRows(
       manager,
       `UPDATE contact_imports SET
@@ -102,7 +108,11 @@ export class ContactImportsRepository {
   }
 
   /** The end: status, time, and the raw rows are no longer needed. */
-  async finish(manager: EntityManager, id: string, status: ImportStatus.COMPLETED | ImportStatus.FAILED): Promise<void> {
+  async finish(
+    manager: EntityManager,
+    id: string,
+    status: ImportStatus.COMPLETED | ImportStatus.FAILED,
+  ): Promise<void> {
     await queryRows(
       manager,
       `UPDATE contact_imports SET status = $2, finished_at = now(), updated_at = now() WHERE id = $1`,

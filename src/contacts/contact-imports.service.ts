@@ -114,7 +114,8 @@ export class ContactImportsService {
   async recoverUnfinished(): Promise<void> {
     const ids = await this.imports.unfinishedIds(this.dataSource.manager);
     for (const id of ids) await this.enqueue(id);
-    if (ids.length > 0) this.logger.log({ imports: ids.length }, 'Re-enqueued unfinished contact imports');
+    if (ids.length > 0)
+      this.logger.log({ imports: ids.length }, 'Re-enqueued unfinished contact imports');
   }
 
   /** The job: chunk after chunk until the cursor reaches the end. Repeating it does nothing twice. */
@@ -122,7 +123,12 @@ export class ContactImportsService {
     for (;;) {
       const done = await this.dataSource.transaction(async (manager) => {
         const current = await this.imports.lock(manager, importId);
-        if (!current || current.status === ImportStatus.COMPLETED || current.status === ImportStatus.FAILED) return true;
+        if (
+          !current ||
+          current.status === ImportStatus.COMPLETED ||
+          current.status === ImportStatus.FAILED
+        )
+          return true;
         if (current.nextChunk >= current.chunkCount) {
           await this.imports.finish(manager, importId, ImportStatus.COMPLETED);
           return true;
@@ -142,7 +148,13 @@ export class ContactImportsService {
           importId,
           current.nextChunk,
           // Every valid row that did not create its contact updated one (duplicates in the file included).
-          { processed: raw.length, created, updated: valid.length - created, failed: errors.length, errors },
+          {
+            processed: raw.length,
+            created,
+            updated: valid.length - created,
+            failed: errors.length,
+            errors,
+          },
           MAX_REPORTED_ERRORS,
         );
         return false;
@@ -153,6 +165,8 @@ export class ContactImportsService {
 
   /** Retries exhausted: the import stops where it is, with what was committed. */
   async markFailed(importId: string): Promise<void> {
-    await this.dataSource.transaction((manager) => this.imports.finish(manager, importId, ImportStatus.FAILED));
+    await this.dataSource.transaction((manager) =>
+      this.imports.finish(manager, importId, ImportStatus.FAILED),
+    );
   }
 }

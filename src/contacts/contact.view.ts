@@ -11,7 +11,9 @@ export class ContactView {
   @ApiProperty()
   subscribed: boolean;
 
-  @ApiProperty({ description: 'true after a hard bounce or complaint: the contact is never sent to' })
+  @ApiProperty({
+    description: 'true after a hard bounce or complaint: the contact is never sent to',
+  })
   suppressed: boolean;
 
   @ApiProperty({ type: 'object', additionalProperties: true })

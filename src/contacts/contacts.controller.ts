@@ -4,7 +4,12 @@ import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorato
 import { Page } from '../common/pagination/pagination';
 import { ContactView } from './contact.view';
 import { ContactsService } from './contacts.service';
-import { CreateContactDto, IdParamDto, ListContactsQueryDto, UpdateContactDto } from './dto/contact.dto';
+import {
+  CreateContactDto,
+  IdParamDto,
+  ListContactsQueryDto,
+  UpdateContactDto,
+} from './dto/contact.dto';
 
 @ApiTags('contacts')
 @Controller('contacts')
@@ -13,18 +18,27 @@ export class ContactsController {
 
   @Get()
   @ApiOperation({ summary: 'List contacts (newest first; filters subscribed, search, email)' })
-  list(@CurrentProject() project: CurrentProjectInfo, @Query() query: ListContactsQueryDto): Promise<Page<ContactView>> {
+  list(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Query() query: ListContactsQueryDto,
+  ): Promise<Page<ContactView>> {
     return this.contacts.list(project.id, query);
   }
 
   @Post()
   @ApiOperation({ summary: 'Create a contact (409 if the email exists)' })
-  create(@CurrentProject() project: CurrentProjectInfo, @Body() dto: CreateContactDto): Promise<ContactView> {
+  create(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Body() dto: CreateContactDto,
+  ): Promise<ContactView> {
     return this.contacts.create(project.id, dto);
   }
 
   @Get(':id')
-  get(@CurrentProject() project: CurrentProjectInfo, @Param() params: IdParamDto): Promise<ContactView> {
+  get(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<ContactView> {
     return this.contacts.get(project.id, params.id);
   }
 
@@ -40,7 +54,10 @@ export class ContactsController {
 
   @Delete(':id')
   @ApiOperation({ summary: 'Delete a contact with its events and email records' })
-  delete(@CurrentProject() project: CurrentProjectInfo, @Param() params: IdParamDto): Promise<{ id: string; deleted: true }> {
+  delete(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<{ id: string; deleted: true }> {
     return this.contacts.delete(project.id, params.id);
   }
 }

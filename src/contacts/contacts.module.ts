@@ -13,7 +13,13 @@ import { ContactsService } from './contacts.service';
   imports: [EventsModule],
   // The import controller first: its routes are the more specific ones.
   controllers: [ContactImportsController, ContactsController],
-  providers: [ContactsService, ContactsRepository, ContactImportsService, ContactImportsRepository, ContactImportsProcessor],
+  providers: [
+    ContactsService,
+    ContactsRepository,
+    ContactImportsService,
+    ContactImportsRepository,
+    ContactImportsProcessor,
+  ],
   exports: [ContactsService],
 })
 export class ContactsModule {}

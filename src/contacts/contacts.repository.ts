@@ -64,7 +64,12 @@ export class ContactsRepository {
     return { row, created };
   }
 
-  async setSubscribed(manager: EntityManager, projectId: string, id: string, subscribed: boolean): Promise<ContactRow> {
+  async setSubscribed(
+    manager: EntityManager,
+    projectId: string,
+    id: string,
+    subscribed: boolean,
+  ): Promise<ContactRow> {
     const rows = await queryRows<ContactRow>(
       manager,
       `UPDATE contacts SET subscribed = $3, updated_at = now() WHERE project_id = $1 AND id = $2 ${RETURNING_CONTACT}`,
@@ -90,7 +95,11 @@ export class ContactsRepository {
     return rows[0];
   }
 
-  async findById(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
+  async findById(
+    manager: EntityManager,
+    projectId: string,
+    id: string,
+  ): Promise<ContactRow | null> {
     const rows = await queryRows<ContactRow>(
       manager,
       `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE c.project_id = $1 AND c.id = $2`,
@@ -100,7 +109,11 @@ export class ContactsRepository {
   }
 
   /** The row, locked until the transaction ends (PATCH compares the old subscription state). */
-  async lockById(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
+  async lockById(
+    manager: EntityManager,
+    projectId: string,
+    id: string,
+  ): Promise<ContactRow | null> {
     const rows = await queryRows<ContactRow>(
       manager,
       `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE c.project_id = $1 AND c.id = $2 FOR UPDATE`,
@@ -157,7 +170,11 @@ export class ContactsRepository {
     return { rows, total: totalRows[0].total };
   }
 
-  async findByEmail(manager: EntityManager, projectId: string, email: string): Promise<ContactRow | null> {
+  async findByEmail(
+    manager: EntityManager,
+    projectId: string,
+    email: string,
+  ): Promise<ContactRow | null> {
     const rows = await queryRows<ContactRow>(
       manager,
       `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE c.project_id = $1 AND c.email = $2`,
@@ -214,7 +231,13 @@ export class ContactsRepository {
     let updated = 0;
     for (let attempt = 0; pending.length > 0 && attempt < 5; attempt++) {
       const payload = JSON.stringify(
-        pending.map((r) => ({ id: newId(), email: r.email, subscribed: r.subscribed, data: r.set, remove: r.remove })),
+        pending.map((r) => ({
+          id: newId(),
+          email: r.email,
+          subscribed: r.subscribed,
+          data: r.set,
+          remove: r.remove,
+        })),
       );
       const inserted = await queryRows<{ email: string }>(
         manager,
@@ -244,7 +267,14 @@ export class ContactsRepository {
          RETURNING c.email`,
         [
           projectId,
-          JSON.stringify(existing.map((r) => ({ email: r.email, subscribed: r.subscribed, data: r.set, remove: r.remove }))),
+          JSON.stringify(
+            existing.map((r) => ({
+              email: r.email,
+              subscribed: r.subscribed,
+              data: r.set,
+              remove: r.remove,
+            })),
+          ),
         ],
       );
       updated += changed.length;

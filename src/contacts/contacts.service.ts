@@ -59,7 +59,12 @@ export class ContactsService {
       patch,
     );
     if (!created && opts.subscribed !== undefined && row.subscribed !== opts.subscribed) {
-      const contact = await this.contacts.setSubscribed(manager, projectId, row.id, opts.subscribed);
+      const contact = await this.contacts.setSubscribed(
+        manager,
+        projectId,
+        row.id,
+        opts.subscribed,
+      );
       return { contact, created, subscriptionChanged: true };
     }
     return { contact: row, created, subscriptionChanged: false };
@@ -124,7 +129,13 @@ export class ContactsService {
     const row = await this.dataSource.transaction(async (manager) => {
       const before = await this.contacts.lockById(manager, projectId, id);
       if (!before) throw ApiException.notFound('contact', id);
-      const after = await this.contacts.update(manager, projectId, id, dto.subscribed, toDataPatch(dto.data));
+      const after = await this.contacts.update(
+        manager,
+        projectId,
+        id,
+        dto.subscribed,
+        toDataPatch(dto.data),
+      );
       if (!after) throw ApiException.notFound('contact', id);
       if (dto.subscribed !== undefined && dto.subscribed !== before.subscribed) {
         recorded.push(

@@ -40,18 +40,25 @@ export class ImportBodyError extends Error {
 
 /** Checks the envelope of a JSON import; row contents are the worker's job. */
 export function rowsFromJson(body: unknown): RawImportRow[] {
-  if (!isPlainObject(body)) throw new ImportBodyError(400, 'The request body must be a JSON object or a CSV file');
+  if (!isPlainObject(body))
+    throw new ImportBodyError(400, 'The request body must be a JSON object or a CSV file');
   const unknown = Object.keys(body).filter((key) => key !== 'contacts');
   if (unknown.length > 0) {
     throw new ImportBodyError(
       422,
       'Validation failed',
-      unknown.map((key) => ({ field: key, message: `Unrecognized key "${key}"`, code: 'unrecognized_keys' as const })),
+      unknown.map((key) => ({
+        field: key,
+        message: `Unrecognized key "${key}"`,
+        code: 'unrecognized_keys' as const,
+      })),
     );
   }
   const contacts = body.contacts;
   if (contacts === undefined || contacts === null) {
-    throw new ImportBodyError(422, 'Validation failed', [{ field: 'contacts', message: 'contacts is required', code: 'required' }]);
+    throw new ImportBodyError(422, 'Validation failed', [
+      { field: 'contacts', message: 'contacts is required', code: 'required' },
+    ]);
   }
   if (!Array.isArray(contacts)) {
     throw new ImportBodyError(422, 'Validation failed', [
@@ -98,7 +105,11 @@ export function rowsFromCsv(text: string): RawImportRow[] {
   }
   if (records.length === 0) {
     throw new ImportBodyError(422, 'Validation failed', [
-      { field: 'email', message: 'The CSV is empty; expected a header row with an email column', code: 'required' },
+      {
+        field: 'email',
+        message: 'The CSV is empty; expected a header row with an email column',
+        code: 'required',
+      },
     ]);
   }
   const header = records[0].record.map((name) => name.trim());
@@ -122,42 +133,73 @@ export function rowsFromCsv(text: string): RawImportRow[] {
       if (name && cell !== '') data[name] = cell;
     });
     const value: Record<string, unknown> = { email: record[emailIndex] ?? '', data };
-    const subscribed = subscribedIndex >= 0 ? (record[subscribedIndex] ?? '').trim().toLowerCase() : '';
+    const subscribed =
+      subscribedIndex >= 0 ? (record[subscribedIndex] ?? '').trim().toLowerCase() : '';
     if (subscribed !== '') {
-      value.subscribed = TRUE_VALUES.has(subscribed) ? true : FALSE_VALUES.has(subscribed) ? false : subscribed;
+      value.subscribed = TRUE_VALUES.has(subscribed)
+        ? true
+        : FALSE_VALUES.has(subscribed)
+          ? false
+          : subscribed;
     }
     return { r: i + 1, l: info.lines, v: value };
   });
 }
 
-export type ValidatedRow = { ok: true; input: BulkContactInput } | { ok: false; error: ImportRowError };
+export type ValidatedRow =
+  { ok: true; input: BulkContactInput } | { ok: false; error: ImportRowError };
 
 /** One row's rules, the same as POST /contacts (email, subscribed, data ≤ 64 KB). */
 export function validateImportRow(raw: RawImportRow): ValidatedRow {
-  const fail = (email: string | null, field: string, code: string, message: string): ValidatedRow => ({
+  const fail = (
+    email: string | null,
+    field: string,
+    code: string,
+    message: string,
+  ): ValidatedRow => ({
     ok: false,
-    error: { row: raw.r, ...(raw.l !== undefined ? { line: raw.l } : {}), email, field, code, message },
+    error: {
+      row: raw.r,
+      ...(raw.l !== undefined ? { line: raw.l } : {}),
+      email,
+      field,
+      code,
+      message,
+    },
   });
   const v = raw.v;
-  if (!isPlainObject(v)) return fail(null, '', 'invalid_type', 'The row must be an object {email, subscribed?, data?}');
+  if (!isPlainObject(v))
+    return fail(null, '', 'invalid_type', 'The row must be an object {email, subscribed?, data?}');
   const emailValue = typeof v.email === 'string' ? v.email : null;
-  const unknown = Object.keys(v).find((key) => key !== 'email' && key !== 'subscribed' && key !== 'data');
-  if (unknown) return fail(emailValue, unknown, 'unrecognized_keys', `Unrecognized key "${unknown}"`);
-  if (v.email === undefined || v.email === null || v.email === '') return fail(null, 'email', 'required', 'email is required');
-  if (typeof v.email !== 'string') return fail(null, 'email', 'invalid_type', 'email must be a string');
+  const unknown = Object.keys(v).find(
+    (key) => key !== 'email' && key !== 'subscribed' && key !== 'data',
+  );
+  if (unknown)
+    return fail(emailValue, unknown, 'unrecognized_keys', `Unrecognized key "${unknown}"`);
+  if (v.email === undefined || v.email === null || v.email === '')
+    return fail(null, 'email', 'required', 'email is required');
+  if (typeof v.email !== 'string')
+    return fail(null, 'email', 'invalid_type', 'email must be a string');
   const email = normalizeEmail(v.email);
-  if (!isValidEmail(email)) return fail(v.email, 'email', 'invalid_string', 'email must be a valid email address');
+  if (!isValidEmail(email))
+    return fail(v.email, 'email', 'invalid_string', 'email must be a valid email address');
   if (v.subscribed !== undefined && typeof v.subscribed !== 'boolean') {
     return fail(email, 'subscribed', 'invalid_type', 'subscribed must be a boolean');
   }
-  if (v.data !== undefined && !isPlainObject(v.data)) return fail(email, 'data', 'invalid_type', 'data must be a JSON object');
+  if (v.data !== undefined && !isPlainObject(v.data))
+    return fail(email, 'data', 'invalid_type', 'data must be a JSON object');
   if (v.data !== undefined && jsonByteSize(v.data) > MAX_CONTACT_DATA_BYTES) {
     return fail(email, 'data', 'too_big', 'data must be at most 64 KB as JSON');
   }
   const patch = toDataPatch(v.data as Record<string, unknown> | undefined);
   return {
     ok: true,
-    input: { email, subscribed: (v.subscribed as boolean | undefined) ?? null, set: patch.set, remove: patch.remove },
+    input: {
+      email,
+      subscribed: (v.subscribed as boolean | undefined) ?? null,
+      set: patch.set,
+      remove: patch.remove,
+    },
   };
 }
 
@@ -174,7 +216,8 @@ export function mergeDuplicates(inputs: BulkContactInput[]): BulkContactInput[] 
       continue;
     }
     for (const key of input.remove) delete previous.set[key];
-    for (const key of Object.keys(input.set)) previous.remove = previous.remove.filter((k) => k !== key);
+    for (const key of Object.keys(input.set))
+      previous.remove = previous.remove.filter((k) => k !== key);
     previous.set = { ...previous.set, ...input.set };
     previous.remove = [...new Set([...previous.remove, ...input.remove])];
     if (input.subscribed !== null) previous.subscribed = input.subscribed;

@@ -23,7 +23,9 @@ function invalid(): ApiException {
 }
 
 function decodeParts(cursor: string, tag: string): string[] {
-  const decoded = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  const decoded = /^[A-Za-z0-9_-]+$/.test(cursor)
+    ? Buffer.from(cursor, 'base64url').toString('utf8')
+    : '';
   const parts = decoded.split(':');
   if (parts.length !== 3 || parts[0] !== tag || !/^-?\d{1,19}$/.test(parts[1])) throw invalid();
   return parts;
@@ -40,7 +42,10 @@ export function decodeEventCursor(cursor: string): EventCursor {
 }
 
 export function encodeNameCursor(c: NameCursor): string {
-  return Buffer.from(`n1:${c.micros}:${Buffer.from(c.name, 'utf8').toString('base64url')}`, 'utf8').toString('base64url');
+  return Buffer.from(
+    `n1:${c.micros}:${Buffer.from(c.name, 'utf8').toString('base64url')}`,
+    'utf8',
+  ).toString('base64url');
 }
 
 export function decodeNameCursor(cursor: string): NameCursor {

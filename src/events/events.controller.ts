@@ -13,13 +13,21 @@ export class EventsController {
 
   @Get()
   @ApiOperation({ summary: 'List events, newest first (filters name, contactId, since, until)' })
-  list(@CurrentProject() project: CurrentProjectInfo, @Query() query: ListEventsQueryDto): Promise<Page<EventView>> {
+  list(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Query() query: ListEventsQueryDto,
+  ): Promise<Page<EventView>> {
     return this.events.list(project.id, query);
   }
 
   @Get('names')
-  @ApiOperation({ summary: 'Distinct event names with their count and last occurrence, most recently seen first' })
-  names(@CurrentProject() project: CurrentProjectInfo, @Query() query: PaginationQueryDto): Promise<Page<EventNameView>> {
+  @ApiOperation({
+    summary: 'Distinct event names with their count and last occurrence, most recently seen first',
+  })
+  names(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Query() query: PaginationQueryDto,
+  ): Promise<Page<EventNameView>> {
     return this.events.names(project.id, query);
   }
 }

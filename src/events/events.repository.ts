@@ -33,7 +33,8 @@ export interface EventNameRow {
 
 /** Microseconds since the epoch as exact text, and back. */
 const MICROS = (column: string) => `(extract(epoch FROM ${column}) * 1000000)::bigint::text`;
-const FROM_MICROS = (param: string) => `('epoch'::timestamptz + ${param}::bigint * interval '1 microsecond')`;
+const FROM_MICROS = (param: string) =>
+  `('epoch'::timestamptz + ${param}::bigint * interval '1 microsecond')`;
 
 /** Every SQL statement on `events` and `event_name_stats`. */
 @Injectable()
@@ -43,7 +44,14 @@ export class EventsRepository {
     if (events.length === 0) return [];
     const params: unknown[] = [];
     const tuples = events.map((event) => {
-      params.push(newId(), event.projectId, event.contactId, event.emailId ?? null, event.name, JSON.stringify(event.data ?? {}));
+      params.push(
+        newId(),
+        event.projectId,
+        event.contactId,
+        event.emailId ?? null,
+        event.name,
+        JSON.stringify(event.data ?? {}),
+      );
       const n = params.length;
       return `($${n - 5}::uuid, $${n - 4}::uuid, $${n - 3}::uuid, $${n - 2}::uuid, $${n - 1}, $${n}::jsonb, now())`;
     });
@@ -82,7 +90,8 @@ export class EventsRepository {
     if (filter.since !== undefined) add((p) => `e.created_at >= ${p}::timestamptz`, filter.since);
     if (filter.until !== undefined) add((p) => `e.created_at < ${p}::timestamptz`, filter.until);
 
-    const fromStats = filter.contactId === undefined && filter.since === undefined && filter.until === undefined;
+    const fromStats =
+      filter.contactId === undefined && filter.since === undefined && filter.until === undefined;
     const totalRows = fromStats
       ? await queryRows<{ total: number }>(
           manager,
@@ -101,7 +110,9 @@ export class EventsRepository {
     if (after) {
       pageParams.push(after.micros, after.id);
       const t = FROM_MICROS(`$${pageParams.length - 1}`);
-      pageWhere.push(`e.created_at <= ${t} AND (e.created_at, e.id) < (${t}, $${pageParams.length}::uuid)`);
+      pageWhere.push(
+        `e.created_at <= ${t} AND (e.created_at, e.id) < (${t}, $${pageParams.length}::uuid)`,
+      );
     }
     pageParams.push(limit + 1);
     const rows = await queryRows<EventPageRow>(

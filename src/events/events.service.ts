@@ -3,7 +3,12 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Page } from '../common/pagination/pagination';
 import type { EventNameView, ListEventsQueryDto } from './dto/events.dto';
-import { decodeEventCursor, decodeNameCursor, encodeEventCursor, encodeNameCursor } from './event-cursors';
+import {
+  decodeEventCursor,
+  decodeNameCursor,
+  encodeEventCursor,
+  encodeNameCursor,
+} from './event-cursors';
 import { EventHooks, RecordedEvent } from './event-hooks';
 import { EventRow, EventView, toEventView } from './event.view';
 import { EventsRepository, NewEvent } from './events.repository';
@@ -59,15 +64,27 @@ export class EventsService {
     };
   }
 
-  async names(projectId: string, query: { limit?: number; cursor?: string }): Promise<Page<EventNameView>> {
+  async names(
+    projectId: string,
+    query: { limit?: number; cursor?: string },
+  ): Promise<Page<EventNameView>> {
     const limit = query.limit ?? 20;
     const after = query.cursor ? decodeNameCursor(query.cursor) : null;
-    const { rows, total } = await this.events.names(this.dataSource.manager, projectId, after, limit);
+    const { rows, total } = await this.events.names(
+      this.dataSource.manager,
+      projectId,
+      after,
+      limit,
+    );
     const hasMore = rows.length > limit;
     const page = hasMore ? rows.slice(0, limit) : rows;
     const last = page[page.length - 1];
     return {
-      items: page.map((row) => ({ name: row.name, count: Number(row.count), lastSeenAt: row.lastSeenAt.toISOString() })),
+      items: page.map((row) => ({
+        name: row.name,
+        count: Number(row.count),
+        lastSeenAt: row.lastSeenAt.toISOString(),
+      })),
       nextCursor: hasMore ? encodeNameCursor({ micros: last.micros, name: last.name }) : null,
       hasMore,
       total,

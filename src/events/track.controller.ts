@@ -12,8 +12,13 @@ export class TrackController {
   @Post('track')
   @HttpCode(200)
   @AllowPublicKey()
-  @ApiOperation({ summary: 'Record an event for a contact, creating or updating the contact (sk_ or pk_ key)' })
-  track(@CurrentProject() project: CurrentProjectInfo, @Body() dto: TrackEventDto): Promise<TrackResultView> {
+  @ApiOperation({
+    summary: 'Record an event for a contact, creating or updating the contact (sk_ or pk_ key)',
+  })
+  track(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Body() dto: TrackEventDto,
+  ): Promise<TrackResultView> {
     return this.tracking.track(project.id, dto);
   }
 }

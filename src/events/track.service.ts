@@ -1,10 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { normalizeEmail, toTrackedDataPatch } from '../contacts/contact-data';
 import { ContactsService } from '../contacts/contacts.service';
 import type { TrackEventDto, TrackResultView } from './dto/track.dto';
+import type { EventRow } from './event.view';
 import { EventsService } from './events.service';
 import type { NewEvent } from './events.repository';
+import { TrackRepository } from './track.repository';
 
 /** POST /v1/track: contact upsert and event(s) in one transaction, listeners after commit. */
 @Injectable()
@@ -13,16 +16,66 @@ export class TrackService {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly contacts: ContactsService,
     private readonly events: EventsService,
+    private readonly trackRepository: TrackRepository,
   ) {}
 
   async track(projectId: string, dto: TrackEventDto): Promise<TrackResultView> {
-    const { contact, recorded } = await this.dataSource.transaction(async (manager) => {
+    const result =
+      dto.subscribed === undefined
+        ? await this.trackOneStatement(projectId, dto)
+        : await this.trackWithSubscription(projectId, dto);
+    await this.events.publish(result.recorded.map((event) => ({ ...event, email: result.email })));
+    const tracked = result.recorded[0];
+    return {
+      contact: tracked.contactId,
+      event: tracked.id,
+      timestamp: tracked.createdAt.toISOString(),
+    };
+  }
+
+  /** The common case: the subscription is not touched, so upsert and insert fit in one statement. */
+  private async trackOneStatement(
+    projectId: string,
+    dto: TrackEventDto,
+  ): Promise<{ email: string; recorded: EventRow[] }> {
+    const data = dto.data ?? {};
+    const row = await this.trackRepository.upsertContactAndInsertEvent(
+      this.dataSource.manager,
+      projectId,
+      normalizeEmail(dto.email),
+      toTrackedDataPatch(data),
+      { name: dto.event, data },
+    );
+    return {
+      email: row.email,
+      recorded: [
+        {
+          id: row.eventId,
+          projectId,
+          contactId: row.contactId,
+          emailId: null,
+          name: dto.event,
+          data,
+          createdAt: row.createdAt,
+        },
+      ],
+    };
+  }
+
+  /** `subscribed` given: a change of an existing contact's state also records contact.subscribed/unsubscribed. */
+  private async trackWithSubscription(
+    projectId: string,
+    dto: TrackEventDto,
+  ): Promise<{ email: string; recorded: EventRow[] }> {
+    return this.dataSource.transaction(async (manager) => {
       const upsert = await this.contacts.upsertByEmail(manager, projectId, dto.email, {
         subscribed: dto.subscribed,
         defaultSubscribed: true,
         data: dto.data,
       });
-      const events: NewEvent[] = [{ projectId, contactId: upsert.contact.id, name: dto.event, data: dto.data ?? {} }];
+      const events: NewEvent[] = [
+        { projectId, contactId: upsert.contact.id, name: dto.event, data: dto.data ?? {} },
+      ];
       if (upsert.subscriptionChanged) {
         events.push({
           projectId,
@@ -31,10 +84,10 @@ export class TrackService {
           data: { source: 'track', event: dto.event },
         });
       }
-      return { contact: upsert.contact, recorded: await this.events.recordMany(manager, events) };
+      return {
+        email: upsert.contact.email,
+        recorded: await this.events.recordMany(manager, events),
+      };
     });
-    await this.events.publish(recorded.map((event) => ({ ...event, email: contact.email })));
-    const tracked = recorded[0];
-    return { contact: contact.id, event: tracked.id, timestamp: tracked.createdAt.toISOString() };
   }
 }

@@ -3,10 +3,19 @@ import { Transform } from 'class-transformer';
 import { IsBoolean, IsOptional, IsString, IsUUID, MaxLength } from 'class-validator';
 import { PaginationQueryDto } from '../../common/pagination/pagination';
 import { MAX_CONTACT_DATA_BYTES } from '../contact-data';
-import { IsContactEmail, IsJsonObject, MaxJsonSize, toBooleanQuery, trimString } from './validators';
+import {
+  IsContactEmail,
+  IsJsonObject,
+  MaxJsonSize,
+  toBooleanQuery,
+  trimString,
+} from './validators';
 
 export class CreateContactDto {
-  @ApiProperty({ example: 'ada@example.com', description: 'Trimmed and lower-cased; unique per project' })
+  @ApiProperty({
+    example: 'ada@example.com',
+    description: 'Trimmed and lower-cased; unique per project',
+  })
   @Transform(trimString)
   @IsString()
   @MaxLength(320)
@@ -18,7 +27,11 @@ export class CreateContactDto {
   @IsBoolean()
   subscribed?: boolean;
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'Free-form, at most 64 KB' })
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'Free-form, at most 64 KB',
+  })
   @IsOptional()
   @IsJsonObject()
   @MaxJsonSize(MAX_CONTACT_DATA_BYTES)

@@ -13,7 +13,9 @@ export function MaxJsonSize(bytes: number, options?: ValidationOptions): Propert
       target: target.constructor,
       propertyName: String(propertyName),
       options: { message: `$property must be at most ${bytes / 1024} KB as JSON`, ...options },
-      validator: { validate: (value: unknown) => value === undefined || jsonByteSize(value) <= bytes },
+      validator: {
+        validate: (value: unknown) => value === undefined || jsonByteSize(value) <= bytes,
+      },
     });
 }
 
@@ -49,10 +51,13 @@ export function NotReservedEvent(options?: ValidationOptions): PropertyDecorator
       target: target.constructor,
       propertyName: String(propertyName),
       options: {
-        message: '$property must not start with "email.", "contact." or "segment." (reserved for system events)',
+        message:
+          '$property must not start with "email.", "contact." or "segment." (reserved for system events)',
         ...options,
       },
-      validator: { validate: (value: unknown) => typeof value !== 'string' || !isReservedEventName(value) },
+      validator: {
+        validate: (value: unknown) => typeof value !== 'string' || !isReservedEventName(value),
+      },
     });
 }
 

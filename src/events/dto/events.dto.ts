@@ -15,7 +15,10 @@ export class ListEventsQueryDto extends PaginationQueryDto {
   @IsUUID('all')
   contactId?: string;
 
-  @ApiPropertyOptional({ format: 'date-time', description: 'Events created at or after this instant' })
+  @ApiPropertyOptional({
+    format: 'date-time',
+    description: 'Events created at or after this instant',
+  })
   @IsOptional()
   @IsISO8601({ strict: true })
   since?: string;

@@ -31,7 +31,9 @@ export class TrackEventDto {
   @NotReservedEvent()
   event: string;
 
-  @ApiPropertyOptional({ description: 'New contacts are subscribed unless false; existing ones change only when given' })
+  @ApiPropertyOptional({
+    description: 'New contacts are subscribed unless false; existing ones change only when given',
+  })
   @IsOptional()
   @IsBoolean()
   subscribed?: boolean;
