@@ -30,7 +30,12 @@ async function run(label, fn) {
   );
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   latencies.sort((a, b) => a - b);
-  const result = { label, perSecond: N / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  const result = {
+    label,
+    perSecond: N / seconds,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+  };
   console.log(
     `${label.padEnd(34)} ${result.perSecond.toFixed(0).padStart(7)} ops/s  p50 ${result.p50.toFixed(3)} ms  p99 ${result.p99.toFixed(3)} ms`,
   );
@@ -68,11 +73,14 @@ async function main() {
       `WHERE project_id = $1 AND domain = $2 AND status = 'VERIFIED'`;
     let i = 0;
     const baseline = () => dataSource.query(sql, [project.id, `d${i++ % 300}.bench.example`]);
-    const check = () => domains.assertCanSend(project.id, `Bench <news@d${i++ % 300}.bench.example>`);
+    const check = () =>
+      domains.assertCanSend(project.id, `Bench <news@d${i++ % 300}.bench.example>`);
     await run('warm-up', check);
     const base = await run('baseline: indexed row lookup', baseline);
     const mine = await run('assertCanSend (lookup + unseal)', check);
-    console.log(`ratio assertCanSend / baseline throughput: ${(mine.perSecond / base.perSecond).toFixed(2)}`);
+    console.log(
+      `ratio assertCanSend / baseline throughput: ${(mine.perSecond / base.perSecond).toFixed(2)}`,
+    );
   } finally {
     await app.close();
     await db.drop();

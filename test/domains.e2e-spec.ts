@@ -57,8 +57,10 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     app.request<DomainReply>({ method: 'POST', url: `/domains/${id}/verify`, key });
   const get = (id: string, key = project.secretKey) =>
     app.request<DomainReply>({ method: 'GET', url: `/domains/${id}`, key });
-  const record = (domain: DomainBody, purpose: string) => domain.records.find((r) => r.purpose === purpose)!;
-  const assertCanSend = (projectId: string, from: string) => app.app.get(DomainsService).assertCanSend(projectId, from);
+  const record = (domain: DomainBody, purpose: string) =>
+    domain.records.find((r) => r.purpose === purpose)!;
+  const assertCanSend = (projectId: string, from: string) =>
+    app.app.get(DomainsService).assertCanSend(projectId, from);
 
   /** Runs the repeating job's handler now, through the queue, as the scheduler would. */
   async function runSweep(): Promise<{ checked: number; verified: number; failed: number }> {
@@ -72,7 +74,11 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     return error as ApiException;
   }
 
-  async function waitFor<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  async function waitFor<T>(
+    probe: () => Promise<T>,
+    done: (value: T) => boolean,
+    timeoutMs = 10_000,
+  ): Promise<T> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const value = await probe();
@@ -108,16 +114,37 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
         required: true,
         status: 'PENDING',
       },
-      { type: 'TXT', name: 'acme-create.example', value: 'v=spf1 a mx ~all', purpose: 'SPF', required: false, status: 'PENDING' },
-      { type: 'TXT', name: '_dmarc.acme-create.example', value: 'v=DMARC1; p=none;', purpose: 'DMARC', required: false, status: 'PENDING' },
+      {
+        type: 'TXT',
+        name: 'acme-create.example',
+        value: 'v=spf1 a mx ~all',
+        purpose: 'SPF',
+        required: false,
+        status: 'PENDING',
+      },
+      {
+        type: 'TXT',
+        name: '_dmarc.acme-create.example',
+        value: 'v=DMARC1; p=none;',
+        purpose: 'DMARC',
+        required: false,
+        status: 'PENDING',
+      },
     ]);
     // The DKIM public key is a real 2048-bit RSA key.
     const p = record(domain, 'DKIM').value.split('p=')[1];
-    const publicKey = createPublicKey({ key: Buffer.from(p, 'base64'), format: 'der', type: 'spki' });
+    const publicKey = createPublicKey({
+      key: Buffer.from(p, 'base64'),
+      format: 'der',
+      type: 'spki',
+    });
     expect(publicKey.asymmetricKeyDetails?.modulusLength).toBe(2048);
 
     // The check queued on creation runs without any API call and asks our DNS server.
-    const checked = await waitFor(() => get(domain.id), (r) => r.body.data.lastCheckedAt !== null);
+    const checked = await waitFor(
+      () => get(domain.id),
+      (r) => r.body.data.lastCheckedAt !== null,
+    );
     expect(checked.body.data.status).toBe('PENDING');
     expect(dns.queries).toContain('TXT _mailwright.acme-create.example');
   });
@@ -128,7 +155,10 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     const { dkim } = await assertCanSend(project.id, 'news@signing.example');
     expect(dkim.privateKey).toMatch(/^-----BEGIN PRIVATE KEY-----/);
     // The key handed to the sender is the pair of the published public key.
-    const derivedPublic = createPublicKey(createPrivateKey(dkim.privateKey)).export({ type: 'spki', format: 'der' });
+    const derivedPublic = createPublicKey(createPrivateKey(dkim.privateKey)).export({
+      type: 'spki',
+      format: 'der',
+    });
     expect(record(verified, 'DKIM').value).toContain(`p=${derivedPublic.toString('base64')}`);
 
     const keyBody = dkim.privateKey.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, '');
@@ -166,7 +196,12 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     const none = await verify(domain.id);
     expect(none.status).toBe(200);
     expect(none.body.data.status).toBe('PENDING');
-    expect(none.body.data.records.map((r) => r.status)).toEqual(['PENDING', 'PENDING', 'PENDING', 'PENDING']);
+    expect(none.body.data.records.map((r) => r.status)).toEqual([
+      'PENDING',
+      'PENDING',
+      'PENDING',
+      'PENDING',
+    ]);
     expect(none.body.data.lastCheckedAt).not.toBeNull();
 
     publishDomainRecords(dns, domain, ['OWNERSHIP']);
@@ -180,17 +215,27 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     publishDomainRecords(dns, domain, ['DKIM', 'SPF', 'DMARC']);
     const both = (await verify(domain.id)).body.data;
     expect(both.status).toBe('VERIFIED');
-    expect(both.records.map((r) => r.status)).toEqual(['VERIFIED', 'VERIFIED', 'VERIFIED', 'VERIFIED']);
+    expect(both.records.map((r) => r.status)).toEqual([
+      'VERIFIED',
+      'VERIFIED',
+      'VERIFIED',
+      'VERIFIED',
+    ]);
     expect(both.verifiedAt).not.toBeNull();
     const sender = await assertCanSend(project.id, 'Stepwise <Hello@Stepwise.example>');
     expect(sender).toMatchObject({ domainId: domain.id, domain: 'stepwise.example' });
-    expect(record(both, 'DKIM').name).toBe(`${sender.dkim.keySelector}._domainkey.stepwise.example`);
+    expect(record(both, 'DKIM').name).toBe(
+      `${sender.dkim.keySelector}._domainkey.stepwise.example`,
+    );
     expect(sender.dkim.domainName).toBe('stepwise.example');
   });
 
   it('does not verify a DKIM record that carries another key', async () => {
     const domain = (await create('wrong-key.example')).body.data;
-    const otherKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'der' });
+    const otherKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({
+      type: 'spki',
+      format: 'der',
+    });
     publishDomainRecords(dns, domain, ['OWNERSHIP']);
     dns.setTxt(record(domain, 'DKIM').name, `v=DKIM1; k=rsa; p=${otherKey.toString('base64')}`);
     const checked = (await verify(domain.id)).body.data;
@@ -225,7 +270,10 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
 
   it('the repeating job verifies a domain once its records appear, and fails it when the DKIM record goes', async () => {
     const domain = (await create('swept.example')).body.data;
-    await waitFor(() => get(domain.id), (r) => r.body.data.lastCheckedAt !== null);
+    await waitFor(
+      () => get(domain.id),
+      (r) => r.body.data.lastCheckedAt !== null,
+    );
 
     await runSweep();
     expect((await get(domain.id)).body.data.status).toBe('PENDING');
@@ -236,14 +284,19 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     const verified = (await get(domain.id)).body.data;
     expect(verified.status).toBe('VERIFIED');
     expect(verified.verifiedAt).not.toBeNull();
-    await expect(assertCanSend(project.id, 'a@swept.example')).resolves.toMatchObject({ domainId: domain.id });
+    await expect(assertCanSend(project.id, 'a@swept.example')).resolves.toMatchObject({
+      domainId: domain.id,
+    });
 
     // Verified domains are re-checked daily: removing the record changes nothing until the day is over.
     dns.removeTxt(record(domain, 'DKIM').name);
     await runSweep();
     expect((await get(domain.id)).body.data.status).toBe('VERIFIED');
 
-    await db.query(`UPDATE domains SET last_checked_at = now() - interval '25 hours' WHERE id = $1`, [domain.id]);
+    await db.query(
+      `UPDATE domains SET last_checked_at = now() - interval '25 hours' WHERE id = $1`,
+      [domain.id],
+    );
     await runSweep();
     const failed = (await get(domain.id)).body.data;
     expect(failed.status).toBe('FAILED');
@@ -272,7 +325,9 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
 
   it('fails a domain still pending after 72 hours', async () => {
     const domain = (await create('too-late.example')).body.data;
-    await db.query(`UPDATE domains SET created_at = now() - interval '73 hours' WHERE id = $1`, [domain.id]);
+    await db.query(`UPDATE domains SET created_at = now() - interval '73 hours' WHERE id = $1`, [
+      domain.id,
+    ]);
     await runSweep();
     const failed = (await get(domain.id)).body.data;
     expect(failed.status).toBe('FAILED');
@@ -281,13 +336,19 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
   });
 
   it('registers the repeating job once, however many workers start', async () => {
-    const second = await startTestApp(testConfig(ctx.db.url, ctx.prefix, { DNS_SERVERS: dns.address, APP_ROLE: 'worker' }));
+    const second = await startTestApp(
+      testConfig(ctx.db.url, ctx.prefix, { DNS_SERVERS: dns.address, APP_ROLE: 'worker' }),
+    );
     try {
       // Closing a worker app while its BullMQ workers still connect makes them emit unhandled errors.
       await second.app.get(DomainsProcessor).worker.waitUntilReady();
       const schedulers = await queue.getJobSchedulers();
       expect(schedulers).toHaveLength(1);
-      expect(schedulers[0]).toMatchObject({ key: DOMAIN_SWEEP_SCHEDULER_ID, every: 5 * 60_000, name: DOMAIN_JOBS.SWEEP });
+      expect(schedulers[0]).toMatchObject({
+        key: DOMAIN_SWEEP_SCHEDULER_ID,
+        every: 5 * 60_000,
+        name: DOMAIN_JOBS.SWEEP,
+      });
     } finally {
       await second.close();
     }
@@ -296,9 +357,13 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
   it('treats subdomains as domains of their own', async () => {
     await verifyDomainForTest(app, project, 'parent.example', dns);
     await expect(assertCanSend(project.id, 'a@parent.example')).resolves.toBeDefined();
-    expect((await sendRefusal(project.id, 'a@mail.parent.example')).code).toBe('DOMAIN_NOT_VERIFIED');
+    expect((await sendRefusal(project.id, 'a@mail.parent.example')).code).toBe(
+      'DOMAIN_NOT_VERIFIED',
+    );
     const sub = await verifyDomainForTest(app, project, 'mail.parent.example', dns);
-    await expect(assertCanSend(project.id, 'a@mail.parent.example')).resolves.toMatchObject({ domainId: sub.id });
+    await expect(assertCanSend(project.id, 'a@mail.parent.example')).resolves.toMatchObject({
+      domainId: sub.id,
+    });
   });
 
   it("keeps projects apart: another project's domain is not found and does not let it send", async () => {
@@ -317,7 +382,11 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     const theirs = (await create('mine-only.example', other.secretKey)).body.data;
     expect(theirs.status).toBe('PENDING');
     expect(record(theirs, 'DKIM').name).not.toBe(record(mine, 'DKIM').name);
-    const otherList = await app.request({ method: 'GET', url: '/domains?limit=100', key: other.secretKey });
+    const otherList = await app.request({
+      method: 'GET',
+      url: '/domains?limit=100',
+      key: other.secretKey,
+    });
     expect(otherList.body.data.items.map((d: DomainBody) => d.id)).toEqual([theirs.id]);
   });
 
@@ -341,7 +410,9 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     // Senders may write the Unicode form; it is the same domain.
     publishDomainRecords(dns, res.body.data);
     expect((await verify(res.body.data.id, idn.secretKey)).body.data.status).toBe('VERIFIED');
-    await expect(assertCanSend(idn.id, 'leser@bücher.example')).resolves.toMatchObject({ domain: 'xn--bcher-kva.example' });
+    await expect(assertCanSend(idn.id, 'leser@bücher.example')).resolves.toMatchObject({
+      domain: 'xn--bcher-kva.example',
+    });
   });
 
   it.each([
@@ -360,11 +431,25 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
   });
 
   it('answers 422 for a missing or non-string domain and for unknown fields', async () => {
-    const missing = await app.request({ method: 'POST', url: '/domains', key: project.secretKey, body: {} });
+    const missing = await app.request({
+      method: 'POST',
+      url: '/domains',
+      key: project.secretKey,
+      body: {},
+    });
     expect(missing.status).toBe(422);
-    expect(missing.body.error.errors).toEqual([expect.objectContaining({ field: 'domain', code: 'required' })]);
-    const wrongType = await app.request({ method: 'POST', url: '/domains', key: project.secretKey, body: { domain: 42 } });
-    expect(wrongType.body.error.errors).toEqual([expect.objectContaining({ field: 'domain', code: 'invalid_type' })]);
+    expect(missing.body.error.errors).toEqual([
+      expect.objectContaining({ field: 'domain', code: 'required' }),
+    ]);
+    const wrongType = await app.request({
+      method: 'POST',
+      url: '/domains',
+      key: project.secretKey,
+      body: { domain: 42 },
+    });
+    expect(wrongType.body.error.errors).toEqual([
+      expect.objectContaining({ field: 'domain', code: 'invalid_type' }),
+    ]);
     const extra = await app.request({
       method: 'POST',
       url: '/domains',
@@ -372,7 +457,9 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
       body: { domain: 'extra.example', dkimPrivateKey: 'x' },
     });
     expect(extra.status).toBe(422);
-    expect(extra.body.error.errors).toEqual([expect.objectContaining({ field: 'dkimPrivateKey', code: 'unrecognized_keys' })]);
+    expect(extra.body.error.errors).toEqual([
+      expect.objectContaining({ field: 'dkimPrivateKey', code: 'unrecognized_keys' }),
+    ]);
   });
 
   it('lists domains newest first with a status filter and pagination', async () => {
@@ -384,12 +471,22 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     expect(all.body.data).toMatchObject({ total: 2, hasMore: false, nextCursor: null });
     expect(all.body.data.items.map((d: DomainBody) => d.id)).toEqual([verified.id, pending.id]);
 
-    const onlyVerified = await app.request({ method: 'GET', url: '/domains?status=VERIFIED', key: lister.secretKey });
-    expect(onlyVerified.body.data.items.map((d: DomainBody) => d.domain)).toEqual(['list-verified.example']);
+    const onlyVerified = await app.request({
+      method: 'GET',
+      url: '/domains?status=VERIFIED',
+      key: lister.secretKey,
+    });
+    expect(onlyVerified.body.data.items.map((d: DomainBody) => d.domain)).toEqual([
+      'list-verified.example',
+    ]);
     expect(onlyVerified.body.data.total).toBe(1);
     expect(onlyVerified.body.data.items[0].records).toHaveLength(4);
 
-    const page1 = await app.request({ method: 'GET', url: '/domains?limit=1', key: lister.secretKey });
+    const page1 = await app.request({
+      method: 'GET',
+      url: '/domains?limit=1',
+      key: lister.secretKey,
+    });
     expect(page1.body.data).toMatchObject({ total: 2, hasMore: true });
     const page2 = await app.request({
       method: 'GET',
@@ -398,7 +495,11 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     });
     expect(page2.body.data.items.map((d: DomainBody) => d.id)).toEqual([pending.id]);
 
-    const bad = await app.request({ method: 'GET', url: '/domains?status=DONE', key: lister.secretKey });
+    const bad = await app.request({
+      method: 'GET',
+      url: '/domains?status=DONE',
+      key: lister.secretKey,
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.error.errors).toEqual([expect.objectContaining({ field: 'status' })]);
   });
@@ -406,12 +507,24 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
   it('deletes a domain; sending from it is refused from then on', async () => {
     const domain = await verifyDomainForTest(app, project, 'deleted.example', dns);
     await expect(assertCanSend(project.id, 'a@deleted.example')).resolves.toBeDefined();
-    const res = await app.request({ method: 'DELETE', url: `/domains/${domain.id}`, key: project.secretKey });
+    const res = await app.request({
+      method: 'DELETE',
+      url: `/domains/${domain.id}`,
+      key: project.secretKey,
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ success: true, data: { id: domain.id, deleted: true } });
     expect((await sendRefusal(project.id, 'a@deleted.example')).code).toBe('DOMAIN_NOT_VERIFIED');
     expect((await get(domain.id)).status).toBe(404);
-    expect((await app.request({ method: 'DELETE', url: `/domains/${domain.id}`, key: project.secretKey })).status).toBe(404);
+    expect(
+      (
+        await app.request({
+          method: 'DELETE',
+          url: `/domains/${domain.id}`,
+          key: project.secretKey,
+        })
+      ).status,
+    ).toBe(404);
     // The name can be added again, with a new key.
     const again = (await create('deleted.example')).body.data;
     expect(record(again, 'DKIM').value).not.toBe(record(domain, 'DKIM').value);
@@ -429,9 +542,19 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
   it('documents the endpoints in /openapi.json', async () => {
     const res = await app.request({ method: 'GET', url: '/openapi.json' });
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/domains', '/domains/{id}', '/domains/{id}/verify']));
+    expect(Object.keys(res.body.paths)).toEqual(
+      expect.arrayContaining(['/domains', '/domains/{id}', '/domains/{id}/verify']),
+    );
     expect(Object.keys(res.body.components.schemas.DomainResponse.properties)).toEqual(
-      expect.arrayContaining(['id', 'domain', 'status', 'records', 'lastCheckedAt', 'verifiedAt', 'createdAt']),
+      expect.arrayContaining([
+        'id',
+        'domain',
+        'status',
+        'records',
+        'lastCheckedAt',
+        'verifiedAt',
+        'createdAt',
+      ]),
     );
   });
 

@@ -8,7 +8,8 @@ import { APP_CONFIG } from '../config/config.module';
  * the name); ERROR is a failure to get an answer (timeout, SERVFAIL, refused),
  * which must not count as "the record is gone".
  */
-export type TxtLookup = { kind: 'FOUND'; records: string[][] } | { kind: 'ABSENT' } | { kind: 'ERROR'; code: string };
+export type TxtLookup =
+  { kind: 'FOUND'; records: string[][] } | { kind: 'ABSENT' } | { kind: 'ERROR'; code: string };
 
 const ABSENT_CODES: ReadonlySet<string> = new Set([dns.NODATA, dns.NOTFOUND]);
 
@@ -23,7 +24,10 @@ export class DnsTxtResolver {
 
   async lookupTxt(name: string): Promise<TxtLookup> {
     // One Resolver per lookup: cheap, and concurrent lookups never share (or cancel) each other's channel.
-    const resolver = new dns.Resolver({ timeout: DnsTxtResolver.TIMEOUT_MS, tries: DnsTxtResolver.TRIES });
+    const resolver = new dns.Resolver({
+      timeout: DnsTxtResolver.TIMEOUT_MS,
+      tries: DnsTxtResolver.TRIES,
+    });
     if (this.config.dnsServers.length > 0) resolver.setServers(this.config.dnsServers);
     try {
       return { kind: 'FOUND', records: await resolver.resolveTxt(name) };

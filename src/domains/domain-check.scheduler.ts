@@ -4,7 +4,12 @@ import { Queue } from 'bullmq';
 import { AppConfig, runsWorkers } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { QUEUES } from '../queue/queue.constants';
-import { DOMAIN_CHECK_SCHEDULE, DOMAIN_JOBS, DOMAIN_SWEEP_SCHEDULER_ID, DomainCheckSchedule } from './domains.constants';
+import {
+  DOMAIN_CHECK_SCHEDULE,
+  DOMAIN_JOBS,
+  DOMAIN_SWEEP_SCHEDULER_ID,
+  DomainCheckSchedule,
+} from './domains.constants';
 
 /**
  * Registers the repeating sweep once per worker start. upsertJobScheduler with
@@ -27,7 +32,11 @@ export class DomainCheckScheduler implements OnApplicationBootstrap {
       DOMAIN_SWEEP_SCHEDULER_ID,
       { every: this.schedule.sweepEveryMs },
       // A sweep that fails is simply replaced by the next one; no retries piling up behind it.
-      { name: DOMAIN_JOBS.SWEEP, data: {}, opts: { attempts: 1, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } } },
+      {
+        name: DOMAIN_JOBS.SWEEP,
+        data: {},
+        opts: { attempts: 1, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } },
+      },
     );
     this.logger.log({ everyMs: this.schedule.sweepEveryMs }, 'domain sweep scheduled');
   }

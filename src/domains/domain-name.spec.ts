@@ -50,7 +50,10 @@ describe('senderDomainOf', () => {
     expect(senderDomainOf(address)).toBe(domain);
   });
 
-  it.each(['no-at-sign', 'a@', '@example.com', 'a@example.com.'])('%s has no usable domain', (address) => {
-    expect(senderDomainOf(address)).toBeNull();
-  });
+  it.each(['no-at-sign', 'a@', '@example.com', 'a@example.com.'])(
+    '%s has no usable domain',
+    (address) => {
+      expect(senderDomainOf(address)).toBeNull();
+    },
+  );
 });

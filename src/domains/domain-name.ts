@@ -1,7 +1,8 @@
 import { domainToASCII } from 'node:url';
 import { parse } from 'tldts';
 
-export type DomainNameResult = { ok: true; domain: string } | { ok: false; reason: string; tooLong?: boolean };
+export type DomainNameResult =
+  { ok: true; domain: string } | { ok: false; reason: string; tooLong?: boolean };
 
 const MAX_NAME = 253;
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
@@ -16,20 +17,34 @@ export function normalizeDomainName(input: string): DomainNameResult {
   const raw = input.trim();
   if (raw === '') return { ok: false, reason: 'domain must not be empty' };
   if (/[\s/\\:@?#]/.test(raw)) {
-    return { ok: false, reason: 'domain must be a bare hostname such as "example.com": no scheme, path, port or address' };
+    return {
+      ok: false,
+      reason:
+        'domain must be a bare hostname such as "example.com": no scheme, path, port or address',
+    };
   }
   if (raw.endsWith('.')) return { ok: false, reason: 'domain must not end with a dot' };
   const ascii = domainToASCII(raw);
   if (ascii === '') return { ok: false, reason: 'domain is not a valid hostname' };
   if (ascii.length > MAX_NAME) {
-    return { ok: false, reason: `domain must be at most ${MAX_NAME} characters (in punycode)`, tooLong: true };
+    return {
+      ok: false,
+      reason: `domain must be at most ${MAX_NAME} characters (in punycode)`,
+      tooLong: true,
+    };
   }
   const labels = ascii.split('.');
-  if (labels.length < 2) return { ok: false, reason: 'domain must have at least two labels, such as "example.com"' };
+  if (labels.length < 2)
+    return { ok: false, reason: 'domain must have at least two labels, such as "example.com"' };
   if (!labels.every((label) => LABEL.test(label))) {
-    return { ok: false, reason: 'each label must be 1-63 letters, digits or hyphens, not starting or ending with a hyphen' };
+    return {
+      ok: false,
+      reason:
+        'each label must be 1-63 letters, digits or hyphens, not starting or ending with a hyphen',
+    };
   }
-  if (/^[0-9]+$/.test(labels[labels.length - 1])) return { ok: false, reason: 'domain must not be an IP address' };
+  if (/^[0-9]+$/.test(labels[labels.length - 1]))
+    return { ok: false, reason: 'domain must not be an IP address' };
   // Private suffixes count too: nobody sends as "github.io", but "alice.github.io" is an owned name.
   const parsed = parse(ascii, { allowPrivateDomains: true });
   if (parsed.isIp || parsed.domain === null) {

@@ -1,12 +1,24 @@
 import { DnsRecordPurpose, DnsRecordStatus, DomainStatus } from './domain.entity';
-import { expectedRecords, joinTxt, judgeDkim, judgeDmarc, judgeOwnership, judgeSpf } from './domain-records';
+import {
+  expectedRecords,
+  joinTxt,
+  judgeDkim,
+  judgeDmarc,
+  judgeOwnership,
+  judgeSpf,
+} from './domain-records';
 import { nextDomainStatus, nextRecordStatus } from './domain-verification.service';
 
 const KEY = 'MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAtest+key/value==';
 
 describe('expectedRecords', () => {
   it('lists ownership and DKIM as required, SPF and DMARC as recommended', () => {
-    const records = expectedRecords({ domain: 'example.com', ownershipToken: 'tok', dkimSelector: 'mwabc', dkimPublicKey: KEY });
+    const records = expectedRecords({
+      domain: 'example.com',
+      ownershipToken: 'tok',
+      dkimSelector: 'mwabc',
+      dkimPublicKey: KEY,
+    });
     expect(records.map((r) => [r.purpose, r.name, r.required])).toEqual([
       [DnsRecordPurpose.OWNERSHIP, '_mailwright.example.com', true],
       [DnsRecordPurpose.DKIM, 'mwabc._domainkey.example.com', true],
@@ -26,7 +38,9 @@ describe('judging TXT values', () => {
 
   it('matches the DKIM key regardless of whitespace, tag order and case of k', () => {
     expect(judgeDkim([`v=DKIM1; k=rsa; p=${KEY}`], KEY)).toBe('MATCH');
-    expect(judgeDkim([`p=${KEY.slice(0, 20)} ${KEY.slice(20)} ;k=RSA ; v=DKIM1`], KEY)).toBe('MATCH');
+    expect(judgeDkim([`p=${KEY.slice(0, 20)} ${KEY.slice(20)} ;k=RSA ; v=DKIM1`], KEY)).toBe(
+      'MATCH',
+    );
     expect(judgeDkim([`p=${KEY}`], KEY)).toBe('MATCH');
   });
 
@@ -38,7 +52,9 @@ describe('judging TXT values', () => {
   });
 
   it('finds the ownership token among other TXT values', () => {
-    expect(judgeOwnership(['google-site-verification=x', 'mailwright-verification=tok'], 'tok')).toBe('MATCH');
+    expect(
+      judgeOwnership(['google-site-verification=x', 'mailwright-verification=tok'], 'tok'),
+    ).toBe('MATCH');
     expect(judgeOwnership(['mailwright-verification=other'], 'tok')).toBe('MISMATCH');
     expect(judgeOwnership([], 'tok')).toBe('ABSENT');
   });
@@ -55,22 +71,42 @@ describe('judging TXT values', () => {
 
 describe('status transitions', () => {
   it('verifies only when both required records match', () => {
-    expect(nextDomainStatus(DomainStatus.PENDING, 'MATCH', 'MATCH', false)).toBe(DomainStatus.VERIFIED);
-    expect(nextDomainStatus(DomainStatus.PENDING, 'MATCH', 'ABSENT', false)).toBe(DomainStatus.PENDING);
-    expect(nextDomainStatus(DomainStatus.PENDING, 'MATCH', 'MISMATCH', false)).toBe(DomainStatus.PENDING);
-    expect(nextDomainStatus(DomainStatus.FAILED, 'MATCH', 'MATCH', false)).toBe(DomainStatus.VERIFIED);
+    expect(nextDomainStatus(DomainStatus.PENDING, 'MATCH', 'MATCH', false)).toBe(
+      DomainStatus.VERIFIED,
+    );
+    expect(nextDomainStatus(DomainStatus.PENDING, 'MATCH', 'ABSENT', false)).toBe(
+      DomainStatus.PENDING,
+    );
+    expect(nextDomainStatus(DomainStatus.PENDING, 'MATCH', 'MISMATCH', false)).toBe(
+      DomainStatus.PENDING,
+    );
+    expect(nextDomainStatus(DomainStatus.FAILED, 'MATCH', 'MATCH', false)).toBe(
+      DomainStatus.VERIFIED,
+    );
   });
 
   it('fails a pending domain after its window and a verified one whose record is gone', () => {
-    expect(nextDomainStatus(DomainStatus.PENDING, 'ABSENT', 'ABSENT', true)).toBe(DomainStatus.FAILED);
-    expect(nextDomainStatus(DomainStatus.VERIFIED, 'MATCH', 'ABSENT', false)).toBe(DomainStatus.FAILED);
-    expect(nextDomainStatus(DomainStatus.VERIFIED, 'MATCH', 'MISMATCH', false)).toBe(DomainStatus.FAILED);
+    expect(nextDomainStatus(DomainStatus.PENDING, 'ABSENT', 'ABSENT', true)).toBe(
+      DomainStatus.FAILED,
+    );
+    expect(nextDomainStatus(DomainStatus.VERIFIED, 'MATCH', 'ABSENT', false)).toBe(
+      DomainStatus.FAILED,
+    );
+    expect(nextDomainStatus(DomainStatus.VERIFIED, 'MATCH', 'MISMATCH', false)).toBe(
+      DomainStatus.FAILED,
+    );
   });
 
   it('keeps a verified domain through DNS errors', () => {
-    expect(nextDomainStatus(DomainStatus.VERIFIED, 'ERROR', 'MATCH', false)).toBe(DomainStatus.VERIFIED);
-    expect(nextDomainStatus(DomainStatus.VERIFIED, 'ERROR', 'ERROR', false)).toBe(DomainStatus.VERIFIED);
-    expect(nextRecordStatus('ERROR', DnsRecordStatus.VERIFIED, true)).toBe(DnsRecordStatus.VERIFIED);
+    expect(nextDomainStatus(DomainStatus.VERIFIED, 'ERROR', 'MATCH', false)).toBe(
+      DomainStatus.VERIFIED,
+    );
+    expect(nextDomainStatus(DomainStatus.VERIFIED, 'ERROR', 'ERROR', false)).toBe(
+      DomainStatus.VERIFIED,
+    );
+    expect(nextRecordStatus('ERROR', DnsRecordStatus.VERIFIED, true)).toBe(
+      DnsRecordStatus.VERIFIED,
+    );
   });
 
   it('shows an unpublished record as PENDING while the domain is pending, FAILED after', () => {

@@ -42,7 +42,13 @@ export function expectedRecords(facts: DomainKeyFacts): ExpectedRecord[] {
       purpose: DnsRecordPurpose.DKIM,
       required: true,
     },
-    { type: 'TXT', name: facts.domain, value: RECOMMENDED_SPF, purpose: DnsRecordPurpose.SPF, required: false },
+    {
+      type: 'TXT',
+      name: facts.domain,
+      value: RECOMMENDED_SPF,
+      purpose: DnsRecordPurpose.SPF,
+      required: false,
+    },
     {
       type: 'TXT',
       name: `_dmarc.${facts.domain}`,

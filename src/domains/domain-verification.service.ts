@@ -2,7 +2,13 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Brackets, Repository } from 'typeorm';
 import { DnsTxtResolver, TxtLookup } from './dns-txt-resolver';
-import { DnsRecordPurpose, DnsRecordStatus, Domain, DomainStatus, RecordStatuses } from './domain.entity';
+import {
+  DnsRecordPurpose,
+  DnsRecordStatus,
+  Domain,
+  DomainStatus,
+  RecordStatuses,
+} from './domain.entity';
 import {
   expectedRecords,
   joinTxt,
@@ -55,13 +61,22 @@ export class DomainVerificationService {
       [ownership, dkim, spf, dmarc].map((record) => this.resolver.lookupTxt(record.name)),
     );
     const verdicts: Record<DnsRecordPurpose, Verdict> = {
-      [DnsRecordPurpose.OWNERSHIP]: judge(ownershipTxt, (values) => judgeOwnership(values, row.ownershipToken)),
+      [DnsRecordPurpose.OWNERSHIP]: judge(ownershipTxt, (values) =>
+        judgeOwnership(values, row.ownershipToken),
+      ),
       [DnsRecordPurpose.DKIM]: judge(dkimTxt, (values) => judgeDkim(values, row.dkimPublicKey)),
       [DnsRecordPurpose.SPF]: judge(spfTxt, judgeSpf),
       [DnsRecordPurpose.DMARC]: judge(dmarcTxt, judgeDmarc),
     };
-    const expired = row.status === DomainStatus.PENDING && now.getTime() - row.createdAt.getTime() >= this.schedule.pendingWindowMs;
-    const status = nextDomainStatus(row.status, verdicts[DnsRecordPurpose.OWNERSHIP], verdicts[DnsRecordPurpose.DKIM], expired);
+    const expired =
+      row.status === DomainStatus.PENDING &&
+      now.getTime() - row.createdAt.getTime() >= this.schedule.pendingWindowMs;
+    const status = nextDomainStatus(
+      row.status,
+      verdicts[DnsRecordPurpose.OWNERSHIP],
+      verdicts[DnsRecordPurpose.DKIM],
+      expired,
+    );
     const recordStatuses: RecordStatuses = {};
     for (const record of [ownership, dkim, spf, dmarc]) {
       recordStatuses[record.purpose] = nextRecordStatus(
@@ -70,7 +85,10 @@ export class DomainVerificationService {
         record.required && status !== DomainStatus.PENDING,
       );
     }
-    const verifiedAt = status === DomainStatus.VERIFIED && row.status !== DomainStatus.VERIFIED ? now : row.verifiedAt;
+    const verifiedAt =
+      status === DomainStatus.VERIFIED && row.status !== DomainStatus.VERIFIED
+        ? now
+        : row.verifiedAt;
     // The creation check, a POST /verify and the sweep may overlap: a background check that
     // finishes after a later-started one must not overwrite that fresher answer with older DNS data.
     const update = this.domains
@@ -78,17 +96,24 @@ export class DomainVerificationService {
       .update(Domain)
       .set({ status, recordStatuses, lastCheckedAt: now, verifiedAt })
       .where('id = :id', { id: row.id });
-    if (!authoritative) update.andWhere('(last_checked_at IS NULL OR last_checked_at < :now)', { now });
+    if (!authoritative)
+      update.andWhere('(last_checked_at IS NULL OR last_checked_at < :now)', { now });
     const written = await update.execute();
     if (!written.affected) {
       return (await this.domains.findOne({ where: { id: row.id } })) ?? row;
     }
     if (status !== row.status) {
-      this.logger.log({ domainId: row.id, projectId: row.projectId, from: row.status, to: status }, 'domain status changed');
+      this.logger.log(
+        { domainId: row.id, projectId: row.projectId, from: row.status, to: status },
+        'domain status changed',
+      );
     }
     const lookupErrors = [ownershipTxt, dkimTxt].filter((l) => l.kind === 'ERROR');
     if (lookupErrors.length > 0) {
-      this.logger.warn({ domainId: row.id, codes: lookupErrors.map((l) => (l.kind === 'ERROR' ? l.code : '')) }, 'DNS lookup failed');
+      this.logger.warn(
+        { domainId: row.id, codes: lookupErrors.map((l) => (l.kind === 'ERROR' ? l.code : '')) },
+        'DNS lookup failed',
+      );
     }
     return Object.assign(row, { status, recordStatuses, lastCheckedAt: now, verifiedAt });
   }
@@ -108,7 +133,9 @@ export class DomainVerificationService {
         new Brackets((qb) =>
           qb
             .where('d.status = :verified', { verified: DomainStatus.VERIFIED })
-            .andWhere('(d.last_checked_at IS NULL OR d.last_checked_at <= :dueBefore)', { dueBefore }),
+            .andWhere('(d.last_checked_at IS NULL OR d.last_checked_at <= :dueBefore)', {
+              dueBefore,
+            }),
         ),
       )
       .orderBy('d.last_checked_at', 'ASC', 'NULLS FIRST')
@@ -132,7 +159,9 @@ export class DomainVerificationService {
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(this.schedule.concurrency, rows.length) }, worker));
+    await Promise.all(
+      Array.from({ length: Math.min(this.schedule.concurrency, rows.length) }, worker),
+    );
     return result;
   }
 }
@@ -150,13 +179,19 @@ function judge(lookup: TxtLookup, judgeValues: (values: string[]) => RecordVerdi
  * becomes FAILED when its window is over; a FAILED one recovers only by
  * having both records found.
  */
-export function nextDomainStatus(current: DomainStatus, ownership: Verdict, dkim: Verdict, pendingExpired: boolean): DomainStatus {
+export function nextDomainStatus(
+  current: DomainStatus,
+  ownership: Verdict,
+  dkim: Verdict,
+  pendingExpired: boolean,
+): DomainStatus {
   if (ownership === 'MATCH' && dkim === 'MATCH') return DomainStatus.VERIFIED;
   if (current === DomainStatus.VERIFIED) {
     const definitelyBad = [ownership, dkim].some((v) => v === 'ABSENT' || v === 'MISMATCH');
     return definitelyBad ? DomainStatus.FAILED : DomainStatus.VERIFIED;
   }
-  if (current === DomainStatus.PENDING) return pendingExpired ? DomainStatus.FAILED : DomainStatus.PENDING;
+  if (current === DomainStatus.PENDING)
+    return pendingExpired ? DomainStatus.FAILED : DomainStatus.PENDING;
   return DomainStatus.FAILED;
 }
 
@@ -165,7 +200,11 @@ export function nextDomainStatus(current: DomainStatus, ownership: Verdict, dkim
  * published is PENDING, except for a required record of a domain that is no
  * longer pending, which FAILED. A lookup error keeps the last known status.
  */
-export function nextRecordStatus(verdict: Verdict, previous: DnsRecordStatus | undefined, absentIsFailure: boolean): DnsRecordStatus {
+export function nextRecordStatus(
+  verdict: Verdict,
+  previous: DnsRecordStatus | undefined,
+  absentIsFailure: boolean,
+): DnsRecordStatus {
   switch (verdict) {
     case 'MATCH':
       return DnsRecordStatus.VERIFIED;

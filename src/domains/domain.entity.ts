@@ -44,7 +44,12 @@ export class Domain extends BaseEntity {
   @Column({ type: 'varchar', length: 253 })
   domain: string;
 
-  @Column({ type: 'enum', enum: DomainStatus, enumName: 'domain_status', default: DomainStatus.PENDING })
+  @Column({
+    type: 'enum',
+    enum: DomainStatus,
+    enumName: 'domain_status',
+    default: DomainStatus.PENDING,
+  })
   status: DomainStatus;
 
   @Column({ type: 'varchar', length: 64 })
@@ -61,7 +66,7 @@ export class Domain extends BaseEntity {
   @Column({ type: 'bytea', select: false })
   dkimPrivateKeySealed: Buffer;
 
-  @Column({ type: 'jsonb', default: () => "'{}'::jsonb" })
+  @Column({ type: 'jsonb', default: () => "'{}'" })
   recordStatuses: RecordStatuses;
 
   @Column({ type: 'timestamptz', nullable: true })

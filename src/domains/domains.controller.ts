@@ -15,20 +15,32 @@ export class DomainsController {
 
   @Get()
   @ApiOperation({ summary: "List the project's sending domains (?status= filters)" })
-  list(@CurrentProject() project: CurrentProjectInfo, @Query() query: ListDomainsQueryDto): Promise<Page<DomainResponse>> {
+  list(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Query() query: ListDomainsQueryDto,
+  ): Promise<Page<DomainResponse>> {
     return this.domains.list(project.id, query);
   }
 
   @Post()
-  @ApiOperation({ summary: 'Add a sending domain; answers the DNS records to publish. A first check runs right after.' })
+  @ApiOperation({
+    summary:
+      'Add a sending domain; answers the DNS records to publish. A first check runs right after.',
+  })
   @ApiOkResponse({ type: DomainResponse })
-  create(@CurrentProject() project: CurrentProjectInfo, @Body() body: CreateDomainDto): Promise<DomainResponse> {
+  create(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Body() body: CreateDomainDto,
+  ): Promise<DomainResponse> {
     return this.domains.create(project.id, body.domain);
   }
 
   @Get(':id')
   @ApiOkResponse({ type: DomainResponse })
-  get(@CurrentProject() project: CurrentProjectInfo, @Param() params: DomainIdParam): Promise<DomainResponse> {
+  get(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: DomainIdParam,
+  ): Promise<DomainResponse> {
     return this.domains.get(project.id, params.id);
   }
 
@@ -36,13 +48,19 @@ export class DomainsController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Check the DNS records now and answer the updated domain' })
   @ApiOkResponse({ type: DomainResponse })
-  verify(@CurrentProject() project: CurrentProjectInfo, @Param() params: DomainIdParam): Promise<DomainResponse> {
+  verify(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: DomainIdParam,
+  ): Promise<DomainResponse> {
     return this.domains.verify(project.id, params.id);
   }
 
   @Delete(':id')
   @ApiOperation({ summary: 'Remove a domain; sending from it is refused from then on' })
-  remove(@CurrentProject() project: CurrentProjectInfo, @Param() params: DomainIdParam): Promise<{ id: string; deleted: true }> {
+  remove(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: DomainIdParam,
+  ): Promise<{ id: string; deleted: true }> {
     return this.domains.remove(project.id, params.id);
   }
 }

@@ -14,7 +14,9 @@ export class DomainsProcessor extends WorkerHost {
     super();
   }
 
-  async process(job: Job<{ domainId?: string }>): Promise<{ status?: string } | SweepResult | null> {
+  async process(
+    job: Job<{ domainId?: string }>,
+  ): Promise<{ status?: string } | SweepResult | null> {
     switch (job.name) {
       case DOMAIN_JOBS.CHECK: {
         if (!job.data.domainId) return null;

@@ -57,9 +57,16 @@ export class DomainsService {
   async create(projectId: string, input: string): Promise<DomainResponse> {
     const name = normalizeDomainName(input);
     if (!name.ok) {
-      throw ApiException.validation([{ field: 'domain', message: name.reason, code: name.tooLong ? 'too_big' : 'invalid_string' }]);
+      throw ApiException.validation([
+        {
+          field: 'domain',
+          message: name.reason,
+          code: name.tooLong ? 'too_big' : 'invalid_string',
+        },
+      ]);
     }
-    if (await this.domains.exists({ where: { projectId, domain: name.domain } })) throw duplicate(name.domain);
+    if (await this.domains.exists({ where: { projectId, domain: name.domain } }))
+      throw duplicate(name.domain);
     const id = newId();
     const { publicKey, privateKey } = await generateKeyPairAsync('rsa', {
       modulusLength: 2048,
@@ -91,7 +98,9 @@ export class DomainsService {
   }
 
   async list(projectId: string, query: ListDomainsQueryDto): Promise<Page<DomainResponse>> {
-    const qb = this.domains.createQueryBuilder('d').where('d.project_id = :projectId', { projectId });
+    const qb = this.domains
+      .createQueryBuilder('d')
+      .where('d.project_id = :projectId', { projectId });
     if (query.status) qb.andWhere('d.status = :status', { status: query.status });
     return paginate(qb, 'd.id', query, toDomainResponse);
   }
@@ -108,7 +117,10 @@ export class DomainsService {
 
   /** Deleting drops the key too: assertCanSend refuses the domain from the next call on. */
   async remove(projectId: string, id: string): Promise<{ id: string; deleted: true }> {
-    const result = await this.domains.delete({ id: (await this.findOwned(projectId, id)).id, projectId });
+    const result = await this.domains.delete({
+      id: (await this.findOwned(projectId, id)).id,
+      projectId,
+    });
     if (!result.affected) throw ApiException.notFound('domain', id);
     return { id, deleted: true };
   }
@@ -142,7 +154,10 @@ export class DomainsService {
         domain
           ? `The sender domain "${domain}" is not a verified domain of this project`
           : 'The sender address has no domain part',
-        { suggestion: 'Add the domain with POST /domains, publish its DNS records and wait until it is VERIFIED (or call POST /domains/{id}/verify).' },
+        {
+          suggestion:
+            'Add the domain with POST /domains, publish its DNS records and wait until it is VERIFIED (or call POST /domains/{id}/verify).',
+        },
       );
     }
     return {
@@ -168,9 +183,16 @@ export class DomainsService {
    */
   private async enqueueFirstCheck(domainId: string): Promise<void> {
     try {
-      await this.queue.add(DOMAIN_JOBS.CHECK, { domainId }, { jobId: `check-${domainId}`, attempts: 3 });
+      await this.queue.add(
+        DOMAIN_JOBS.CHECK,
+        { domainId },
+        { jobId: `check-${domainId}`, attempts: 3 },
+      );
     } catch (error) {
-      this.logger.warn({ domainId, err: error }, 'could not queue the first domain check; the sweep will run it');
+      this.logger.warn(
+        { domainId, err: error },
+        'could not queue the first domain check; the sweep will run it',
+      );
     }
   }
 }
@@ -195,5 +217,8 @@ function duplicate(domain: string): ApiException {
 }
 
 function isUniqueViolation(error: unknown): boolean {
-  return error instanceof QueryFailedError && (error.driverError as { code?: string } | undefined)?.code === '23505';
+  return (
+    error instanceof QueryFailedError &&
+    (error.driverError as { code?: string } | undefined)?.code === '23505'
+  );
 }

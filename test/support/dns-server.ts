@@ -133,11 +133,18 @@ export class TestDnsServer {
     const base = { type: 'response' as const, id: query.id, questions: query.questions };
     const records = this.txt.get(key(question.name));
     let flags = packet.AUTHORITATIVE_ANSWER;
-    if (this.failing.has(key(question.name))) return packet.encode({ ...base, flags: flags | SERVFAIL });
+    if (this.failing.has(key(question.name)))
+      return packet.encode({ ...base, flags: flags | SERVFAIL });
     if (!records) return packet.encode({ ...base, flags: flags | NXDOMAIN });
     const answers: packet.Answer[] =
       question.type === 'TXT'
-        ? records.map((strings) => ({ type: 'TXT', name: question.name, ttl: 1, class: 'IN', data: strings }))
+        ? records.map((strings) => ({
+            type: 'TXT',
+            name: question.name,
+            ttl: 1,
+            class: 'IN',
+            data: strings,
+          }))
         : [];
     const encoded = packet.encode({ ...base, flags, answers });
     const hasEdns = (query.additionals ?? []).some((a) => a.type === 'OPT');
@@ -154,7 +161,8 @@ function toStrings(record: string | string[]): string[] {
   if (!Array.isArray(record)) return splitTxt(record);
   for (const part of record) {
     // The wire format has a one-byte length; a longer string would make an answer resolvers reject.
-    if (Buffer.byteLength(part, 'utf8') > 255) throw new Error('TestDnsServer: a TXT character-string is at most 255 bytes');
+    if (Buffer.byteLength(part, 'utf8') > 255)
+      throw new Error('TestDnsServer: a TXT character-string is at most 255 bytes');
   }
   return record;
 }
@@ -167,7 +175,8 @@ function key(name: string): string {
 export function splitTxt(value: string, size = 255): string[] {
   const bytes = Buffer.from(value, 'utf8');
   const parts: string[] = [];
-  for (let i = 0; i < bytes.length; i += size) parts.push(bytes.subarray(i, i + size).toString('utf8'));
+  for (let i = 0; i < bytes.length; i += size)
+    parts.push(bytes.subarray(i, i + size).toString('utf8'));
   return parts.length ? parts : [''];
 }
 

@@ -53,7 +53,8 @@ export async function verifyDomainForTest(
     key: project.secretKey,
     body: { domain: domainName },
   });
-  if (created.status !== 201) throw new Error(`POST /domains answered ${created.status}: ${created.raw}`);
+  if (created.status !== 201)
+    throw new Error(`POST /domains answered ${created.status}: ${created.raw}`);
   publishDomainRecords(dns, created.body.data);
   const verified = await app.request<{ data: DomainBody }>({
     method: 'POST',

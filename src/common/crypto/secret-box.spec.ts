@@ -7,8 +7,13 @@ describe('SecretBox', () => {
   const box = SecretBox.fromSecret(SECRET, 'dkim-private-key');
 
   it('opens what it sealed, with the same associated data', () => {
-    const sealed = box.seal('-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n', 'row-1');
-    expect(box.openString(sealed, 'row-1')).toBe('-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n');
+    const sealed = box.seal(
+      '-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n',
+      'row-1',
+    );
+    expect(box.openString(sealed, 'row-1')).toBe(
+      '-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n',
+    );
   });
 
   it('never stores the plaintext and uses a fresh IV per seal', () => {
@@ -36,8 +41,12 @@ describe('SecretBox', () => {
 
   it('refuses a box sealed under another secret or another label', () => {
     const sealed = box.seal('payload');
-    expect(() => SecretBox.fromSecret(OTHER_SECRET, 'dkim-private-key').open(sealed)).toThrow('does not open');
-    expect(() => SecretBox.fromSecret(SECRET, 'link-signing').open(sealed)).toThrow('does not open');
+    expect(() => SecretBox.fromSecret(OTHER_SECRET, 'dkim-private-key').open(sealed)).toThrow(
+      'does not open',
+    );
+    expect(() => SecretBox.fromSecret(SECRET, 'link-signing').open(sealed)).toThrow(
+      'does not open',
+    );
   });
 
   it('rejects short secrets and garbage boxes', () => {

@@ -1,4 +1,11 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, scryptSync, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  randomBytes,
+  scryptSync,
+  timingSafeEqual,
+} from 'node:crypto';
 
 /**
  * Authenticated encryption of small secrets at rest (DKIM private keys) under
@@ -33,7 +40,10 @@ export class SecretBox {
     const iv = randomBytes(SecretBox.IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
     if (associatedData !== undefined) cipher.setAAD(Buffer.from(associatedData, 'utf8'));
-    const body = Buffer.concat([cipher.update(typeof plaintext === 'string' ? Buffer.from(plaintext, 'utf8') : plaintext), cipher.final()]);
+    const body = Buffer.concat([
+      cipher.update(typeof plaintext === 'string' ? Buffer.from(plaintext, 'utf8') : plaintext),
+      cipher.final(),
+    ]);
     return Buffer.concat([Buffer.from([SecretBox.VERSION]), iv, cipher.getAuthTag(), body]);
   }
 
@@ -48,7 +58,10 @@ export class SecretBox {
     decipher.setAuthTag(tag);
     if (associatedData !== undefined) decipher.setAAD(Buffer.from(associatedData, 'utf8'));
     try {
-      return Buffer.concat([decipher.update(box.subarray(SecretBox.HEADER_BYTES)), decipher.final()]);
+      return Buffer.concat([
+        decipher.update(box.subarray(SecretBox.HEADER_BYTES)),
+        decipher.final(),
+      ]);
     } catch {
       // Node's message says nothing useful and must not leak details; one clear error instead.
       throw new Error('SecretBox: the box does not open with this key');
@@ -70,7 +83,12 @@ export function deriveKey(secret: string, label: string, cache?: Map<string, Buf
   const cached = cache?.get(cacheKey);
   if (cached) return cached;
   // N = 2^15, r = 8: ~32 MB and tens of milliseconds, paid once per process and label.
-  const key = scryptSync(secret, `mailwright:${label}`, 32, { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 });
+  const key = scryptSync(secret, `mailwright:${label}`, 32, {
+    N: 1 << 15,
+    r: 8,
+    p: 1,
+    maxmem: 64 * 1024 * 1024,
+  });
   cache?.set(cacheKey, key);
   return key;
 }

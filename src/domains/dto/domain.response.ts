@@ -5,7 +5,10 @@ export class DomainRecordResponse {
   @ApiProperty({ enum: ['TXT'] })
   type: 'TXT';
 
-  @ApiProperty({ example: '_mailwright.example.com', description: 'Fully qualified name of the record' })
+  @ApiProperty({
+    example: '_mailwright.example.com',
+    description: 'Fully qualified name of the record',
+  })
   name: string;
 
   @ApiProperty({ example: 'mailwright-verification=3f1c…', description: 'The value to publish' })
@@ -14,7 +17,9 @@ export class DomainRecordResponse {
   @ApiProperty({ enum: DnsRecordPurpose })
   purpose: DnsRecordPurpose;
 
-  @ApiProperty({ description: 'Required for the domain to become VERIFIED; SPF and DMARC are recommended only' })
+  @ApiProperty({
+    description: 'Required for the domain to become VERIFIED; SPF and DMARC are recommended only',
+  })
   required: boolean;
 
   @ApiProperty({ enum: DnsRecordStatus })
