@@ -1,4 +1,3 @@
-import { BullRegistrar } from '@nestjs/bullmq';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
@@ -7,6 +6,7 @@ import { AppModule } from './app.module';
 import { DEFAULT_BODY_LIMIT, ROUTE_BODY_LIMITS } from './common/http/body-limits';
 import { generateRequestId } from './common/http/request-id';
 import { AppConfig, runsWorkers } from './config/config';
+import { QueueWorkersService } from './queue/queue-workers.service';
 
 function createAdapter(config: AppConfig): FastifyAdapter {
   const adapter = new FastifyAdapter({
@@ -64,6 +64,6 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   app.enableShutdownHooks();
   setupOpenApi(app);
   await app.init();
-  if (runsWorkers(config)) app.get(BullRegistrar).register();
+  if (runsWorkers(config)) await app.get(QueueWorkersService).start();
   return app;
 }

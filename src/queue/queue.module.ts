@@ -1,7 +1,9 @@
 import { BullModule } from '@nestjs/bullmq';
 import { DynamicModule, Global, Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { AppConfig } from '../config/config';
 import { DEFAULT_JOB_OPTIONS, QUEUES } from './queue.constants';
+import { QueueWorkersService } from './queue-workers.service';
 import { redisConnectionOptions } from './redis';
 
 /**
@@ -17,6 +19,7 @@ export class QueueModule {
     return {
       module: QueueModule,
       imports: [
+        DiscoveryModule,
         BullModule.forRoot({
           connection: redisConnectionOptions(config.redisUrl),
           prefix: config.queuePrefix,
@@ -25,7 +28,8 @@ export class QueueModule {
         }),
         BullModule.registerQueue(...Object.values(QUEUES).map((name) => ({ name }))),
       ],
-      exports: [BullModule],
+      providers: [QueueWorkersService],
+      exports: [BullModule, QueueWorkersService],
     };
   }
 }
