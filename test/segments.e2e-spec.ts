@@ -1,5 +1,8 @@
 import { DataSource } from 'typeorm';
+import type { ConditionGroup } from '../src/conditions/condition.types';
+import { ConditionsService } from '../src/conditions/conditions.service';
 import { newId } from '../src/database/id';
+import { SegmentsRepository } from '../src/segments/segments.repository';
 import { setupTestApp, TestApp, TestProject } from './support/test-app';
 
 /**
@@ -97,9 +100,15 @@ const eventsOf = (c: Fixture, name: string, withinDays?: number) =>
   c.events.filter((e) => e.name === name && (withinDays === undefined || e.ago < withinDays * DAY));
 const plainPro = (c: Fixture) => lower(c.data.plan) === 'pro';
 
-type Condition = Record<string, unknown>;
-const and = (...conditions: unknown[]): Condition => ({ logic: 'AND', conditions });
-const or = (...conditions: unknown[]): Condition => ({ logic: 'OR', conditions });
+type Condition = ConditionGroup;
+const and = (...conditions: unknown[]): Condition => ({
+  logic: 'AND',
+  conditions: conditions as Condition['conditions'],
+});
+const or = (...conditions: unknown[]): Condition => ({
+  logic: 'OR',
+  conditions: conditions as Condition['conditions'],
+});
 const r = (field: string, operator: string, value?: unknown) =>
   value === undefined ? { field, operator } : { field, operator, value };
 
@@ -344,6 +353,92 @@ describe('Segments API', () => {
           some: true,
           notAll: true,
         });
+      }
+    });
+  });
+
+  describe('the shared entry points for campaigns and workflows', () => {
+    const condition = () =>
+      and(
+        r('data.plan', 'equals', 'pro'),
+        or(
+          r('event.purchase', 'triggeredWithin', { amount: 7, unit: 'days' }),
+          r('subscribed', 'equals', false),
+        ),
+      );
+    const predicate = (c: Fixture) =>
+      plainPro(c) && (eventsOf(c, 'purchase', 7).length > 0 || !c.subscribed);
+
+    it('matchesContact answers for one contact, and never for another project', async () => {
+      const conditions = app.app.get(ConditionsService);
+      for (const c of fixture.slice(0, 40)) {
+        expect({
+          id: c.id,
+          matches: await conditions.matchesContact(a.id, c.id, condition()),
+        }).toEqual({ id: c.id, matches: predicate(c) });
+      }
+      const member = fixture.find(predicate) as Fixture;
+      expect(await conditions.matchesContact(b.id, member.id, condition())).toBe(false);
+    });
+
+    it('validate reports paths under the caller prefix, count matches the filter', async () => {
+      const conditions = app.app.get(ConditionsService);
+      const errors = await conditions.validate(
+        and(r('data.plan', 'equals', 'pro'), or(r('segment', 'in', newId()))),
+        {
+          projectId: a.id,
+          path: 'audienceFilter',
+        },
+      );
+      expect(errors).toEqual([
+        expect.objectContaining({
+          field: 'audienceFilter.conditions[1].conditions[0].value',
+          code: 'custom',
+        }),
+      ]);
+      expect(await conditions.count(a.id, condition())).toBe(fixture.filter(predicate).length);
+    });
+
+    it("compile fits into a larger query after the caller's own parameters", async () => {
+      const conditions = app.app.get(ConditionsService);
+      const compiled = await conditions.compile(condition(), {
+        projectId: a.id,
+        contactAlias: 'ct',
+        paramOffset: 1,
+      });
+      const rows: Array<{ id: string }> = await app.app
+        .get(DataSource)
+        .query(
+          `SELECT ct.id FROM contacts ct WHERE ct.subscribed = $1 AND ${compiled.sql} ORDER BY ct.id`,
+          [true, ...compiled.params],
+        );
+      expect(rows.map((row) => row.id)).toEqual(
+        fixture
+          .filter((c) => predicate(c) && c.subscribed)
+          .map((c) => c.id)
+          .sort(),
+      );
+    });
+
+    it('member pages walked in small id windows equal one pass over all contacts', async () => {
+      const conditions = app.app.get(ConditionsService);
+      const repository = app.app.get(SegmentsRepository);
+      const compiled = await conditions.compile(condition(), { projectId: a.id });
+      const expected = fixture
+        .filter(predicate)
+        .map((c) => c.id)
+        .sort()
+        .reverse();
+      for (const firstWindow of [1, 3, 7, 1000]) {
+        const ids: string[] = [];
+        let before: string | undefined;
+        for (;;) {
+          const rows = await repository.members(a.id, compiled, 4, before, firstWindow);
+          ids.push(...rows.map((row) => row.id));
+          if (rows.length < 4) break;
+          before = rows[rows.length - 1].id;
+        }
+        expect({ firstWindow, ids }).toEqual({ firstWindow, ids: expected });
       }
     });
   });

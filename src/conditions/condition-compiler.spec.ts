@@ -309,7 +309,7 @@ describe('data keys', () => {
       projectId,
     });
     expect(compiled.sql).not.toContain('drop');
-    expect(compiled.params).toContainEqual([INJECTION_KEY]);
+    expect(compiled.params).toContain(INJECTION_KEY);
     const { rows } = await pg.query('SELECT count(*)::int AS n FROM contacts');
     expect(rows[0].n).toBe(CONTACTS.length + 1);
   });

@@ -142,12 +142,34 @@ export class ConditionsService {
     condition: ConditionGroup,
     manager?: EntityManager,
   ): Promise<number> {
-    const compiled = await this.compile(condition, { projectId, contactAlias: 'c', manager });
-    const rows: Array<{ count: string }> = await (manager ?? this.dataSource).query(
-      `SELECT count(*) AS count FROM contacts c WHERE ${compiled.sql}`,
-      compiled.params,
+    return this.countCompiled(
+      await this.compile(condition, { projectId, contactAlias: 'c', manager }),
+      manager,
     );
-    return Number(rows[0].count);
+  }
+
+  /**
+   * Counts the contacts matching a compiled condition (alias "c").
+   *
+   * Postgres keeps no statistics on jsonb expressions and assumes a data
+   * rule keeps 0.5% of the contacts (0.005% for a range). With an event rule
+   * beside it, it then probes the events index once per contact left, which
+   * is slow when the data rules in fact keep many contacts. Without nested
+   * loops the event side is read once and hashed: the cost follows the
+   * number of matching events, not the guess. Measured in bench/segments.js.
+   * A `manager` must be inside a transaction (SET LOCAL).
+   */
+  async countCompiled(compiled: CompiledCondition, manager?: EntityManager): Promise<number> {
+    const run = async (m: EntityManager): Promise<number> => {
+      if (compiled.rules.data > 0 && compiled.rules.event > 0)
+        await m.query('SET LOCAL enable_nestloop = off');
+      const rows: Array<{ count: string }> = await m.query(
+        `SELECT count(*) AS count FROM contacts c WHERE ${compiled.sql}`,
+        compiled.params,
+      );
+      return Number(rows[0].count);
+    };
+    return manager ? run(manager) : this.dataSource.transaction(run);
   }
 
   /**

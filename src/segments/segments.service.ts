@@ -136,7 +136,7 @@ export class SegmentsService {
     const beforeId = query.cursor ? decodeCursor(query.cursor) : undefined;
     const compiled = await this.conditions.compile(segment.condition, { projectId });
     const [rows, total] = await Promise.all([
-      this.segments.members(compiled, limit + 1, beforeId),
+      this.segments.members(projectId, compiled, limit + 1, beforeId),
       this.freshCount(segment),
     ]);
     return pageOf(rows, limit, total, toContactView, (row) => row.id);
@@ -150,8 +150,8 @@ export class SegmentsService {
     });
     const compiled = await this.conditions.compile(condition, { projectId });
     const [count, rows] = await Promise.all([
-      this.segments.countMembers(compiled),
-      this.segments.members(compiled, PREVIEW_SAMPLE_SIZE),
+      this.conditions.countCompiled(compiled),
+      this.segments.members(projectId, compiled, PREVIEW_SAMPLE_SIZE),
     ]);
     return { count, sample: rows.map(toContactView) };
   }
@@ -202,7 +202,7 @@ export class SegmentsService {
   private async countAndStore(segment: Segment): Promise<number> {
     const condition: ConditionGroup = segment.condition;
     const compiled = await this.conditions.compile(condition, { projectId: segment.projectId });
-    const count = await this.segments.countMembers(compiled);
+    const count = await this.conditions.countCompiled(compiled);
     await this.segments.storeCount(segment.id, count, condition);
     return count;
   }
