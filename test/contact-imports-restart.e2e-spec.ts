@@ -1,7 +1,10 @@
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
 import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { QUEUES } from '../src/queue/queue.constants';
 import {
   setupTestApp,
   startTestApp,
@@ -134,5 +137,30 @@ describe('Contact import survives a worker crash', () => {
       [id],
     );
     expect(chunks[0].n).toBe(0);
+    await worker.close();
+    worker = null;
   }, 120_000);
+
+  it('finishes an import whose job was lost, when a worker starts', async () => {
+    const p = await api.createProject('Lost job');
+    const res = await api.request({
+      method: 'POST',
+      url: '/contacts/import',
+      key: p.secretKey,
+      body: { contacts: [{ email: 'lost1@example.com' }, { email: 'lost2@example.com' }] },
+    });
+    const id = res.body.data.id;
+    // As if Redis had lost the job between the commit and the enqueue.
+    const queue = api.app.get<Queue>(getQueueToken(QUEUES.IMPORTS));
+    await queue.remove(id);
+    expect(await queue.getJob(id)).toBeUndefined();
+    worker = await startTestApp(testConfig(env.db.url, env.prefix, { APP_ROLE: 'worker' }));
+    const end = Date.now() + 30_000;
+    let state = await progress(id);
+    while (state.status !== 'COMPLETED' && Date.now() < end) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      state = await progress(id);
+    }
+    expect(state).toMatchObject({ status: 'COMPLETED', processed: 2 });
+  }, 60_000);
 });

@@ -33,11 +33,12 @@ export class ContactImportsRepository {
        VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${IMPORT_COLUMNS}`,
       [row.id, row.projectId, ImportStatus.QUEUED, row.format, row.total, chunks.length],
     );
+    // One JSON document for all chunks: parsed once by Postgres, no array-literal escaping.
     await queryRows(
       manager,
       `INSERT INTO contact_import_chunks (import_id, seq, rows)
-       SELECT $1, c.seq, c.rows FROM unnest($2::int[], $3::jsonb[]) AS c(seq, rows)`,
-      [row.id, chunks.map((_, seq) => seq), chunks.map((chunk) => JSON.stringify(chunk))],
+       SELECT $1, c.ordinality - 1, c.value FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS c`,
+      [row.id, JSON.stringify(chunks)],
     );
     return created;
   }

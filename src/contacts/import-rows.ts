@@ -92,17 +92,7 @@ const FALSE_VALUES = new Set(['false', '0', 'no', 'n']);
  * not erase what a contact already has.
  */
 export function rowsFromCsv(text: string): RawImportRow[] {
-  let records: { info: { lines: number }; record: string[] }[];
-  try {
-    records = parse(text, {
-      bom: true,
-      info: true,
-      relax_column_count: true,
-      skip_empty_lines: true,
-    }) as unknown as { info: { lines: number }; record: string[] }[];
-  } catch (error) {
-    throw new ImportBodyError(400, `The CSV could not be parsed: ${(error as Error).message}`);
-  }
+  const records = text.includes('"') ? parseQuotedCsv(text) : splitPlainCsv(text);
   if (records.length === 0) {
     throw new ImportBodyError(422, 'Validation failed', [
       {
@@ -144,6 +134,40 @@ export function rowsFromCsv(text: string): RawImportRow[] {
     }
     return { r: i + 1, l: info.lines, v: value };
   });
+}
+
+interface CsvRecord {
+  info: { lines: number };
+  record: string[];
+}
+
+/** The general case (quoted fields, embedded commas and newlines): csv-parse, with line numbers. */
+function parseQuotedCsv(text: string): CsvRecord[] {
+  try {
+    return parse(text, {
+      bom: true,
+      info: true,
+      relax_column_count: true,
+      skip_empty_lines: true,
+    }) as unknown as CsvRecord[];
+  } catch (error) {
+    throw new ImportBodyError(400, `The CSV could not be parsed: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * A CSV without a single double quote has no quoting, so every non-empty line
+ * is one record and every comma a separator: the same result as csv-parse,
+ * several times faster on large files (the common export format).
+ */
+function splitPlainCsv(text: string): CsvRecord[] {
+  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  const records: CsvRecord[] = [];
+  const lines = body.split(/\r\n|\n|\r/);
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i] !== '') records.push({ info: { lines: i + 1 }, record: lines[i].split(',') });
+  }
+  return records;
 }
 
 export type ValidatedRow =
