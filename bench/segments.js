@@ -207,26 +207,31 @@ async function main() {
     const { SegmentsRepository } = require(path.join(DIST, 'segments/segments.repository'));
     const conditions = app.get(ConditionsService);
     const repository = app.get(SegmentsRepository);
-    const compiled = await conditions.compile(CONDITION, { projectId });
+    const both = await conditions.compileBoth(CONDITION, projectId);
+    const compiledForCount = both.count;
 
     // The contenders: the app's own count and first page (compiled SQL, windowed page) against hand-written SQL.
     const results = await race([
       { name: 'baseline count', run: async () => Number((await pg.query(`SELECT count(*) FROM contacts c WHERE ${BASELINE_WHERE}`, [projectId])).rows[0].count) },
-      { name: 'compiled count', run: () => conditions.countCompiled(compiled) },
+      { name: 'compiled count', run: () => conditions.countCompiled(compiledForCount) },
       {
         name: 'baseline first page',
         run: async () => (await pg.query(`SELECT ${COLUMNS} FROM contacts c WHERE ${BASELINE_WHERE} ORDER BY c.id DESC LIMIT 21`, [projectId])).rows.map((r) => r.id),
       },
-      { name: 'compiled first page', run: async () => (await repository.members(projectId, compiled, 21)).map((r) => r.id) },
+      { name: 'compiled first page', run: async () => (await repository.members(projectId, both, 21)).map((r) => r.id) },
     ]);
     const [baseCount, appCount, basePage, appPage] = results;
     if (baseCount.result !== appCount.result) throw new Error(`Counts differ: ${baseCount.result} vs ${appCount.result}`);
     if (JSON.stringify(basePage.result) !== JSON.stringify(appPage.result)) throw new Error('First pages differ');
 
-    // The plan the app gets: ConditionsService.countCompiled turns nested loops off for data + event rules.
+    // The plan the app gets: ConditionsService.countCompiled (work_mem, no nested loops for data + event rules).
     await pg.query('BEGIN');
-    if (compiled.rules.data > 0 && compiled.rules.event > 0) await pg.query('SET LOCAL enable_nestloop = off');
-    const plan = await pg.query(`EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM contacts c WHERE ${compiled.sql}`, compiled.params);
+    await pg.query(`SET LOCAL work_mem = '64MB'`);
+    if (compiledForCount.rules.data > 0 && compiledForCount.rules.event > 0) await pg.query('SET LOCAL enable_nestloop = off');
+    const plan = await pg.query(
+      `EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM contacts c WHERE ${compiledForCount.sql}`,
+      compiledForCount.params,
+    );
     await pg.query('COMMIT');
     console.log('\nPlan of the compiled count (filters elided):');
     console.log(plan.rows.map((r) => r['QUERY PLAN']).filter((l) => !l.trim().startsWith('Filter:')).map((l) => '  ' + l).join('\n'));

@@ -420,27 +420,45 @@ describe('Segments API', () => {
       );
     });
 
-    it('member pages walked in small id windows equal one pass over all contacts', async () => {
-      const conditions = app.app.get(ConditionsService);
-      const repository = app.app.get(SegmentsRepository);
-      const compiled = await conditions.compile(condition(), { projectId: a.id });
-      const expected = fixture
-        .filter(predicate)
-        .map((c) => c.id)
-        .sort()
-        .reverse();
-      for (const firstWindow of [1, 3, 7, 1000]) {
-        const ids: string[] = [];
-        let before: string | undefined;
-        for (;;) {
-          const rows = await repository.members(a.id, compiled, 4, before, firstWindow);
-          ids.push(...rows.map((row) => row.id));
-          if (rows.length < 4) break;
-          before = rows[rows.length - 1].id;
+    const sparse = (c: Fixture) =>
+      eventsOf(c, 'purchase').length >= 3 && lower(c.data.city) === 'lisbon';
+    it.each([
+      ['dense', condition, predicate],
+      [
+        'sparse, with triggeredAtLeast',
+        () =>
+          and(
+            r('event.purchase', 'triggeredAtLeast', { count: 3 }),
+            r('data.city', 'equals', 'Lisbon'),
+          ),
+        sparse,
+      ],
+    ] as Array<[string, () => Condition, (c: Fixture) => boolean]>)(
+      'member pages walked in id windows equal one pass over all contacts (%s)',
+      async (_shape, makeCondition, matches) => {
+        const conditions = app.app.get(ConditionsService);
+        const repository = app.app.get(SegmentsRepository);
+        const compiled = await conditions.compileBoth(makeCondition(), a.id);
+        const expected = fixture
+          .filter(matches)
+          .map((c) => c.id)
+          .sort()
+          .reverse();
+        expect(expected.length).toBeGreaterThan(2);
+        // Window 1 switches to the single last-resort query early; 100,000 covers everything at once.
+        for (const firstWindow of [1, 3, 7, 1000, 100_000]) {
+          const ids: string[] = [];
+          let before: string | undefined;
+          for (;;) {
+            const rows = await repository.members(a.id, compiled, 2, before, firstWindow);
+            ids.push(...rows.map((row) => row.id));
+            if (rows.length < 2) break;
+            before = rows[rows.length - 1].id;
+          }
+          expect({ firstWindow, ids }).toEqual({ firstWindow, ids: expected });
         }
-        expect({ firstWindow, ids }).toEqual({ firstWindow, ids: expected });
-      }
-    });
+      },
+    );
   });
 
   describe('CRUD', () => {

@@ -160,18 +160,29 @@ function rule(field: string, operator: string, value?: unknown): ConditionGroup 
   return group('AND', value === undefined ? { field, operator } : { field, operator, value });
 }
 
+/** Members as both purposes compile them: the "count" shape of the SQL must select exactly the same contacts. */
 async function members(
   condition: ConditionGroup,
   segments = new Map<string, ConditionGroup>(),
 ): Promise<string[]> {
   const shape = validateConditionShape(condition, 'condition');
   expect(shape.errors).toEqual([]);
-  const compiled = compileCondition(condition, { projectId, contactAlias: 'c', segments });
-  const { rows } = await pg.query<{ email: string }>(
-    `SELECT c.email FROM contacts c WHERE ${compiled.sql} ORDER BY c.email`,
-    compiled.params,
-  );
-  return rows.map((row) => row.email);
+  const answers: string[][] = [];
+  for (const purpose of ['rows', 'count'] as const) {
+    const compiled = compileCondition(condition, {
+      projectId,
+      contactAlias: 'c',
+      segments,
+      purpose,
+    });
+    const { rows } = await pg.query<{ email: string }>(
+      `SELECT c.email FROM contacts c WHERE ${compiled.sql} ORDER BY c.email`,
+      compiled.params,
+    );
+    answers.push(rows.map((row) => row.email));
+  }
+  expect(answers[1]).toEqual(answers[0]);
+  return answers[0];
 }
 
 const ANN = 'ann@example.com';
@@ -341,6 +352,24 @@ describe('event and engagement rules', () => {
     ).toEqual([EVE]);
     expect(await members(rule('email.bounced', 'notTriggered'))).toEqual(except(EVE));
     expect(await members(rule('email.clicked', 'triggered'))).toEqual([]);
+  });
+});
+
+describe('count-shaped SQL', () => {
+  it('aggregates triggeredAtLeast once, also under OR and inside a negated segment', async () => {
+    const atLeast3 = rule('event.purchase', 'triggeredAtLeast', { count: 3 });
+    const compiled = compileCondition(atLeast3, { projectId, purpose: 'count' });
+    expect(compiled.sql).toContain('GROUP BY');
+    expect(compiled.rules).toEqual({ data: 0, event: 1 });
+    expect(
+      await members(
+        group('OR', ...atLeast3.conditions, { field: 'email', operator: 'equals', value: DEE }),
+      ),
+    ).toEqual([ANN, DEE]);
+    const seg = newId();
+    expect(await members(rule('segment', 'notIn', seg), new Map([[seg, atLeast3]]))).toEqual(
+      except(ANN),
+    );
   });
 });
 

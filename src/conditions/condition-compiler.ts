@@ -30,6 +30,14 @@ export interface CompileOptions {
    * from the map matches nobody.
    */
   segments?: ReadonlyMap<string, ConditionGroup>;
+  /**
+   * What the surrounding query does with the fragment. "rows" (default)
+   * fetches some contacts (a page, one contact): per-contact index probes
+   * into events are cheapest. "count" visits every contact of the project:
+   * triggeredAtLeast then aggregates the events once (GROUP BY contact)
+   * instead of probing a million times.
+   */
+  purpose?: 'rows' | 'count';
 }
 
 const ALIAS_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -69,7 +77,12 @@ export function compileCondition(
 ): CompiledCondition {
   const alias = options.contactAlias ?? 'c';
   if (!ALIAS_RE.test(alias)) throw new Error(`Invalid contact alias "${alias}"`);
-  const compiler = new Compiler(alias, options.paramOffset ?? 0, options.segments ?? new Map());
+  const compiler = new Compiler(
+    alias,
+    options.paramOffset ?? 0,
+    options.segments ?? new Map(),
+    options.purpose ?? 'rows',
+  );
   const project = compiler.param(options.projectId, 'uuid');
   compiler.projectParam = project;
   const body = compiler.group(condition, []);
@@ -91,6 +104,7 @@ class Compiler {
     private readonly alias: string,
     private readonly offset: number,
     private readonly segments: ReadonlyMap<string, ConditionGroup>,
+    private readonly purpose: 'rows' | 'count',
   ) {}
 
   param(value: unknown, cast: string): string {
@@ -261,9 +275,10 @@ class Compiler {
   private event(eventName: string, operator: string, value: unknown): string {
     this.subqueries += 1;
     const e = `mw_e${this.subqueries}`;
+    const name = this.param(eventName, 'text');
     const base =
       `FROM events ${e} WHERE ${e}.project_id = ${this.projectParam} ` +
-      `AND ${e}.contact_id = ${this.alias}.id AND ${e}.name = ${this.param(eventName, 'text')}`;
+      `AND ${e}.contact_id = ${this.alias}.id AND ${e}.name = ${name}`;
     switch (operator) {
       case 'triggered':
         return `EXISTS (SELECT 1 ${base})`;
@@ -281,6 +296,12 @@ class Compiler {
             ? ` AND ${e}.created_at >= now() - ${this.interval({ amount: at.amount, unit: at.unit })}`
             : '';
         const count = this.param(at.count, 'int');
+        if (this.purpose === 'count') {
+          const events =
+            `SELECT ${e}.contact_id FROM events ${e} WHERE ${e}.project_id = ${this.projectParam} ` +
+            `AND ${e}.name = ${name}${window}`;
+          return `${this.alias}.id IN (${events} GROUP BY ${e}.contact_id HAVING count(*) >= ${count})`;
+        }
         return `(SELECT count(*) FROM (SELECT 1 ${base}${window} LIMIT ${count}) AS ${e}_n) >= ${count}`;
       }
     }
@@ -289,6 +310,27 @@ class Compiler {
   private interval(window: TimeWindow): string {
     return this.param(`${window.amount} ${window.unit}`, 'interval');
   }
+}
+
+/**
+ * Session settings (SET LOCAL, inside a transaction) for a query that
+ * evaluates a condition compiled with purpose "count" over every contact of
+ * a project: a count, or the last resort of a members page.
+ *
+ * Postgres keeps no statistics on jsonb expressions and assumes a data rule
+ * keeps 0.5% of the contacts (0.005% for a range). With an event rule
+ * beside it, it then probes the events index once per contact left, which
+ * is slow when the data rules in fact keep many contacts. Without nested
+ * loops the event side is read once and hashed: the cost follows the number
+ * of matching events, not the guess. A larger work_mem keeps those hashes
+ * (and hashed IN subplans under OR) in memory for large projects. Measured
+ * in bench/segments.js.
+ */
+export function wholeProjectSettings(compiled: CompiledCondition): string[] {
+  const settings = [`SET LOCAL work_mem = '64MB'`];
+  if (compiled.rules.data > 0 && compiled.rules.event > 0)
+    settings.push('SET LOCAL enable_nestloop = off');
+  return settings;
 }
 
 /** NOT that treats "unknown" (a missing key) as false first, so the negation of a rule is its exact complement. */

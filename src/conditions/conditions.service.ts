@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { ApiException, FieldError } from '../common/errors/api-exception';
-import { CompiledCondition, compileCondition } from './condition-compiler';
+import { CompiledCondition, compileCondition, wholeProjectSettings } from './condition-compiler';
 import { validateConditionShape } from './condition-validator';
 import type { ConditionGroup } from './condition.types';
 
@@ -20,6 +20,8 @@ export interface CompileServiceOptions {
   projectId: string;
   contactAlias?: string;
   paramOffset?: number;
+  /** "count" when the query visits every contact (a count, a campaign audience); see CompileOptions.purpose. */
+  purpose?: 'rows' | 'count';
   manager?: EntityManager;
 }
 
@@ -112,8 +114,29 @@ export class ConditionsService {
       projectId: options.projectId,
       contactAlias: options.contactAlias,
       paramOffset: options.paramOffset,
+      purpose: options.purpose,
       segments,
     });
+  }
+
+  /**
+   * Both shapes of one condition (alias "c", placeholders from $1): `rows`
+   * for queries that fetch a few contacts, `count` for queries that visit
+   * them all. Referenced segments are read once, so both see the same state.
+   */
+  async compileBoth(
+    condition: ConditionGroup,
+    projectId: string,
+  ): Promise<{ rows: CompiledCondition; count: CompiledCondition }> {
+    const ids = this.referencedSegments(condition);
+    const graph =
+      ids.length > 0 ? await this.loadSegments(projectId, ids) : new Map<string, StoredSegment>();
+    const segments = new Map<string, ConditionGroup>();
+    for (const [id, segment] of graph) segments.set(id, segment.condition);
+    return {
+      rows: compileCondition(condition, { projectId, segments, purpose: 'rows' }),
+      count: compileCondition(condition, { projectId, segments, purpose: 'count' }),
+    };
   }
 
   /** Whether one contact of the project matches now (workflow CONDITION steps). */
@@ -143,26 +166,19 @@ export class ConditionsService {
     manager?: EntityManager,
   ): Promise<number> {
     return this.countCompiled(
-      await this.compile(condition, { projectId, contactAlias: 'c', manager }),
+      await this.compile(condition, { projectId, contactAlias: 'c', purpose: 'count', manager }),
       manager,
     );
   }
 
   /**
-   * Counts the contacts matching a compiled condition (alias "c").
-   *
-   * Postgres keeps no statistics on jsonb expressions and assumes a data
-   * rule keeps 0.5% of the contacts (0.005% for a range). With an event rule
-   * beside it, it then probes the events index once per contact left, which
-   * is slow when the data rules in fact keep many contacts. Without nested
-   * loops the event side is read once and hashed: the cost follows the
-   * number of matching events, not the guess. Measured in bench/segments.js.
-   * A `manager` must be inside a transaction (SET LOCAL).
+   * Counts the contacts matching a condition compiled with alias "c" and
+   * purpose "count", with the plan settings of wholeProjectSettings(). A
+   * `manager` must be inside a transaction.
    */
   async countCompiled(compiled: CompiledCondition, manager?: EntityManager): Promise<number> {
     const run = async (m: EntityManager): Promise<number> => {
-      if (compiled.rules.data > 0 && compiled.rules.event > 0)
-        await m.query('SET LOCAL enable_nestloop = off');
+      for (const setting of wholeProjectSettings(compiled)) await m.query(setting);
       const rows: Array<{ count: string }> = await m.query(
         `SELECT count(*) AS count FROM contacts c WHERE ${compiled.sql}`,
         compiled.params,

@@ -1,13 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import type { CompiledCondition } from '../conditions/condition-compiler';
+import { CompiledCondition, wholeProjectSettings } from '../conditions/condition-compiler';
 import type { ContactRow } from '../contacts/contact.view';
 import { Segment } from './segment.entity';
 
 /** Member pages walk contacts in id windows that grow geometrically; see members(). */
 const FIRST_WINDOW = 2_000;
 const WINDOW_GROWTH = 4;
+const MAX_WINDOWED_SCAN = 250_000;
+
+const MEMBER_COLUMNS = `c.id, c.project_id AS "projectId", c.email, c.subscribed, c.suppressed, c.data,
+  c.created_at AS "createdAt", c.updated_at AS "updatedAt"`;
 
 /** Every query of the segments feature: the segment rows and the member queries built on compiled conditions. */
 @Injectable()
@@ -73,18 +77,20 @@ export class SegmentsRepository {
   /**
    * Members newest first, keyset on the id; `limit` rows at most.
    *
-   * The contacts are walked in windows of ids, newest first, each window
-   * four times larger than the one before (2,000, 8,000, 32,000, ...), and
-   * the condition is applied within each window until `limit` members are
-   * found. One query over the whole project would leave the plan to row
-   * estimates Postgres cannot make for jsonb expressions: it then filters
-   * every contact before sorting, so a first page costs as much as a count.
-   * In windows, a first page reads only as many contacts as it needs, and a
-   * segment with few or no members costs at most about 1.33 full scans.
+   * One query over the whole project leaves the plan to row estimates
+   * Postgres cannot make for jsonb expressions (no statistics): it filters
+   * every contact, probes events for each, then sorts, so a first page costs
+   * as much as a count. Instead the newest contacts are read in windows of
+   * ids (2,000, then four times larger each time) and the condition applied
+   * within each window, until the page is full. When the members seen so
+   * far are too sparse for windows to finish the page within about 250,000
+   * contacts (or none were seen after the first windows), the rest is left
+   * to one query, where Postgres may find an index (a trigram search on the
+   * email, say) or scan once, as a count would.
    */
   async members(
     projectId: string,
-    compiled: CompiledCondition,
+    compiled: { rows: CompiledCondition; count: CompiledCondition },
     limit: number,
     beforeId?: string,
     firstWindow = FIRST_WINDOW,
@@ -92,13 +98,53 @@ export class SegmentsRepository {
     const found: ContactRow[] = [];
     let upper = beforeId ?? null;
     let window = firstWindow;
+    let scanned = 0;
     for (;;) {
       const lower = await this.windowStart(projectId, upper, window);
-      found.push(...(await this.membersBetween(compiled, lower, upper, limit - found.length)));
+      found.push(...(await this.membersBetween(compiled.rows, lower, upper, limit - found.length)));
       if (found.length >= limit || lower === null) return found;
       upper = lower;
+      scanned += window;
       window *= WINDOW_GROWTH;
+      if (scanned >= firstWindow * (1 + WINDOW_GROWTH)) {
+        const expectedScan =
+          found.length === 0 ? Infinity : ((limit - found.length) * scanned) / found.length;
+        if (expectedScan > MAX_WINDOWED_SCAN) break;
+      }
     }
+    found.push(...(await this.membersBefore(compiled.count, upper, limit - found.length)));
+    return found;
+  }
+
+  /**
+   * The last resort of members(): the newest members below `upper` in one
+   * query, planned like a count. The OFFSET 0 fence keeps Postgres from
+   * walking the id index backwards in the hope of finding members early, a
+   * bet that loses when they are old (it reads every newer contact first).
+   */
+  private membersBefore(
+    compiled: CompiledCondition,
+    upper: string | null,
+    limit: number,
+  ): Promise<ContactRow[]> {
+    const params = [...compiled.params];
+    let bound = '';
+    if (upper) {
+      params.push(upper);
+      bound = ` AND c.id < $${params.length}::uuid`;
+    }
+    params.push(limit);
+    return this.dataSource.transaction(async (manager) => {
+      for (const setting of wholeProjectSettings(compiled)) await manager.query(setting);
+      return manager.query(
+        `SELECT * FROM (
+           SELECT ${MEMBER_COLUMNS} FROM contacts c WHERE ${compiled.sql}${bound} OFFSET 0
+         ) AS m
+         ORDER BY m.id DESC
+         LIMIT $${params.length}`,
+        params,
+      );
+    });
   }
 
   /** The id `window` contacts below `upper` (newest first), or null when fewer remain: the last window is the rest. */
@@ -136,8 +182,7 @@ export class SegmentsRepository {
     }
     params.push(limit);
     return this.dataSource.query(
-      `SELECT c.id, c.project_id AS "projectId", c.email, c.subscribed, c.suppressed, c.data,
-              c.created_at AS "createdAt", c.updated_at AS "updatedAt"
+      `SELECT ${MEMBER_COLUMNS}
        FROM contacts c
        WHERE ${[compiled.sql, ...bounds].join(' AND ')}
        ORDER BY c.id DESC

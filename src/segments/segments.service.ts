@@ -134,7 +134,7 @@ export class SegmentsService {
     const segment = await this.find(projectId, id);
     const limit = query.limit ?? 20;
     const beforeId = query.cursor ? decodeCursor(query.cursor) : undefined;
-    const compiled = await this.conditions.compile(segment.condition, { projectId });
+    const compiled = await this.conditions.compileBoth(segment.condition, projectId);
     const [rows, total] = await Promise.all([
       this.segments.members(projectId, compiled, limit + 1, beforeId),
       this.freshCount(segment),
@@ -148,9 +148,9 @@ export class SegmentsService {
       projectId,
       path: 'condition',
     });
-    const compiled = await this.conditions.compile(condition, { projectId });
+    const compiled = await this.conditions.compileBoth(condition, projectId);
     const [count, rows] = await Promise.all([
-      this.conditions.countCompiled(compiled),
+      this.conditions.countCompiled(compiled.count),
       this.segments.members(projectId, compiled, PREVIEW_SAMPLE_SIZE),
     ]);
     return { count, sample: rows.map(toContactView) };
@@ -201,7 +201,10 @@ export class SegmentsService {
 
   private async countAndStore(segment: Segment): Promise<number> {
     const condition: ConditionGroup = segment.condition;
-    const compiled = await this.conditions.compile(condition, { projectId: segment.projectId });
+    const compiled = await this.conditions.compile(condition, {
+      projectId: segment.projectId,
+      purpose: 'count',
+    });
     const count = await this.conditions.countCompiled(compiled);
     await this.segments.storeCount(segment.id, count, condition);
     return count;
