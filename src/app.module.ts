@@ -1,7 +1,6 @@
 import { DynamicModule, Module, Type } from '@nestjs/common';
 import { CommonModule } from './common/common.module';
 import { ContactsModule } from './contacts/contacts.module';
-import { LoggerModule } from './common/logging/logger.module';
 import { AppConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
@@ -26,7 +25,6 @@ export class AppModule {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
-        LoggerModule.forRoot(config),
         DatabaseModule,
         RedisModule,
         QueueModule.forRoot(config),

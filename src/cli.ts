@@ -10,6 +10,7 @@ import { prepareDatabase } from './database/prepare-database';
 import { ApiKeyType } from './projects/api-key.entity';
 import { ProjectsModule } from './projects/projects.module';
 import { ProjectsService } from './projects/projects.service';
+import { RedisModule } from './queue/redis.module';
 
 const USAGE = `Usage: node dist/cli.js <command> [--json]
 
@@ -30,7 +31,7 @@ class UsageError extends Error {}
 @Module({})
 class CliModule {
   static register(config: AppConfig) {
-    return { module: CliModule, imports: [ConfigModule.forRoot(config), DatabaseModule, ProjectsModule] };
+    return { module: CliModule, imports: [ConfigModule.forRoot(config), DatabaseModule, RedisModule, ProjectsModule] };
   }
 }
 

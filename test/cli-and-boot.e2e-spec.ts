@@ -141,5 +141,5 @@ describe('booting the service (e2e)', () => {
       await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
       await admin.end();
     }
-  });
+  }, 120_000);
 });

@@ -1,5 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { ApiKeyCache } from './api-key-cache';
 import { ApiKey } from './api-key.entity';
 import { Project } from './project.entity';
 import { ProjectsController } from './projects.controller';
@@ -10,7 +11,7 @@ import { ProjectsService } from './projects.service';
 @Module({
   imports: [TypeOrmModule.forFeature([Project, ApiKey])],
   controllers: [ProjectsController],
-  providers: [ProjectsService],
+  providers: [ProjectsService, ApiKeyCache],
   exports: [ProjectsService],
 })
 export class ProjectsModule {}

@@ -4,7 +4,11 @@ import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { createRedis } from './redis';
 
-/** A shared ioredis client for rate limits, idempotency keys and health checks. */
+/**
+ * A shared ioredis client for rate limits, idempotency keys, the auth epoch and
+ * health checks. Auto-pipelining sends the commands issued in one tick (by one
+ * request or many concurrent ones) in a single write.
+ */
 export const REDIS = Symbol('REDIS');
 
 class RedisCloser implements OnApplicationShutdown {
@@ -21,7 +25,7 @@ class RedisCloser implements OnApplicationShutdown {
       provide: REDIS,
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) =>
-        createRedis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true }),
+        createRedis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, enableAutoPipelining: true }),
     },
     RedisCloser,
   ],

@@ -9,9 +9,9 @@ import { RateLimitService, RateLimitState } from '../rate-limit/rate-limit.servi
 import { AUTH_MODE_KEY, AuthenticatedRequest, AuthMode } from './auth.decorators';
 
 /**
- * Global guard. Order matters: a client IP over its failed-auth budget is
- * refused before any lookup; then the key; then the project; then the route's
- * key type; finally the per-project request budget.
+ * Global guard. Decisions in this order: a client IP over its failed-auth
+ * budget gets 429 whatever it sent; then the key (401); the project (403);
+ * the route's key type (403); finally the per-project request budget (429).
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
@@ -32,17 +32,23 @@ export class ApiKeyGuard implements CanActivate {
     const reply = http.getResponse<FastifyReply>();
     const ip = request.ip;
 
-    const blocked = await this.rateLimits.authBlocked(ip);
-    if (blocked) throw tooManyRequests(reply, blocked, 'Too many failed authentication attempts from this address');
-
     const header = request.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    const key = match && isWellFormedKey(match[1]) ? match[1] : null;
+    // The checks below are independent Redis/Postgres reads: issued together they share
+    // one Redis round trip (auto-pipelining) instead of queueing one after another.
+    const knownProject = key ? this.projects.knownProjectOf(key) : null;
+    const [blocked, auth, earlyBudget] = await Promise.all([
+      this.rateLimits.authBlocked(ip),
+      key ? this.projects.authenticate(key) : Promise.resolve(null),
+      knownProject ? this.rateLimits.consumeProject(knownProject) : Promise.resolve(null),
+    ]);
+    // An address over its failed-auth budget learns nothing about the key it sent.
+    if (blocked) throw tooManyRequests(reply, blocked, 'Too many failed authentication attempts from this address');
     if (!match) {
       await this.rateLimits.recordAuthFailure(ip);
       throw new ApiException(401, 'MISSING_API_KEY', 'Missing API key: send "Authorization: Bearer <key>"');
     }
-    const key = match[1];
-    const auth = isWellFormedKey(key) ? await this.projects.authenticate(key) : null;
     if (!auth) {
       await this.rateLimits.recordAuthFailure(ip);
       throw new ApiException(401, 'INVALID_API_KEY', 'The API key is invalid or has been revoked');
@@ -54,7 +60,7 @@ export class ApiKeyGuard implements CanActivate {
       throw new ApiException(403, 'FORBIDDEN', 'A public key may only be used on POST /v1/track');
     }
 
-    const budget = await this.rateLimits.consumeProject(auth.project.id);
+    const budget = earlyBudget ?? (await this.rateLimits.consumeProject(auth.project.id));
     reply.header('RateLimit-Limit', String(budget.limit));
     reply.header('RateLimit-Remaining', String(budget.remaining));
     reply.header('RateLimit-Reset', String(budget.resetSeconds));
