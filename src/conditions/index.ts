@@ -6,7 +6,7 @@
 export { ConditionsModule } from './conditions.module';
 export { ConditionsService } from './conditions.service';
 export type { CompileServiceOptions, ValidateOptions } from './conditions.service';
-export { compileCondition } from './condition-compiler';
+export { compileCondition, wholeProjectSettings } from './condition-compiler';
 export type { CompiledCondition, CompileOptions } from './condition-compiler';
 export { validateConditionShape, parseIsoDate } from './condition-validator';
 export type { ConditionGroup, ConditionNode, ConditionRule } from './condition.types';
