@@ -648,6 +648,47 @@ describe('Segments API', () => {
       );
     });
 
+    it('a condition too large once the segments it names are inlined, also through an update', async () => {
+      const rules50 = Array.from({ length: 50 }, (_, i) => r(`data.k${i}`, 'exists'));
+      const base = await createSegment(and(...rules50), 'Fifty rules');
+      const x4 = await createSegment(
+        or(...Array.from({ length: 4 }, () => r('segment', 'in', base.id))),
+        'Four times',
+      );
+      expect(
+        await errorsFor(
+          and(
+            r('segment', 'in', base.id),
+            ...Array.from({ length: 10 }, () => r('segment', 'in', base.id)),
+          ),
+        ),
+      ).toEqual([{ field: 'condition', code: 'too_big' }]);
+      const top = await createSegment(
+        and(r('segment', 'in', x4.id), r('segment', 'notIn', x4.id)),
+        'Twice four times',
+      );
+      const grown = or(
+        ...Array.from({ length: 5 }, () => r('segment', 'in', base.id)),
+        r('subscribed', 'equals', true),
+      );
+      const res = await patch(`/segments/${x4.id}`, { condition: grown });
+      expect(res.status).toBe(422);
+      expect(res.body.error.errors).toEqual([
+        expect.objectContaining({ field: 'condition', code: 'too_big' }),
+      ]);
+      expect(res.body.error.errors[0].message).toContain(top.id);
+    });
+
+    it('accepts a segment id in upper case', async () => {
+      const inner = await createSegment(and(r('data.city', 'equals', 'paris')), 'Paris');
+      const outer = await createSegment(
+        and(r('segment', 'in', inner.id.toUpperCase())),
+        'Paris again',
+      );
+      expect(outer.memberCount).toBe(inner.memberCount);
+      expect(inner.memberCount).toBeGreaterThan(0);
+    });
+
     it('the preview validates the same way', async () => {
       expect(await errorsFor({ logic: 'NAND', conditions: [] }, '/segments/preview')).toEqual([
         { field: 'condition.logic', code: 'invalid_enum_value' },

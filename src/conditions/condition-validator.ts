@@ -183,7 +183,7 @@ export function classifyRule(rule: ConditionRule): ClassifiedRule {
     case 'segment':
       return {
         kind: 'segment',
-        segmentId: String(rule.value),
+        segmentId: String(rule.value).toLowerCase(),
         operator: rule.operator as MembershipOperator,
       };
   }

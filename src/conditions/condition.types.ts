@@ -94,6 +94,8 @@ export const LIMITS = {
   /** The root group is level 1. */
   maxDepth: 5,
   maxRules: 50,
+  /** Rules after inlining the segments that membership rules name (the SQL grows with them). */
+  maxExpandedRules: 500,
   maxInValues: 1000,
   maxStringLength: 1000,
   maxDataPathKeys: 10,

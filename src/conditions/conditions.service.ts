@@ -4,7 +4,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { ApiException, FieldError } from '../common/errors/api-exception';
 import { CompiledCondition, compileCondition, wholeProjectSettings } from './condition-compiler';
 import { validateConditionShape } from './condition-validator';
-import type { ConditionGroup } from './condition.types';
+import { ConditionGroup, isGroupNode, LIMITS } from './condition.types';
 
 export interface ValidateOptions {
   projectId: string;
@@ -47,10 +47,12 @@ export class ConditionsService {
    */
   async validate(input: unknown, options: ValidateOptions): Promise<FieldError[]> {
     const { errors, segmentRefs } = validateConditionShape(input, options.path);
-    if (segmentRefs.length === 0) return errors;
-    const ids = [...new Set(segmentRefs.map((ref) => ref.segmentId))];
-    const graph = await this.loadSegments(options.projectId, ids, options.manager);
     const self = options.selfSegmentId?.toLowerCase();
+    const ids = [...new Set(segmentRefs.map((ref) => ref.segmentId))];
+    const graph =
+      ids.length > 0
+        ? await this.loadSegments(options.projectId, ids, options.manager)
+        : new Map<string, StoredSegment>();
     for (const ref of segmentRefs) {
       if (self && ref.segmentId === self) {
         errors.push({
@@ -68,18 +70,75 @@ export class ConditionsService {
         });
         continue;
       }
-      if (self) {
-        const via = pathTo(graph, ref.segmentId, self);
-        if (via) {
-          errors.push({
-            field: ref.path,
-            message: `Segment ${ref.segmentId} refers back to this segment (${[...via, self].join(' → ')}); segments cannot refer to themselves`,
-            code: 'custom',
-          });
-        }
+      const via = self ? pathTo(graph, ref.segmentId, self) : null;
+      if (via) {
+        errors.push({
+          field: ref.path,
+          message: `Segment ${ref.segmentId} refers back to this segment (${[...via, self].join(' → ')}); segments cannot refer to themselves`,
+          code: 'custom',
+        });
       }
     }
+    if (errors.length === 0)
+      errors.push(...(await this.checkExpandedSize(input as ConditionGroup, graph, options)));
     return errors;
+  }
+
+  /**
+   * Membership rules inline other segments, so the SQL of a condition grows
+   * with the segments it names, and with theirs. Without a bound, 50 rules
+   * naming a segment of 50 rules naming another... would multiply. Checked
+   * for the condition being saved and, when a segment changes, for every
+   * segment that refers to it.
+   */
+  private async checkExpandedSize(
+    condition: ConditionGroup,
+    graph: Map<string, StoredSegment>,
+    options: ValidateOptions,
+  ): Promise<FieldError[]> {
+    const limit = LIMITS.maxExpandedRules;
+    const self = options.selfSegmentId?.toLowerCase();
+    const own = expandedRuleCount(condition, graph, new Map());
+    if (own > limit) {
+      return [
+        {
+          field: options.path,
+          message: `With the segments it refers to inlined, this condition has ${own} rules; at most ${limit} are allowed`,
+          code: 'too_big',
+        },
+      ];
+    }
+    if (!self) return [];
+    const referrers: Array<{ id: string }> = await (options.manager ?? this.dataSource).query(
+      `WITH RECURSIVE referrers(id) AS (
+         SELECT s.id FROM segments s WHERE s.project_id = $1 AND s.segment_refs @> ARRAY[$2::uuid]
+         UNION
+         SELECT s.id FROM segments s JOIN referrers r ON s.segment_refs @> ARRAY[r.id] WHERE s.project_id = $1
+       )
+       SELECT id FROM referrers`,
+      [options.projectId, self],
+    );
+    if (referrers.length === 0) return [];
+    const wider = await this.loadSegments(
+      options.projectId,
+      referrers.map((r) => r.id),
+      options.manager,
+    );
+    const overrides = new Map([[self, condition]]);
+    for (const { id } of referrers) {
+      const referrer = wider.get(id);
+      const size = referrer ? expandedRuleCount(referrer.condition, wider, overrides) : 0;
+      if (size > limit) {
+        return [
+          {
+            field: options.path,
+            message: `Segment ${id} refers to this segment and would have ${size} rules with it inlined; at most ${limit} are allowed`,
+            code: 'too_big',
+          },
+        ];
+      }
+    }
+    return [];
   }
 
   /** validate() that throws the 422; answers the condition typed once it is known to be valid. */
@@ -231,4 +290,34 @@ function pathTo(graph: Map<string, StoredSegment>, from: string, to: string): st
     }
   }
   return null;
+}
+
+/**
+ * Rules of a condition with the segments named by its membership rules
+ * inlined, the way the compiler inlines them (a segment already being
+ * inlined, a cycle, counts as nothing). `overrides` replaces stored
+ * conditions (the one being saved).
+ */
+function expandedRuleCount(
+  condition: ConditionGroup,
+  graph: Map<string, StoredSegment>,
+  overrides: Map<string, ConditionGroup>,
+  stack: string[] = [],
+): number {
+  let total = 0;
+  for (const node of condition.conditions) {
+    if (isGroupNode(node)) {
+      total += expandedRuleCount(node, graph, overrides, stack);
+    } else if (node.field === 'segment') {
+      const id = String(node.value).toLowerCase();
+      const target = overrides.get(id) ?? graph.get(id)?.condition;
+      total +=
+        target && !stack.includes(id)
+          ? Math.max(1, expandedRuleCount(target, graph, overrides, [...stack, id]))
+          : 1;
+    } else {
+      total += 1;
+    }
+  }
+  return total;
 }
