@@ -140,7 +140,7 @@ function print(label, r) {
 async function main() {
   const db = await createBenchDatabase('send');
   const project = createProject(db.url, 'Send bench');
-  const app = await startApp({ DATABASE_URL: db.url, APP_ROLE: 'api', QUEUE_PREFIX: PREFIX, API_RATE_LIMIT_PER_MINUTE: '100000000' });
+  const app = await startApp({ DATABASE_URL: db.url, APP_ROLE: 'api', QUEUE_PREFIX: PREFIX, API_RATE_LIMIT_PER_MINUTE: '10000000' });
   try {
     const auth = { authorization: `Bearer ${project.secretKey}`, 'content-type': 'application/json' };
     const domain = await (await fetch(`${app.base}/domains`, { method: 'POST', headers: auth, body: JSON.stringify({ domain: 'bench.example' }) })).json();

@@ -1,6 +1,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
+import { DataSource } from 'typeorm';
+import { ContactsService } from '../src/contacts/contacts.service';
+import { DeliveryRecovery } from '../src/sending/delivery-recovery';
+import { EmailSource } from '../src/sending/email.entity';
+import { EmailsService } from '../src/sending/emails.service';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
 import { verifyDomainForTest } from './support/domains';
 import { verifyDkim, waitForEmailStatus } from './support/sending';
@@ -135,6 +140,37 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     expect(smtp.accepted).toBe(2);
     const list = await app.request({ method: 'GET', url: `/emails?contactId=${results[0].body.data.contact}`, key: project.secretKey });
     expect(list.body.data.total).toBe(1);
+  });
+
+  it('recovers QUEUED emails whose job was never added (crash between commit and enqueue)', async () => {
+    const dataSource = app.app.get(DataSource);
+    const emails = app.app.get(EmailsService);
+    const email = await dataSource.transaction(async (manager) => {
+      const { contact } = await app.app
+        .get(ContactsService)
+        .upsertByEmail(manager, project.id, 'orphan@example.org', { defaultSubscribed: false });
+      const composed = await emails.compose({
+        projectId: project.id,
+        contact,
+        source: EmailSource.TRANSACTIONAL,
+        marketing: false,
+        from: { email: 'hello@acme.test' },
+        content: { subject: 'Orphan', body: '<p>x</p>' },
+      });
+      await emails.insert(manager, [composed]);
+      return composed;
+    });
+    // The process "died" before enqueue: nothing is delivered until the sweep finds the row.
+    await sleep(300);
+    expect(smtp.accepted).toBe(0);
+    expect(await app.app.get(DeliveryRecovery).sweep(0)).toBeGreaterThanOrEqual(1);
+    const record = await waitForEmailStatus(app, project.secretKey, email.id, ['SENT']);
+    expect(record.attempts).toBe(1);
+    expect(smtp.messagesTo('orphan@example.org')).toHaveLength(1);
+    // Sweeping again re-adds nothing that is not QUEUED.
+    await app.app.get(DeliveryRecovery).sweep(0);
+    await sleep(300);
+    expect(smtp.messagesTo('orphan@example.org')).toHaveLength(1);
   });
 
   it('marketing mail: List-Unsubscribe one-click link unsubscribes; tampered token is 404; unsubscribed contacts get no more', async () => {

@@ -121,6 +121,8 @@ export class Email extends BaseEntity {
   @Column({ type: 'smallint' })
   priority: number;
 
+  /** Partial index (WHERE status = 'QUEUED', hand-written in the migration) for the recovery sweep. */
+  @Index('emails_queued_at_queued_idx', { synchronize: false })
   @Column({ type: 'timestamptz', default: () => 'now()' })
   queuedAt: Date;
 

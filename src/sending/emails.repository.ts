@@ -222,6 +222,22 @@ export class EmailsRepository {
     await manager.getRepository(IdempotencyKey).update({ id }, { responseStatus: status, responseBody: body as object });
   }
 
+  /**
+   * QUEUED rows older than `minutes`: normally each already has a job (a
+   * retry waiting out its backoff, or a long campaign backlog); the sweep
+   * re-adds them with the same job id, which BullMQ ignores when the job
+   * exists. Those without one (a crash between commit and enqueue) get it.
+   */
+  async findStaleQueued(minutes: number, limit: number): Promise<Array<{ id: string; priority: number; status: EmailStatus }>> {
+    return queryRows(
+      this.manager,
+      `SELECT id, priority, status FROM emails
+        WHERE status = 'QUEUED' AND queued_at < now() - make_interval(mins => $1)
+        ORDER BY queued_at LIMIT $2`,
+      [minutes, limit],
+    );
+  }
+
   /** Housekeeping: keys past their 24 hours. */
   async deleteExpiredIdempotencyKeys(): Promise<number> {
     const rows = await queryRows<{ id: string }>(

@@ -5,6 +5,7 @@ import { DomainsModule } from '../domains/domains.module';
 import { EventsModule } from '../events/events.module';
 import { TemplatesModule } from '../templates/templates.module';
 import { DeliveryProcessor } from './delivery.processor';
+import { DeliveryRecovery } from './delivery-recovery';
 import { DeliveryService } from './delivery.service';
 import { EmailAttachment } from './email-attachment.entity';
 import { Email } from './email.entity';
@@ -38,6 +39,7 @@ import { UnsubscribeService } from './unsubscribe.service';
     SendService,
     DeliveryService,
     DeliveryProcessor,
+    DeliveryRecovery,
     MailTransport,
     UnsubscribeService,
   ],

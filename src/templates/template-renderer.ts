@@ -1,4 +1,4 @@
-import { convert } from 'html-to-text';
+import { compile } from 'html-to-text';
 import { Liquid, Template } from 'liquidjs';
 import MarkdownIt from 'markdown-it';
 
@@ -135,17 +135,20 @@ export class TemplateRenderer {
   }
 }
 
+/** Compiled once: html-to-text's `convert` rebuilds its selector tables on every call. */
+const convertHtml = compile({
+  wordwrap: 78,
+  selectors: [
+    { selector: 'img', format: 'skip' },
+    { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
+    // Headings keep their case: shouting every title reads badly in a mail client.
+    ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((h) => ({ selector: h, options: { uppercase: false } })),
+  ],
+});
+
 /** The plain-text alternative of an HTML body. */
 export function htmlToText(html: string): string {
-  return convert(html, {
-    wordwrap: 78,
-    selectors: [
-      { selector: 'img', format: 'skip' },
-      { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
-      // Headings keep their case: shouting every title reads badly in a mail client.
-      ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((h) => ({ selector: h, options: { uppercase: false } })),
-    ],
-  });
+  return convertHtml(html);
 }
 
 /**

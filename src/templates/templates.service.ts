@@ -5,6 +5,7 @@ import { ApiException } from '../common/errors/api-exception';
 import { Page, paginate } from '../common/pagination/pagination';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
+import { ContactsService } from '../contacts/contacts.service';
 import { isUuid, newId } from '../database/id';
 import {
   CreateTemplateDto,
@@ -31,6 +32,7 @@ export class TemplatesService {
     @InjectRepository(Template) private readonly templates: Repository<Template>,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly renderer: TemplateRenderer,
+    private readonly contacts: ContactsService,
   ) {}
 
   async create(projectId: string, dto: CreateTemplateDto): Promise<TemplateResponse> {
@@ -82,8 +84,8 @@ export class TemplatesService {
   /** Renders a stored template for a contact (or a sample one) without sending anything. */
   async preview(projectId: string, id: string, dto: PreviewTemplateDto): Promise<TemplatePreviewResponse> {
     const template = await this.findOrFail(projectId, id);
-    const contact = dto.contactId
-      ? await this.findContact(this.templates.manager, projectId, dto.contactId)
+    const contact: RenderRecipient = dto.contactId
+      ? await this.contacts.get(projectId, dto.contactId)
       : { id: '00000000-0000-0000-0000-000000000000', email: 'preview@example.com', subscribed: true, data: {} };
     try {
       return await this.render(
@@ -113,15 +115,6 @@ export class TemplatesService {
     unsubscribeUrl: string,
   ): Promise<RenderedContent> {
     return this.renderer.render(source, buildRenderContext({ email: contact.email, contact, data, unsubscribeUrl }));
-  }
-
-  private async findContact(manager: EntityManager, projectId: string, contactId: string): Promise<RenderRecipient> {
-    const rows: RenderRecipient[] = await manager.query(
-      'SELECT id, email, subscribed, data FROM contacts WHERE project_id = $1 AND id = $2',
-      [projectId, contactId],
-    );
-    if (rows.length === 0) throw ApiException.notFound('contact', contactId);
-    return rows[0];
   }
 }
 
