@@ -55,6 +55,9 @@ function createAdapter(config: AppConfig, logger: Logger): FastifyAdapter {
   });
   // CSV imports arrive as text. (JSON and url-encoded forms, for RFC 8058 one-click
   // unsubscribe, are parsed by Nest's adapter.)
+  // Fastify parses text/plain by default; the contract answers any type but JSON (and CSV
+  // on imports) with 400, and a text body must not reach the import as if it were CSV.
+  fastify.removeContentTypeParser('text/plain');
   fastify.addContentTypeParser('text/csv', { parseAs: 'string' }, (_req, body, done) => done(null, body));
   return adapter;
 }

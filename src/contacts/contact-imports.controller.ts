@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
 import { ContactImportsService, ContactImportView } from './contact-imports.service';
@@ -33,11 +33,14 @@ export class ContactImportsController {
     },
   })
   // The body is either parsed JSON or CSV text; the service checks its shape and reports per-row errors.
+  // The content type decides which: a JSON string body is not a CSV file.
   start(
     @CurrentProject() project: CurrentProjectInfo,
     @Body() body: unknown,
+    @Headers('content-type') contentType: string | undefined,
   ): Promise<ContactImportView> {
-    return this.imports.start(project.id, body);
+    const format = /^\s*text\/csv\s*(;|$)/i.test(contentType ?? '') ? 'csv' : 'json';
+    return this.imports.start(project.id, body, format);
   }
 
   @Get('imports/:id')

@@ -76,12 +76,11 @@ export class ContactImportsService {
     private readonly contacts: ContactsRepository,
   ) {}
 
-  /** POST /contacts/import: a JSON body (object) or CSV text (string, from the text/csv parser). */
-  async start(projectId: string, body: unknown): Promise<ContactImportView> {
-    const format = typeof body === 'string' ? 'csv' : 'json';
+  /** POST /contacts/import: a JSON body (object) or CSV text (string, from the text/csv parser), by content type. */
+  async start(projectId: string, body: unknown, format: 'csv' | 'json'): Promise<ContactImportView> {
     let rows: RawImportRow[];
     try {
-      rows = typeof body === 'string' ? rowsFromCsv(body) : rowsFromJson(body);
+      rows = format === 'csv' ? rowsFromCsv(typeof body === 'string' ? body : '') : rowsFromJson(body);
     } catch (error) {
       if (error instanceof ImportBodyError) {
         throw error.status === 400

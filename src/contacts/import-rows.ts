@@ -1,5 +1,6 @@
 import { parse } from 'csv-parse/sync';
 import type { FieldError } from '../common/errors/api-exception';
+import { findJsonTextProblem, RESERVED_KEYS } from '../common/validation/json-text';
 import type { BulkContactInput } from './contacts.repository';
 import type { ImportRowError } from './contact-import.entity';
 import {
@@ -79,6 +80,9 @@ export function rowsFromJson(body: unknown): RawImportRow[] {
       },
     ]);
   }
+  // Rows are stored as received until the worker validates them: they must be storable.
+  const problem = findJsonTextProblem(contacts, 'contacts');
+  if (problem) throw new ImportBodyError(422, 'Validation failed', [problem]);
   return contacts.map((v, i) => ({ r: i + 1, v }));
 }
 
@@ -92,6 +96,13 @@ const FALSE_VALUES = new Set(['false', '0', 'no', 'n']);
  * not erase what a contact already has.
  */
 export function rowsFromCsv(text: string): RawImportRow[] {
+  const nul = text.indexOf('\u0000');
+  if (nul >= 0) {
+    const line = text.slice(0, nul).split(/\r\n|\n|\r/).length;
+    throw new ImportBodyError(422, 'Validation failed', [
+      { field: 'csv', message: `line ${line} contains a NUL character`, code: 'invalid_string' },
+    ]);
+  }
   const records = text.includes('"') ? parseQuotedCsv(text) : splitPlainCsv(text);
   if (records.length === 0) {
     throw new ImportBodyError(422, 'Validation failed', [
@@ -107,6 +118,12 @@ export function rowsFromCsv(text: string): RawImportRow[] {
   if (emailIndex < 0) {
     throw new ImportBodyError(422, 'Validation failed', [
       { field: 'email', message: 'The CSV header has no "email" column', code: 'required' },
+    ]);
+  }
+  const reserved = header.find((name) => RESERVED_KEYS.has(name));
+  if (reserved !== undefined) {
+    throw new ImportBodyError(422, 'Validation failed', [
+      { field: reserved, message: `the column name "${reserved}" is reserved and not accepted`, code: 'invalid_string' },
     ]);
   }
   const subscribedIndex = header.findIndex((name) => name.toLowerCase() === 'subscribed');

@@ -1,5 +1,5 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
+import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { isUuid } from '../../database/id';
@@ -9,7 +9,8 @@ import { ApiException } from '../errors/api-exception';
 export class PaginationQueryDto {
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 20 })
   @IsOptional()
-  @Type(() => Number)
+  // Only plain decimal digits become a number: Number() would also take "1e2", "0x10" or " 5".
+  @Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^\d{1,6}$/.test(value) ? Number(value) : value))
   @IsInt()
   @Min(1)
   @Max(100)

@@ -30,9 +30,10 @@ const CONSTRAINT_CODES: Record<string, FieldErrorCode> = {
   nestedValidation: 'invalid_type',
   isEmail: 'invalid_string',
   isUrl: 'invalid_string',
-  isUUID: 'invalid_string',
+  // class-validator's constraint names, exactly as it spells them.
+  isUuid: 'invalid_string',
   isDateString: 'invalid_string',
-  isISO8601: 'invalid_string',
+  isIso8601: 'invalid_string',
   isFqdn: 'invalid_string',
   matches: 'invalid_string',
   isBase64: 'invalid_string',

@@ -1,5 +1,6 @@
 import { ArgumentMetadata, Injectable, ValidationPipe } from '@nestjs/common';
 import { ApiException } from '../errors/api-exception';
+import { findJsonTextProblem } from './json-text';
 import { RequestValidationException, ValidationLocation } from './validation-errors';
 
 const BASE_OPTIONS = {
@@ -28,8 +29,19 @@ export class AppValidationPipe extends ValidationPipe {
       metadata.type === 'body' || metadata.type === 'query' || metadata.type === 'param'
         ? metadata.type
         : 'custom';
-    if (location === 'body' && this.isDto(metadata) && !isPlainObject(value ?? {})) {
+    // No body at all reads as {} (every field then "required"); a JSON null, array or scalar is malformed.
+    if (location === 'body' && this.isDto(metadata) && value !== undefined && !isPlainObject(value)) {
       throw ApiException.badRequest('The request body must be a JSON object');
+    }
+    // Before class-transformer walks the value: unbounded nesting would overflow its
+    // recursion, and NUL or lone surrogates would reach Postgres, which refuses them.
+    if ((location === 'body' && this.isDto(metadata)) || location === 'query') {
+      const problem = findJsonTextProblem(value);
+      if (problem) {
+        throw location === 'body'
+          ? ApiException.validation([problem])
+          : ApiException.badRequest('Invalid query parameter', [problem]);
+      }
     }
     try {
       return location === 'query'

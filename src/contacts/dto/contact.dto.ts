@@ -7,6 +7,7 @@ import {
   IsContactEmail,
   IsJsonObject,
   MaxJsonSize,
+  rawJsonValue,
   toBooleanQuery,
   trimString,
 } from './validators';
@@ -33,6 +34,7 @@ export class CreateContactDto {
     description: 'Free-form, at most 64 KB',
   })
   @IsOptional()
+  @Transform(rawJsonValue)
   @IsJsonObject()
   @MaxJsonSize(MAX_CONTACT_DATA_BYTES)
   data?: Record<string, unknown>;
@@ -50,6 +52,7 @@ export class UpdateContactDto {
     description: 'Merged into the stored data (top-level keys); a key set to null is removed',
   })
   @IsOptional()
+  @Transform(rawJsonValue)
   @IsJsonObject()
   @MaxJsonSize(MAX_CONTACT_DATA_BYTES)
   data?: Record<string, unknown>;

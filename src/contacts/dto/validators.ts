@@ -72,3 +72,28 @@ export function toBooleanQuery({ value }: { value: unknown }): unknown {
 export function trimString({ value }: { value: unknown }): unknown {
   return typeof value === 'string' ? value.trim() : value;
 }
+
+/**
+ * Free-form `data` is taken exactly as parsed. Without this, class-transformer
+ * rebuilds nested objects and silently drops keys named like Object.prototype
+ * members ("constructor", "toString", "valueOf"…).
+ */
+export function rawJsonValue({ obj, key }: { obj: Record<string, unknown>; key: string }): unknown {
+  return obj[key];
+}
+
+/**
+ * Identifiers (event names) are one line of printable text: no C0 control
+ * characters (CR, LF, TAB, NUL…) or DEL. Constraint `noLineBreaks` → `invalid_string`.
+ */
+export function NoControlCharacters(options?: ValidationOptions): PropertyDecorator {
+  return (target: object, propertyName: string | symbol) =>
+    registerDecorator({
+      name: 'noLineBreaks',
+      target: target.constructor,
+      propertyName: String(propertyName),
+      options: { message: '$property must not contain control characters such as CR, LF, TAB or NUL', ...options },
+      // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
+      validator: { validate: (value: unknown) => typeof value !== 'string' || !/[\u0000-\u001f\u007f]/.test(value) },
+    });
+}

@@ -6,6 +6,8 @@ import {
   IsContactEmail,
   IsJsonObject,
   MaxJsonSize,
+  NoControlCharacters,
+  rawJsonValue,
   NotReservedEvent,
   trimString,
 } from '../../contacts/dto/validators';
@@ -29,6 +31,7 @@ export class TrackEventDto {
   @MinLength(1)
   @MaxLength(MAX_EVENT_NAME_LENGTH)
   @NotReservedEvent()
+  @NoControlCharacters()
   event: string;
 
   @ApiPropertyOptional({
@@ -45,6 +48,7 @@ export class TrackEventDto {
       'Stored on the event; merged into contact.data except {"value": x, "persistent": false} values (event only)',
   })
   @IsOptional()
+  @Transform(rawJsonValue)
   @IsJsonObject()
   @MaxJsonSize(MAX_CONTACT_DATA_BYTES)
   data?: Record<string, unknown>;
