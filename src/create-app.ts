@@ -4,7 +4,7 @@ import { FastifyReply, FastifyRequest, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module';
-import { DEFAULT_BODY_LIMIT, ROUTE_BODY_LIMITS } from './common/http/body-limits';
+import { DEFAULT_BODY_LIMIT, FORM_BODY_ROUTES, ROUTE_BODY_LIMITS } from './common/http/body-limits';
 import { generateRequestId } from './common/http/request-id';
 import { createRootLogger, loggableUrl, PinoNestLogger } from './common/logging/logger';
 import { AppConfig, runsWorkers } from './config/config';
@@ -51,6 +51,15 @@ function createAdapter(config: AppConfig, logger: Logger): FastifyAdapter {
   });
   fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
+  });
+  fastify.addHook('preValidation', (request, _reply, done) => {
+    const type = request.headers['content-type'] ?? '';
+    if (/^\s*application\/x-www-form-urlencoded/i.test(type) && !FORM_BODY_ROUTES.has(`${request.method} ${request.routeOptions.url}`)) {
+      // Rendered by the exception filter like Fastify's own unsupported-media-type error (400).
+      done(Object.assign(new Error('Unsupported content type'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' }));
+      return;
+    }
     done();
   });
   // CSV imports arrive as text. (JSON and url-encoded forms, for RFC 8058 one-click

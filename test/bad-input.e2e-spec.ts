@@ -276,6 +276,16 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
           status: 400,
           code: 'BAD_REQUEST',
         },
+        {
+          options: { method: ep.method, url: ep.url(), key: key(), body: 'email=form@example.com&event=signup&name=x&domain=form.example.com', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+          status: 400,
+          code: 'BAD_REQUEST',
+        },
+        {
+          options: { method: ep.method, url: ep.url(), key: key(), body: '--x\r\nContent-Disposition: form-data; name="email"\r\n\r\nmp@example.com\r\n--x--', headers: { 'content-type': 'multipart/form-data; boundary=x' } },
+          status: 400,
+          code: 'BAD_REQUEST',
+        },
       ];
       if (ep.readsBody) {
         for (const body of ['[]', '[{"email":"x@example.com"}]', '"a string"', '42', 'null', 'true']) {
@@ -737,6 +747,69 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
       { options: { method: 'GET', url: `/contacts?cursor=${eventCursor}` }, status: 400, code: 'BAD_REQUEST', fields: cursorError },
       { options: { method: 'GET', url: `/segments?cursor=${nameCursor}` }, status: 400, code: 'BAD_REQUEST', fields: cursorError },
     ]);
+  });
+
+  it('edge values in filters and conditions never answer 500', async () => {
+    const rule = (field: string, operator: string, value?: unknown) => ({
+      condition: { logic: 'AND', conditions: [value === undefined ? { field, operator } : { field, operator, value }] },
+    });
+    const previews = [
+      rule('email', 'contains', '\\'),
+      rule('email', 'startsWith', '%_\\'),
+      rule('data.name', 'endsWith', '\\'),
+      rule('data.age', 'greaterThan', 1e308),
+      rule('data.age', 'lessThan', -1e308),
+      rule('data.age', 'equals', 0.1),
+      rule('createdAt', 'greaterThan', '0000-01-01T00:00:00Z'),
+      rule('createdAt', 'lessThan', '9999-12-31T23:59:59Z'),
+      rule('createdAt', 'greaterThan', '+275760-09-13T00:00:00Z'),
+      rule('createdAt', 'within', { amount: 1e15, unit: 'days' }),
+      rule('createdAt', 'olderThan', { amount: 2 ** 53, unit: 'minutes' }),
+      rule('data.signup', 'within', { amount: -1, unit: 'days' }),
+      rule('event.signup', 'triggeredWithin', { amount: 1e12, unit: 'hours' }),
+      rule('event.signup', 'triggeredAtLeast', { count: 2 ** 40 }),
+      rule('event.signup', 'triggeredAtLeast', { count: 1.5 }),
+      rule('email.opened', 'notTriggeredWithin', { amount: 0, unit: 'days' }),
+      rule('data.a.b.c.d.e.f.g.h', 'exists'),
+      rule(`data.${'k'.repeat(5000)}`, 'exists'),
+      rule(`event.${'e'.repeat(5000)}`, 'triggered'),
+      rule('data.tags', 'in', Array.from({ length: 5000 }, (_, i) => `t${i}`)),
+      rule('data.tags', 'in', [[1], { a: 1 }, null]),
+      rule('subscribed', 'equals', 'yes'),
+      rule('segment', 'in', 'not-a-uuid'),
+      rule('segment', 'in', UNKNOWN_UUID.toUpperCase()),
+    ];
+    const before = await fingerprint();
+    for (const body of previews) {
+      const res = await app.request({ method: 'POST', url: '/segments/preview', key: a.secretKey, body });
+      expectNoLeak(res);
+      expect({ body, status: res.status }).toEqual({ body, status: res.status === 422 ? 422 : 200 });
+      if (res.status === 422) expectError(res, 422, 'VALIDATION_ERROR');
+    }
+    const gets = [
+      '/contacts?search=%5C',
+      '/contacts?search=%25_%5C',
+      '/contacts?email=%5C',
+      '/contacts?limit=1&limit=2',
+      '/contacts?cursor=a&cursor=b',
+      '/contacts?subscribed=true&subscribed=false',
+      '/events?since=0000-01-01T00:00:00Z',
+      '/events?since=9999-12-31T23:59:59Z&until=0001-01-01T00:00:00Z',
+      '/events?since=%2B275760-09-13T00:00:00Z',
+      '/events?since=2024-02-30T00:00:00Z',
+      '/events?since=2024-01-01T24:00:00Z',
+      '/events?until=2024-01-01T00:00:00.123456789Z',
+      '/events?name=%5C',
+      `/events?contactId=${UNKNOWN_UUID}`,
+      '/domains?status=verified',
+    ];
+    for (const url of gets) {
+      const res = await app.request({ method: 'GET', url, key: a.secretKey });
+      expectNoLeak(res);
+      expect({ url, status: res.status }).toEqual({ url, status: res.status === 400 ? 400 : 200 });
+      if (res.status === 400) expectError(res, 400, 'BAD_REQUEST');
+    }
+    expect(await fingerprint()).toEqual(before);
   });
 
   // ---------------------------------------------------------------- headers
