@@ -187,7 +187,8 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
   });
 
   it('delivers attachments byte for byte', async () => {
-    const pdf = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7) % 256));
+    // 1.5 MB: over the 1 MB body limit of other routes, inside /v1/send's 10 MB.
+    const pdf = Buffer.from(Array.from({ length: 1_500_000 }, (_, i) => (i * 7) % 256));
     const note = Buffer.from('plain text note\n', 'utf8');
     const res = await send({
       to: ['att1@example.org', 'att2@example.org'],
@@ -210,6 +211,17 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
       expect(attachments[1].content.toString('utf8')).toBe('plain text note\n');
       expect((await verifyDkim(message.raw, dns))[0].status.result).toBe('pass');
     }
+  });
+
+  it('refuses more than 10 attachments (422) and a body over 10 MB (413)', async () => {
+    const base = { to: 'x@example.org', from: 'hello@acme.test', subject: 'ok', body: 'b' };
+    const eleven = Array.from({ length: 11 }, (_, i) => ({ filename: `f${i}.txt`, content: 'aGk=' }));
+    const tooMany = await send({ ...base, attachments: eleven });
+    expect(tooMany.status).toBe(422);
+    expect(tooMany.body.error.errors[0]).toMatchObject({ field: 'attachments', code: 'too_big' });
+    const huge = await send({ ...base, attachments: [{ filename: 'big.bin', content: 'A'.repeat(11 * 1024 * 1024) }] });
+    expect(huge.status).toBe(413);
+    expect(huge.body.error.code).toBe('PAYLOAD_TOO_LARGE');
   });
 
   it('refuses CR/LF in the subject or a header, reserved headers, and more than 50 recipients (422)', async () => {
