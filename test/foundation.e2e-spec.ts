@@ -1,8 +1,8 @@
 import { ProjectsService } from '../src/projects/projects.service';
-import { setupTestApp, TestApp, TestProject } from './support/test-app';
+import { InjectResult, setupTestApp, TestApp, TestProject } from './support/test-app';
 
 /** Every error response must carry the contract's envelope, field by field. */
-function expectEnvelope(res: { status: number; headers: Record<string, unknown>; body: any }, status: number, code: string) {
+function expectEnvelope(res: InjectResult, status: number, code: string) {
   expect(res.status).toBe(status);
   expect(res.body.success).toBe(false);
   expect(res.body.error.code).toBe(code);
