@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module';
 import { DEFAULT_BODY_LIMIT, FORM_BODY_ROUTES, ROUTE_BODY_LIMITS } from './common/http/body-limits';
+import { registerSuccessEnvelope } from './common/http/envelope';
 import { generateRequestId } from './common/http/request-id';
 import { createRootLogger, loggableUrl, PinoNestLogger } from './common/logging/logger';
 import { AppConfig, runsWorkers } from './config/config';
@@ -49,6 +50,7 @@ function createAdapter(config: AppConfig, logger: Logger): FastifyAdapter {
       if (limit) route.bodyLimit = limit;
     }
   });
+  registerSuccessEnvelope(fastify);
   fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     done();

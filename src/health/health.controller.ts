@@ -5,7 +5,7 @@ import type { FastifyReply } from 'fastify';
 import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { NoApiKey } from '../common/auth/auth.decorators';
-import { RawResponse } from '../common/http/envelope.interceptor';
+import { RawResponse } from '../common/http/envelope';
 import { REDIS } from '../queue/redis.module';
 
 type Check = 'up' | 'down';

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
+import { RateLimitService } from '../common/rate-limit/rate-limit.service';
 import { REDIS } from '../queue/redis.module';
 import type { AuthenticatedKey } from './projects.service';
 
@@ -20,8 +21,8 @@ interface Entry {
  * Postgres for the key on every request. Correctness comes from an "auth
  * epoch" counter in Redis: every revoke, disable, enable or rename (from any
  * API process or the CLI) bumps it, and a cached entry is used only while the
- * epoch it was read under is still current. Reading the epoch rides on the
- * same Redis round trip as the rate-limit counters (ioredis auto-pipelining),
+ * epoch it was read under is still current. The guard reads the epoch in the
+ * same Redis round trip as the rate-limit counters (RateLimitService.gate),
  * so a revoked key is refused on the very next request, everywhere. Unknown
  * keys are never cached; when Redis cannot answer, nothing is cached.
  */
@@ -35,7 +36,7 @@ export class ApiKeyCache {
     @Inject(REDIS) private readonly redis: Redis,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
-    this.epochKey = `${config.queuePrefix}:auth:epoch`;
+    this.epochKey = RateLimitService.epochKey(config.queuePrefix);
   }
 
   /** The current epoch, or null when Redis cannot say (then the cache is bypassed). */

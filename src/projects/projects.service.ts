@@ -120,14 +120,15 @@ export class ProjectsService {
    */
   /**
    * Resolves a bearer key to its project: from the per-process cache while
-   * the Redis auth epoch is unchanged, else one indexed query by hash (plain
+   * the Redis auth epoch (read here, or passed in by a caller that already
+   * read it) is unchanged, else one indexed query by hash (plain
    * SQL: this runs on every request). The final comparison is constant-time.
    * Revoked keys resolve to null.
    */
-  async authenticate(apiKey: string): Promise<AuthenticatedKey | null> {
+  async authenticate(apiKey: string, knownEpoch?: string | null): Promise<AuthenticatedKey | null> {
     const hash = hashApiKey(apiKey);
     const hashHex = hash.toString('hex');
-    const epoch = await this.cache.epoch();
+    const epoch = knownEpoch === undefined ? await this.cache.epoch() : knownEpoch;
     const cached = this.cache.get(hashHex, epoch);
     if (cached) return cached;
     const rows: {

@@ -3,7 +3,7 @@ import { ApiExcludeController } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { NoApiKey } from '../common/auth/auth.decorators';
 import { ApiException } from '../common/errors/api-exception';
-import { RawResponse } from '../common/http/envelope.interceptor';
+import { RawResponse } from '../common/http/envelope';
 import { UnsubscribeService } from './unsubscribe.service';
 
 /** Pages for people, not API clients: HTML, no key, links signed with APP_SECRET. */

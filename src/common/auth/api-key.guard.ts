@@ -35,16 +35,16 @@ export class ApiKeyGuard implements CanActivate {
     const header = request.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     const key = match && isWellFormedKey(match[1]) ? match[1] : null;
-    // The checks below are independent Redis/Postgres reads: issued together they share
-    // one Redis round trip (auto-pipelining) instead of queueing one after another.
+    // One Redis round trip: this IP's failed-auth count, the auth epoch, and the
+    // project's counter when this process already knows the key's project (a key
+    // never changes project). Postgres is asked only when the key is not cached.
     const knownProject = key ? this.projects.knownProjectOf(key) : null;
-    const [blocked, auth, earlyBudget] = await Promise.all([
-      this.rateLimits.authBlocked(ip),
-      key ? this.projects.authenticate(key) : Promise.resolve(null),
-      knownProject ? this.rateLimits.consumeProject(knownProject) : Promise.resolve(null),
-    ]);
+    const gate = await this.rateLimits.gate(ip, knownProject);
     // An address over its failed-auth budget learns nothing about the key it sent.
-    if (blocked) throw tooManyRequests(reply, blocked, 'Too many failed authentication attempts from this address');
+    if (gate.ipBlocked) {
+      throw tooManyRequests(reply, gate.ipBlocked, 'Too many failed authentication attempts from this address');
+    }
+    const auth = key ? await this.projects.authenticate(key, gate.epoch) : null;
     if (!match) {
       await this.rateLimits.recordAuthFailure(ip);
       throw new ApiException(401, 'MISSING_API_KEY', 'Missing API key: send "Authorization: Bearer <key>"');
@@ -60,7 +60,7 @@ export class ApiKeyGuard implements CanActivate {
       throw new ApiException(403, 'FORBIDDEN', 'A public key may only be used on POST /v1/track');
     }
 
-    const budget = earlyBudget ?? (await this.rateLimits.consumeProject(auth.project.id));
+    const budget = gate.budget ?? (await this.rateLimits.consumeProject(auth.project.id));
     reply.header('RateLimit-Limit', String(budget.limit));
     reply.header('RateLimit-Remaining', String(budget.remaining));
     reply.header('RateLimit-Reset', String(budget.resetSeconds));

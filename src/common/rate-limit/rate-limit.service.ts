@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
 import { REDIS } from '../../queue/redis.module';
@@ -13,76 +12,133 @@ export interface RateLimitState {
   resetSeconds: number;
 }
 
+/** What the guard learns from Redis in one round trip before it decides. */
+export interface AuthGate {
+  /** The client IP is over its failed-authentication budget. */
+  ipBlocked: RateLimitState | null;
+  /** The auth epoch (see ApiKeyCache); null when Redis could not answer. */
+  epoch: string | null;
+  /** The project's budget, charged when the project was already known; null otherwise. */
+  budget: RateLimitState | null;
+}
+
+const WINDOW_MS = 60_000;
+
 /**
- * Fixed one-minute windows counted in Redis, so every API process shares one
- * budget per project. When Redis cannot answer the request is let through and
- * the failure logged: a rate limiter must not take the API down with it.
+ * KEYS: ip-failures, auth-epoch[, project-counter]. ARGV: window ms.
+ * Fixed one-minute windows: INCR, and the expiry set by the first hit.
+ */
+const GATE_SCRIPT = `
+local fails = tonumber(redis.call('GET', KEYS[1]) or '0')
+local failsTtl = redis.call('PTTL', KEYS[1])
+local epoch = redis.call('GET', KEYS[2]) or '0'
+if #KEYS < 3 then return {fails, failsTtl, epoch} end
+local count = redis.call('INCR', KEYS[3])
+if count == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[1]) end
+return {fails, failsTtl, epoch, count, redis.call('PTTL', KEYS[3])}
+`;
+
+const HIT_SCRIPT = `
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return {count, redis.call('PTTL', KEYS[1])}
+`;
+
+type GateReply = [number, number, string, number?, number?];
+type HitReply = [number, number];
+
+interface RateLimitCommands {
+  mwAuthGate(...args: (string | number)[]): Promise<GateReply>;
+  mwHit(...args: (string | number)[]): Promise<HitReply>;
+}
+
+/**
+ * Per-project request budgets and per-IP failed-authentication budgets,
+ * counted in Redis so every API process shares them. The guard's reads (the
+ * IP's failures, the auth epoch, and the project's counter when the project is
+ * already known) are one Lua script, one round trip per request; a
+ * general-purpose limiter library cost three commands and a sixth of the
+ * API's CPU here. When Redis cannot answer the request is let through and the
+ * failure logged: a rate limiter must not take the API down with it.
  */
 @Injectable()
 export class RateLimitService {
   private readonly logger = new Logger(RateLimitService.name);
-  private readonly perProject: RateLimiterRedis;
-  private readonly authFailures: RateLimiterRedis;
+  private readonly redis: Redis & RateLimitCommands;
+  private readonly prefix: string;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(REDIS) redis: Redis,
   ) {
-    this.perProject = new RateLimiterRedis({
-      storeClient: redis,
-      keyPrefix: `${config.queuePrefix}:rl:project`,
-      points: config.apiRateLimitPerMinute,
-      duration: 60,
-    });
-    this.authFailures = new RateLimiterRedis({
-      storeClient: redis,
-      keyPrefix: `${config.queuePrefix}:rl:authfail`,
-      points: config.authFailureLimitPerMinute,
-      duration: 60,
-    });
-  }
-
-  consumeProject(projectId: string): Promise<RateLimitState> {
-    return this.consume(this.perProject, projectId, this.config.apiRateLimitPerMinute);
-  }
-
-  /** Is this client IP already over its budget of failed authentications? */
-  async authBlocked(ip: string): Promise<RateLimitState | null> {
-    try {
-      const res = await this.authFailures.get(ip);
-      if (res && res.consumedPoints > this.config.authFailureLimitPerMinute) {
-        return this.state(res, this.config.authFailureLimitPerMinute, false);
-      }
-    } catch (error) {
-      this.logger.warn({ err: error }, 'auth failure limiter unavailable');
+    if (!('mwAuthGate' in redis)) {
+      redis.defineCommand('mwAuthGate', { lua: GATE_SCRIPT });
+      redis.defineCommand('mwHit', { lua: HIT_SCRIPT, numberOfKeys: 1 });
     }
-    return null;
+    this.redis = redis as Redis & RateLimitCommands;
+    this.prefix = config.queuePrefix;
+  }
+
+  /** The auth epoch key, shared with ApiKeyCache which bumps it. */
+  static epochKey(prefix: string): string {
+    return `${prefix}:auth:epoch`;
+  }
+
+  async gate(ip: string, knownProjectId: string | null): Promise<AuthGate> {
+    const keys = [this.ipKey(ip), RateLimitService.epochKey(this.prefix)];
+    if (knownProjectId) keys.push(this.projectKey(knownProjectId));
+    try {
+      const [fails, failsTtl, epoch, count, ttl] = await this.redis.mwAuthGate(keys.length, ...keys, WINDOW_MS);
+      const failLimit = this.config.authFailureLimitPerMinute;
+      return {
+        ipBlocked: fails > failLimit ? state(false, failLimit, fails, failsTtl) : null,
+        epoch: String(epoch),
+        budget: count === undefined ? null : this.projectState(count, ttl ?? WINDOW_MS),
+      };
+    } catch (error) {
+      this.logger.warn({ err: error }, 'rate limiter unavailable; request let through');
+      return { ipBlocked: null, epoch: null, budget: null };
+    }
+  }
+
+  async consumeProject(projectId: string): Promise<RateLimitState> {
+    try {
+      const [count, ttl] = await this.redis.mwHit(this.projectKey(projectId), WINDOW_MS);
+      return this.projectState(count, ttl);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'rate limiter unavailable; request let through');
+      const limit = this.config.apiRateLimitPerMinute;
+      return { allowed: true, limit, remaining: limit, resetSeconds: WINDOW_MS / 1000 };
+    }
   }
 
   async recordAuthFailure(ip: string): Promise<void> {
     try {
-      await this.authFailures.penalty(ip, 1);
+      await this.redis.mwHit(this.ipKey(ip), WINDOW_MS);
     } catch (error) {
       this.logger.warn({ err: error }, 'auth failure limiter unavailable');
     }
   }
 
-  private async consume(limiter: RateLimiterRedis, key: string, limit: number): Promise<RateLimitState> {
-    try {
-      return this.state(await limiter.consume(key), limit, true);
-    } catch (rejection) {
-      if (rejection instanceof RateLimiterRes) return this.state(rejection, limit, false);
-      this.logger.warn({ err: rejection }, 'rate limiter unavailable; request let through');
-      return { allowed: true, limit, remaining: limit, resetSeconds: 60 };
-    }
+  private projectState(count: number, ttl: number): RateLimitState {
+    const limit = this.config.apiRateLimitPerMinute;
+    return state(count <= limit, limit, count, ttl);
   }
 
-  private state(res: RateLimiterRes, limit: number, allowed: boolean): RateLimitState {
-    return {
-      allowed,
-      limit,
-      remaining: Math.max(0, res.remainingPoints),
-      resetSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
-    };
+  private projectKey(projectId: string): string {
+    return `${this.prefix}:rl:project:${projectId}`;
   }
+
+  private ipKey(ip: string): string {
+    return `${this.prefix}:rl:authfail:${ip}`;
+  }
+}
+
+function state(allowed: boolean, limit: number, used: number, ttlMs: number): RateLimitState {
+  return {
+    allowed,
+    limit,
+    remaining: Math.max(0, limit - used),
+    resetSeconds: Math.max(1, Math.ceil((ttlMs > 0 ? ttlMs : WINDOW_MS) / 1000)),
+  };
 }
