@@ -1,3 +1,4 @@
+import { DataSource } from 'typeorm';
 import { ProjectsService } from '../src/projects/projects.service';
 import { InjectResult, setupTestApp, TestApp, TestProject } from './support/test-app';
 
@@ -195,5 +196,30 @@ describe('service foundation (e2e)', () => {
       expect(new Set(seen).size).toBe(45);
       expect([...seen].sort().reverse()).toEqual(seen);
     });
+  });
+});
+
+describe('unexpected failures (e2e)', () => {
+  let ctx: Awaited<ReturnType<typeof setupTestApp>>;
+
+  beforeAll(async () => {
+    ctx = await setupTestApp();
+  });
+  afterAll(() => ctx.close());
+
+  it('500 INTERNAL_ERROR: generic message, the envelope, no SQL or stack, when the database breaks underneath', async () => {
+    const project = await ctx.app.createProject('Broken');
+    // Break the schema under the running app: any query on contacts now fails in Postgres.
+    const dataSource = ctx.app.app.get(DataSource);
+    await dataSource.query('ALTER TABLE contacts RENAME TO contacts_gone');
+    try {
+      const res = await ctx.app.request({ method: 'GET', url: '/contacts', key: project.secretKey });
+      expectEnvelope(res, 500, 'INTERNAL_ERROR');
+      expect(res.body.error.message).toBe('An unexpected error occurred');
+      expect(res.raw).not.toMatch(/contacts|relation|does not exist|QueryFailedError/i);
+    } finally {
+      await dataSource.query('ALTER TABLE contacts_gone RENAME TO contacts');
+    }
+    expect((await ctx.app.request({ method: 'GET', url: '/contacts', key: project.secretKey })).status).toBe(200);
   });
 });
