@@ -6,11 +6,21 @@ import type { ContactRow } from './contact.view';
 import { queryRows } from './query-rows';
 
 /** Columns of `contacts` under the names of ContactRow. */
-export const CONTACT_COLUMNS = `c.id, c.project_id AS "projectId", c.email, c.subscribed, c.suppressed, c.data,
-  c.created_at AS "createdAt", c.updated_at AS "updatedAt"`;
+const ROW_FIELDS = [
+  'id',
+  'project_id AS "projectId"',
+  'email',
+  'subscribed',
+  'suppressed',
+  'data',
+  'created_at AS "createdAt"',
+  'updated_at AS "updatedAt"',
+];
 
-const RETURNING_CONTACT = `RETURNING id, project_id AS "projectId", email, subscribed, suppressed, data,
-  created_at AS "createdAt", updated_at AS "updatedAt"`;
+export const CONTACT_COLUMNS = ROW_FIELDS.map((field) => `c.${field}`).join(', ');
+
+/** Unqualified: fits statements on `contacts` with or without the alias `c`. */
+const RETURNING_CONTACT = `RETURNING ${ROW_FIELDS.join(', ')}`;
 
 /**
  * Merges a data patch into the stored object: top-level keys of `set` win,
@@ -95,31 +105,21 @@ export class ContactsRepository {
     return rows[0];
   }
 
-  async findById(
-    manager: EntityManager,
-    projectId: string,
-    id: string,
-  ): Promise<ContactRow | null> {
-    const rows = await queryRows<ContactRow>(
-      manager,
-      `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE c.project_id = $1 AND c.id = $2`,
-      [projectId, id],
-    );
-    return rows[0] ?? null;
+  findById(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
+    return this.selectOne(manager, 'c.project_id = $1 AND c.id = $2', [projectId, id]);
   }
 
   /** The row, locked until the transaction ends (PATCH compares the old subscription state). */
-  async lockById(
+  lockById(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
+    return this.selectOne(manager, 'c.project_id = $1 AND c.id = $2 FOR UPDATE', [projectId, id]);
+  }
+
+  findByEmail(
     manager: EntityManager,
     projectId: string,
-    id: string,
+    email: string,
   ): Promise<ContactRow | null> {
-    const rows = await queryRows<ContactRow>(
-      manager,
-      `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE c.project_id = $1 AND c.id = $2 FOR UPDATE`,
-      [projectId, id],
-    );
-    return rows[0] ?? null;
+    return this.selectOne(manager, 'c.project_id = $1 AND c.email = $2', [projectId, email]);
   }
 
   /**
@@ -168,19 +168,6 @@ export class ContactsRepository {
       pageParams,
     );
     return { rows, total: totalRows[0].total };
-  }
-
-  async findByEmail(
-    manager: EntityManager,
-    projectId: string,
-    email: string,
-  ): Promise<ContactRow | null> {
-    const rows = await queryRows<ContactRow>(
-      manager,
-      `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE c.project_id = $1 AND c.email = $2`,
-      [projectId, email],
-    );
-    return rows[0] ?? null;
   }
 
   /** PATCH: merge data and optionally set subscribed, in one statement. */
@@ -282,5 +269,19 @@ export class ContactsRepository {
       pending = existing.filter((r) => !changedSet.has(r.email));
     }
     return { created, updated };
+  }
+
+  /** One contact by a condition on `contacts c` (anything after WHERE), or null. */
+  private async selectOne(
+    manager: EntityManager,
+    condition: string,
+    params: unknown[],
+  ): Promise<ContactRow | null> {
+    const rows = await queryRows<ContactRow>(
+      manager,
+      `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE ${condition}`,
+      params,
+    );
+    return rows[0] ?? null;
   }
 }
