@@ -2,25 +2,14 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsOptional, IsString, IsUUID, MaxLength } from 'class-validator';
 import { PaginationQueryDto } from '../../common/pagination/pagination';
-import { MAX_CONTACT_DATA_BYTES } from '../contact-data';
-import {
-  IsContactEmail,
-  IsJsonObject,
-  MaxJsonSize,
-  rawJsonValue,
-  toBooleanQuery,
-  trimString,
-} from './validators';
+import { ContactDataField, ContactEmailField, toBooleanQuery } from './validators';
 
 export class CreateContactDto {
   @ApiProperty({
     example: 'ada@example.com',
     description: 'Trimmed and lower-cased; unique per project',
   })
-  @Transform(trimString)
-  @IsString()
-  @MaxLength(320)
-  @IsContactEmail()
+  @ContactEmailField()
   email: string;
 
   @ApiPropertyOptional({ default: true })
@@ -28,15 +17,7 @@ export class CreateContactDto {
   @IsBoolean()
   subscribed?: boolean;
 
-  @ApiPropertyOptional({
-    type: 'object',
-    additionalProperties: true,
-    description: 'Free-form, at most 64 KB',
-  })
-  @IsOptional()
-  @Transform(rawJsonValue)
-  @IsJsonObject()
-  @MaxJsonSize(MAX_CONTACT_DATA_BYTES)
+  @ContactDataField('Free-form, at most 64 KB')
   data?: Record<string, unknown>;
 }
 
@@ -46,15 +27,7 @@ export class UpdateContactDto {
   @IsBoolean()
   subscribed?: boolean;
 
-  @ApiPropertyOptional({
-    type: 'object',
-    additionalProperties: true,
-    description: 'Merged into the stored data (top-level keys); a key set to null is removed',
-  })
-  @IsOptional()
-  @Transform(rawJsonValue)
-  @IsJsonObject()
-  @MaxJsonSize(MAX_CONTACT_DATA_BYTES)
+  @ContactDataField('Merged into the stored data (top-level keys); a key set to null is removed')
   data?: Record<string, unknown>;
 }
 

@@ -1,6 +1,15 @@
-import { registerDecorator, ValidationOptions } from 'class-validator';
+import { applyDecorators } from '@nestjs/common';
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import {
+  IsOptional,
+  IsString,
+  MaxLength,
+  registerDecorator,
+  ValidationOptions,
+} from 'class-validator';
 import { isReservedEventName } from '../../events/event-names';
-import { isPlainObject, isValidEmail, jsonByteSize } from '../contact-data';
+import { isPlainObject, isValidEmail, jsonByteSize, MAX_CONTACT_DATA_BYTES } from '../contact-data';
 
 /**
  * Serialised size limit for free-form objects (`data`). Constraint name
@@ -96,4 +105,20 @@ export function NoControlCharacters(options?: ValidationOptions): PropertyDecora
       // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
       validator: { validate: (value: unknown) => typeof value !== 'string' || !/[\u0000-\u001f\u007f]/.test(value) },
     });
+}
+
+/** A contact's address in a request body (contacts and track): trimmed, then the feature's email rule. */
+export function ContactEmailField(): PropertyDecorator {
+  return applyDecorators(Transform(trimString), IsString(), MaxLength(320), IsContactEmail());
+}
+
+/** Optional free-form `data` (contacts and track): a JSON object of at most 64 KB, taken as parsed. */
+export function ContactDataField(description: string): PropertyDecorator {
+  return applyDecorators(
+    ApiPropertyOptional({ type: 'object', additionalProperties: true, description }),
+    IsOptional(),
+    Transform(rawJsonValue),
+    IsJsonObject(),
+    MaxJsonSize(MAX_CONTACT_DATA_BYTES),
+  );
 }

@@ -1,24 +1,16 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
 import { IsBoolean, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
-import { MAX_CONTACT_DATA_BYTES } from '../../contacts/contact-data';
 import {
-  IsContactEmail,
-  IsJsonObject,
-  MaxJsonSize,
+  ContactDataField,
+  ContactEmailField,
   NoControlCharacters,
-  rawJsonValue,
   NotReservedEvent,
-  trimString,
 } from '../../contacts/dto/validators';
 import { MAX_EVENT_NAME_LENGTH } from '../event-names';
 
 export class TrackEventDto {
   @ApiProperty({ example: 'ada@example.com' })
-  @Transform(trimString)
-  @IsString()
-  @MaxLength(320)
-  @IsContactEmail()
+  @ContactEmailField()
   email: string;
 
   @ApiProperty({
@@ -41,16 +33,9 @@ export class TrackEventDto {
   @IsBoolean()
   subscribed?: boolean;
 
-  @ApiPropertyOptional({
-    type: 'object',
-    additionalProperties: true,
-    description:
-      'Stored on the event; merged into contact.data except {"value": x, "persistent": false} values (event only)',
-  })
-  @IsOptional()
-  @Transform(rawJsonValue)
-  @IsJsonObject()
-  @MaxJsonSize(MAX_CONTACT_DATA_BYTES)
+  @ContactDataField(
+    'Stored on the event; merged into contact.data except {"value": x, "persistent": false} values (event only)',
+  )
   data?: Record<string, unknown>;
 }
 
