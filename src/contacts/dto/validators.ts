@@ -12,62 +12,61 @@ import { isReservedEventName } from '../../events/event-names';
 import { isPlainObject, isValidEmail, jsonByteSize, MAX_CONTACT_DATA_BYTES } from '../contact-data';
 
 /**
+ * One class-validator constraint as a property decorator. `name` is what
+ * validation-errors.ts maps to the field code; `options` may override the message.
+ */
+function constraint(
+  name: string,
+  message: string,
+  validate: (value: unknown) => boolean,
+  options?: ValidationOptions,
+): PropertyDecorator {
+  return (target: object, propertyName: string | symbol) =>
+    registerDecorator({
+      name,
+      target: target.constructor,
+      propertyName: String(propertyName),
+      options: { message, ...options },
+      validator: { validate },
+    });
+}
+
+/**
  * Serialised size limit for free-form objects (`data`). Constraint name
  * `maxJsonSize` maps to the field code `too_big`.
  */
 export function MaxJsonSize(bytes: number, options?: ValidationOptions): PropertyDecorator {
-  return (target: object, propertyName: string | symbol) =>
-    registerDecorator({
-      name: 'maxJsonSize',
-      target: target.constructor,
-      propertyName: String(propertyName),
-      options: { message: `$property must be at most ${bytes / 1024} KB as JSON`, ...options },
-      validator: {
-        validate: (value: unknown) => value === undefined || jsonByteSize(value) <= bytes,
-      },
-    });
+  return constraint(
+    'maxJsonSize',
+    `$property must be at most ${bytes / 1024} KB as JSON`,
+    (value) => value === undefined || jsonByteSize(value) <= bytes,
+    options,
+  );
 }
 
 /** A plain JSON object (not an array, not null). Constraint `isObject` → `invalid_type`. */
 export function IsJsonObject(options?: ValidationOptions): PropertyDecorator {
-  return (target: object, propertyName: string | symbol) =>
-    registerDecorator({
-      name: 'isObject',
-      target: target.constructor,
-      propertyName: String(propertyName),
-      options: { message: '$property must be a JSON object', ...options },
-      validator: { validate: (value: unknown) => isPlainObject(value) },
-    });
+  return constraint('isObject', '$property must be a JSON object', isPlainObject, options);
 }
 
 /** The contacts feature's email rule; constraint `isEmail` → `invalid_string`. */
 export function IsContactEmail(options?: ValidationOptions): PropertyDecorator {
-  return (target: object, propertyName: string | symbol) =>
-    registerDecorator({
-      name: 'isEmail',
-      target: target.constructor,
-      propertyName: String(propertyName),
-      options: { message: '$property must be a valid email address', ...options },
-      validator: { validate: (value: unknown) => typeof value === 'string' && isValidEmail(value) },
-    });
+  return constraint(
+    'isEmail',
+    '$property must be a valid email address',
+    (value) => typeof value === 'string' && isValidEmail(value),
+    options,
+  );
 }
 
 /** Names starting `email.`, `contact.` or `segment.` belong to the system; constraint → `reserved_event`. */
 export function NotReservedEvent(options?: ValidationOptions): PropertyDecorator {
-  return (target: object, propertyName: string | symbol) =>
-    registerDecorator({
-      name: 'notReservedEvent',
-      target: target.constructor,
-      propertyName: String(propertyName),
-      options: {
-        message:
-          '$property must not start with "email.", "contact." or "segment." (reserved for system events)',
-        ...options,
-      },
-      validator: {
-        validate: (value: unknown) => typeof value !== 'string' || !isReservedEventName(value),
-      },
-    });
+  return constraint(
+    'notReservedEvent',
+    '$property must not start with "email.", "contact." or "segment." (reserved for system events)',
+    (value) => typeof value !== 'string' || !isReservedEventName(value),
+    options,
+  );
 }
 
 /** Query-string booleans: "true"/"false" (and 1/0) become booleans; anything else stays and fails IsBoolean. */
@@ -96,15 +95,13 @@ export function rawJsonValue({ obj, key }: { obj: Record<string, unknown>; key: 
  * characters (CR, LF, TAB, NUL…) or DEL. Constraint `noLineBreaks` → `invalid_string`.
  */
 export function NoControlCharacters(options?: ValidationOptions): PropertyDecorator {
-  return (target: object, propertyName: string | symbol) =>
-    registerDecorator({
-      name: 'noLineBreaks',
-      target: target.constructor,
-      propertyName: String(propertyName),
-      options: { message: '$property must not contain control characters such as CR, LF, TAB or NUL', ...options },
-      // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
-      validator: { validate: (value: unknown) => typeof value !== 'string' || !/[\u0000-\u001f\u007f]/.test(value) },
-    });
+  return constraint(
+    'noLineBreaks',
+    '$property must not contain control characters such as CR, LF, TAB or NUL',
+    // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
+    (value) => typeof value !== 'string' || !/[\u0000-\u001f\u007f]/.test(value),
+    options,
+  );
 }
 
 /** A contact's address in a request body (contacts and track): trimmed, then the feature's email rule. */
