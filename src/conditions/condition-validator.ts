@@ -2,6 +2,7 @@ import type { FieldError, FieldErrorCode } from '../common/errors/api-exception'
 import {
   ClassifiedRule,
   CONTACT_COLUMN_FIELDS,
+  CONTACT_OPERATORS,
   ContactColumnField,
   ContactOperator,
   ConditionGroup,
@@ -42,18 +43,8 @@ const COLUMN_OPERATORS: Record<ContactColumnField, readonly ContactOperator[]> =
   createdAt: ['equals', 'notEquals', ...COMPARISON_OPERATORS, 'within', 'olderThan'],
   updatedAt: ['equals', 'notEquals', ...COMPARISON_OPERATORS, 'within', 'olderThan'],
 };
-const DATA_OPERATORS: readonly ContactOperator[] = [
-  'equals',
-  'notEquals',
-  ...STRING_OPERATORS,
-  ...COMPARISON_OPERATORS,
-  'in',
-  'notIn',
-  'exists',
-  'notExists',
-  'within',
-  'olderThan',
-];
+/** Data keys take every contact operator. */
+const DATA_OPERATORS: readonly ContactOperator[] = CONTACT_OPERATORS;
 
 const FIELD_HINT =
   'email, subscribed, createdAt, updatedAt, data.<key>, event.<name>, email.sent, email.opened, email.clicked, email.bounced or segment';
@@ -387,8 +378,7 @@ class ShapeValidator {
     switch (operator) {
       case 'exists':
       case 'notExists':
-        if (value !== undefined && value !== null)
-          this.add(path, `${operator} takes no value`, 'invalid_type');
+        this.noValue(operator, value, path);
         return;
       case 'within':
       case 'olderThan':
@@ -452,8 +442,7 @@ class ShapeValidator {
     switch (operator) {
       case 'triggered':
       case 'notTriggered':
-        if (value !== undefined && value !== null)
-          this.add(path, `${operator} takes no value`, 'invalid_type');
+        this.noValue(operator, value, path);
         return;
       case 'triggeredWithin':
       case 'notTriggeredWithin':
@@ -490,6 +479,11 @@ class ShapeValidator {
       return;
     }
     this.segmentRefs.push({ segmentId: value.toLowerCase(), path });
+  }
+
+  private noValue(operator: string, value: unknown, path: string): void {
+    if (value !== undefined && value !== null)
+      this.add(path, `${operator} takes no value`, 'invalid_type');
   }
 
   private present(value: unknown, path: string): boolean {
