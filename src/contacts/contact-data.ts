@@ -30,13 +30,16 @@ export interface DataPatch {
   remove: string[];
 }
 
+/** A key given as null is removed; any other value is written. */
+function addToPatch(patch: DataPatch, key: string, value: unknown): void {
+  if (value === null) patch.remove.push(key);
+  else patch.set[key] = value;
+}
+
 /** PATCH /contacts and imports: every key is persisted, null removes it. */
 export function toDataPatch(data: Record<string, unknown> | undefined): DataPatch {
   const patch: DataPatch = { set: {}, remove: [] };
-  for (const [key, value] of Object.entries(data ?? {})) {
-    if (value === null) patch.remove.push(key);
-    else patch.set[key] = value;
-  }
+  for (const [key, value] of Object.entries(data ?? {})) addToPatch(patch, key, value);
   return patch;
 }
 
@@ -48,15 +51,8 @@ export function toDataPatch(data: Record<string, unknown> | undefined): DataPatc
 export function toTrackedDataPatch(data: Record<string, unknown> | undefined): DataPatch {
   const patch: DataPatch = { set: {}, remove: [] };
   for (const [key, value] of Object.entries(data ?? {})) {
-    if (isPersistenceWrapper(value)) {
-      if (value.persistent === false) continue;
-      if (value.value === null) patch.remove.push(key);
-      else patch.set[key] = value.value;
-    } else if (value === null) {
-      patch.remove.push(key);
-    } else {
-      patch.set[key] = value;
-    }
+    if (!isPersistenceWrapper(value)) addToPatch(patch, key, value);
+    else if (value.persistent) addToPatch(patch, key, value.value);
   }
   return patch;
 }
