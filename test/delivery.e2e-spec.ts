@@ -1,11 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { getQueueToken } from '@nestjs/bullmq';
+import { Queue } from 'bullmq';
 import { simpleParser } from 'mailparser';
 import { DataSource } from 'typeorm';
 import { ContactsService } from '../src/contacts/contacts.service';
 import { DeliveryRecovery } from '../src/sending/delivery-recovery';
 import { EmailSource } from '../src/sending/email.entity';
 import { EmailsService } from '../src/sending/emails.service';
+import { QUEUES } from '../src/queue/queue.constants';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
 import { verifyDomainForTest } from './support/domains';
 import { verifyDkim, waitForEmailStatus } from './support/sending';
@@ -113,7 +116,8 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     // Same request with keys in another order: the same request.
     const replay = await send({ body: body.body, subject: body.subject, from: body.from, to: body.to }, headers);
     expect(replay.status).toBe(200);
-    expect(replay.body).toEqual(first.body);
+    // Byte for byte: same keys in the same order, same timestamp and ids.
+    expect(replay.raw).toBe(first.raw);
     const changed = await send({ ...body, subject: 'Twice' }, headers);
     expect(changed.status).toBe(409);
     expect(changed.body.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
@@ -123,9 +127,55 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     const list = await app.request({ method: 'GET', url: `/emails?contactId=${first.body.data.contact}`, key: project.secretKey });
     expect(list.body.data.total).toBe(1);
 
-    // The key is per project: another project may use the same key for its own request.
-    const bad = await send(body, { 'idempotency-key': 'x'.repeat(256) });
-    expect(bad.status).toBe(400);
+    for (const key of ['x'.repeat(256), '', 'caf\u00e9']) {
+      const bad = await send(body, { 'idempotency-key': key });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error.errors[0].field).toBe('Idempotency-Key');
+    }
+  });
+
+  it('Idempotency-Key: keys are per project and expire after 24 hours', async () => {
+    const body = { to: 'expiry@example.org', from: 'hello@acme.test', subject: 'Day one', body: '<p>x</p>' };
+    const headers = { 'idempotency-key': 'daily-digest' };
+    const first = await send(body, headers);
+    expect(first.status).toBe(200);
+
+    // Another project may use the same key for its own, different request.
+    const other = await app.createProject('Idempotency other');
+    await verifyDomainForTest(app, other, 'other.test', dns);
+    const foreign = await app.request({
+      method: 'POST',
+      url: '/v1/send',
+      key: other.secretKey,
+      body: { ...body, from: 'hello@other.test', subject: 'Other project' },
+      headers,
+    });
+    expect(foreign.status).toBe(200);
+    expect(foreign.body.data.emails[0].id).not.toBe(first.body.data.emails[0].id);
+
+    const dataSource = app.app.get(DataSource);
+    await dataSource.query(
+      `UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE project_id = $1 AND key = $2`,
+      [project.id, 'daily-digest'],
+    );
+    // Past 24 h the key is free again: a different body is new work, not a 409.
+    const dayTwo = await send({ ...body, subject: 'Day two' }, headers);
+    expect(dayTwo.status).toBe(200);
+    expect(dayTwo.body.data.emails[0].id).not.toBe(first.body.data.emails[0].id);
+    expect((await send({ ...body, subject: 'Day two' }, headers)).raw).toBe(dayTwo.raw);
+
+    // The sweep deletes keys past their 24 hours and leaves live ones.
+    await dataSource.query(
+      `UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE project_id = $1 AND key = $2`,
+      [project.id, 'daily-digest'],
+    );
+    const live = await send({ ...body, subject: 'Live' }, { 'idempotency-key': 'still-live' });
+    expect(live.status).toBe(200);
+    await app.app.get(DeliveryRecovery).sweep();
+    const keys = await dataSource.query('SELECT key FROM idempotency_keys WHERE project_id = $1 ORDER BY key', [project.id]);
+    expect(keys.map((k: { key: string }) => k.key)).not.toContain('daily-digest');
+    expect(keys.map((k: { key: string }) => k.key)).toContain('still-live');
+    await smtp.waitForMessages(4);
   });
 
   it('Idempotency-Key: concurrent duplicates do the work once and all get the same answer', async () => {
@@ -171,6 +221,43 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     await app.app.get(DeliveryRecovery).sweep(0);
     await sleep(300);
     expect(smtp.messagesTo('orphan@example.org')).toHaveLength(1);
+  });
+
+  it('one job per email with the email id as job id, transactional before workflow before campaign', async () => {
+    const dataSource = app.app.get(DataSource);
+    const emails = app.app.get(EmailsService);
+    const composed = await dataSource.transaction(async (manager) => {
+      const { contact } = await app.app
+        .get(ContactsService)
+        .upsertByEmail(manager, project.id, 'priority@example.org', { defaultSubscribed: false });
+      const rows = [];
+      for (const source of [EmailSource.CAMPAIGN, EmailSource.WORKFLOW, EmailSource.TRANSACTIONAL]) {
+        rows.push(
+          await emails.compose({
+            projectId: project.id,
+            contact,
+            source,
+            marketing: false,
+            from: { email: 'hello@acme.test' },
+            content: { subject: source, body: '<p>x</p>' },
+          }),
+        );
+      }
+      await emails.insert(manager, rows);
+      return rows;
+    });
+    await emails.enqueue(composed);
+    await emails.enqueue(composed); // a second enqueue of the same rows adds nothing
+    const queue = app.app.get<Queue>(getQueueToken(QUEUES.DELIVERY));
+    const jobs = await Promise.all(composed.map((e) => queue.getJob(e.id)));
+    expect(jobs.map((j) => j?.id)).toEqual(composed.map((e) => e.id));
+    expect(jobs.map((j) => j?.data)).toEqual(composed.map((e) => ({ emailId: e.id })));
+    const [campaign, workflow, transactional] = jobs.map((j) => j!.opts.priority!);
+    // BullMQ runs lower numbers first.
+    expect(transactional).toBeLessThan(workflow);
+    expect(workflow).toBeLessThan(campaign);
+    for (const e of composed) await waitForEmailStatus(app, project.secretKey, e.id, ['SENT']);
+    expect(smtp.messagesTo('priority@example.org')).toHaveLength(3);
   });
 
   it('marketing mail: List-Unsubscribe one-click link unsubscribes; tampered token is 404; unsubscribed contacts get no more', async () => {

@@ -58,8 +58,11 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     expect(data.emails).toHaveLength(3);
     expect(data.emails.map((e: { to: string }) => e.to)).toEqual(['ada@example.org', 'bob@example.org', 'carol@example.org']);
     expect(data.emails.every((e: { status: string }) => e.status === 'QUEUED')).toBe(true);
+    expect(Object.keys(data)).toEqual(['contact', 'event', 'timestamp', 'emails']);
+    for (const item of data.emails) expect(Object.keys(item)).toEqual(['id', 'to', 'contact', 'status']);
     expect(data.contact).toBe(data.emails[0].contact);
-    expect(typeof data.event).toBe('string');
+    const queuedEvents = await app.request({ method: 'GET', url: `/events?contactId=${data.contact}&name=email.queued`, key: project.secretKey });
+    expect(queuedEvents.body.data.items.map((e: { id: string }) => e.id)).toContain(data.event);
     expect(new Date(data.timestamp).toString()).not.toBe('Invalid Date');
 
     await smtp.waitForMessages(3);
@@ -98,6 +101,10 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
       templateId: null,
       campaignId: null,
     });
+    expect(Object.keys(record).sort()).toEqual(
+      ['id', 'to', 'from', 'subject', 'status', 'source', 'contactId', 'templateId', 'campaignId', 'messageId', 'attempts',
+        'error', 'queuedAt', 'sentAt', 'openedAt', 'clickedAt', 'bouncedAt'].sort(),
+    );
     expect(record.messageId).toBe(bob.messageId);
     expect(record.sentAt).not.toBeNull();
 
@@ -265,6 +272,99 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     // Nothing was accepted, so nothing was sent.
     await new Promise((r) => setTimeout(r, 300));
     expect(smtp.accepted).toBe(0);
+  });
+
+  it('counts distinct recipients: duplicates are sent once, 51 distinct addresses are 422, huge lists are refused cheaply', async () => {
+    const base = { from: 'hello@acme.test', subject: 's', body: 'b' };
+    const fifty = Array.from({ length: 50 }, (_, i) => `dist${i}@example.org`);
+    // 55 entries, 50 distinct addresses once case is ignored.
+    const withDuplicates = await send({ ...base, to: [...fifty, 'DIST0@example.org', { email: 'dist1@example.org' }, 'dist2@example.org', ' dist3@example.org', 'Dist4@Example.org'] });
+    expect(withDuplicates.status).toBe(200);
+    expect(withDuplicates.body.data.emails).toHaveLength(50);
+    await smtp.waitForMessages(50);
+
+    const fiftyOne = await send({ ...base, to: [...fifty, 'dist50@example.org'] });
+    expect(fiftyOne.status).toBe(422);
+    expect(fiftyOne.body.error.errors).toEqual([expect.objectContaining({ field: 'to', code: 'too_big' })]);
+
+    // 20,000 entries: one error, not one per entry.
+    const huge = await send({ ...base, to: Array.from({ length: 20_000 }, (_, i) => `h${i}@example.org`) });
+    expect(huge.status).toBe(422);
+    expect(huge.body.error.errors).toEqual([expect.objectContaining({ field: 'to', code: 'too_big' })]);
+    const hugeBad = await send({ ...base, to: Array.from({ length: 20_000 }, () => 7) });
+    expect(hugeBad.status).toBe(422);
+    expect(hugeBad.body.error.errors.length).toBeLessThanOrEqual(102);
+
+    for (const [to, code] of [[null, 'required'], [7, 'invalid_type'], [[], 'too_small']] as const) {
+      const res = await send({ ...base, to });
+      expect(res.status).toBe(422);
+      expect(res.body.error.errors).toEqual([expect.objectContaining({ field: 'to', code })]);
+    }
+    const fromList = await send({ ...base, to: 'x@example.org', from: [{ email: 'hello@acme.test' }] });
+    expect(fromList.status).toBe(422);
+    expect(fromList.body.error.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field: 'from', code: 'invalid_type' })]));
+    const pdf = await send({ ...base, to: 'x@example.org', type: 'pdf' });
+    expect(pdf.status).toBe(422);
+    expect(pdf.body.error.errors).toEqual([expect.objectContaining({ field: 'type', code: 'invalid_enum_value' })]);
+    const badHeaderValue = await send({ ...base, to: 'x@example.org', headers: { 'X-Count': 5, 'X-Obj': { a: 1 } } });
+    expect(badHeaderValue.status).toBe(422);
+    expect(badHeaderValue.body.error.errors.map((e: { field: string; code: string }) => `${e.field}:${e.code}`)).toEqual([
+      'headers.X-Count:invalid_type',
+      'headers.X-Obj:invalid_type',
+    ]);
+    const badBase64 = await send({ ...base, to: 'x@example.org', attachments: [{ filename: 'a.bin', content: '!!!not base64' }] });
+    expect(badBase64.status).toBe(422);
+    expect(badBase64.body.error.errors).toEqual([expect.objectContaining({ field: 'attachments[0].content', code: 'invalid_string' })]);
+    expect(smtp.accepted).toBe(50);
+  });
+
+  it('keeps data and header keys named like Object.prototype members', async () => {
+    const res = await send({
+      to: 'keys@example.org',
+      from: 'hello@acme.test',
+      subject: 'Keys',
+      body: '<p>[{{ toString }}|{{ valueOf }}]</p>',
+      data: { toString: 'TS', valueOf: 'VO' },
+      headers: { toString: 'header-ts', 'X-Ok': 'yes' },
+    });
+    expect(res.status).toBe(200);
+    await smtp.waitForMessages(1);
+    const message = smtp.messages[0].parsed!;
+    expect(message.html).toContain('[TS|VO]');
+    expect(message.headers.get('tostring')).toBe('header-ts');
+    expect(message.headers.get('x-ok')).toBe('yes');
+    const contact = await app.request({ method: 'GET', url: `/contacts/${res.body.data.contact}`, key: project.secretKey });
+    expect(contact.body.data.data).toEqual({ toString: 'TS', valueOf: 'VO' });
+  });
+
+  it('accepts MIME-style base64 with line breaks in attachments', async () => {
+    const bytes = Buffer.from(Array.from({ length: 300 }, (_, i) => (i * 13) % 256));
+    const wrapped = bytes.toString('base64').replace(/.{76}/g, '$&\r\n');
+    expect(wrapped).toContain('\r\n');
+    const res = await send({ to: 'wrap@example.org', from: 'hello@acme.test', subject: 'Wrapped', body: 'b', attachments: [{ filename: 'w.bin', content: wrapped }] });
+    expect(res.status).toBe(200);
+    await smtp.waitForMessages(1);
+    expect(Buffer.compare(smtp.messages[0].parsed!.attachments[0].content, bytes)).toBe(0);
+  });
+
+  it('records contact.subscribed / contact.unsubscribed when a send changes an existing contact\'s subscription', async () => {
+    const base = { to: 'flip@example.org', from: 'hello@acme.test', subject: 's', body: 'b' };
+    const created = await send(base);
+    const contactId = created.body.data.contact;
+    const names = async () =>
+      (await app.request({ method: 'GET', url: `/events?contactId=${contactId}`, key: project.secretKey })).body.data.items
+        .map((e: { name: string }) => e.name)
+        .filter((n: string) => n.startsWith('contact.'));
+    // Created unsubscribed: no subscription event.
+    expect(await names()).toEqual([]);
+    await send({ ...base, subscribed: true });
+    await send({ ...base, subscribed: true });
+    expect(await names()).toEqual(['contact.subscribed']);
+    await send({ ...base, subscribed: false });
+    expect(await names()).toEqual(['contact.unsubscribed', 'contact.subscribed']);
+    const events = await app.request({ method: 'GET', url: `/events?contactId=${contactId}&name=contact.subscribed`, key: project.secretKey });
+    expect(events.body.data.items[0].data).toEqual({ source: 'send' });
+    await smtp.waitForMessages(4);
   });
 
   it('refuses a sender on a domain that is not verified for this project (403)', async () => {

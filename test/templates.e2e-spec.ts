@@ -66,6 +66,19 @@ describe('Templates', () => {
     expect(badType.body.error.errors[0]).toMatchObject({ field: 'type', code: 'invalid_enum_value' });
   });
 
+  it('PATCH refuses null for name, subject, body and type (422, not a 500); sender fields may be cleared', async () => {
+    const tpl = await req('POST', '/templates', { name: 'N', subject: 's', body: 'b', type: 'MARKETING', replyTo: 'r@acme.test' });
+    const id = tpl.body.data.id;
+    for (const field of ['name', 'subject', 'body', 'type']) {
+      const res = await req('PATCH', `/templates/${id}`, { [field]: null });
+      expect(res.status).toBe(422);
+      expect(res.body.error.errors).toEqual([expect.objectContaining({ field, code: 'required' })]);
+    }
+    const cleared = await req('PATCH', `/templates/${id}`, { fromName: null, replyTo: null });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body.data).toMatchObject({ name: 'N', subject: 's', body: 'b', type: 'MARKETING', fromName: null, replyTo: null });
+  });
+
   it('lists newest first with type and name filters and cursor pagination', async () => {
     const p = await app.createProject('Listing');
     const make = (name: string, type: string) =>
@@ -111,6 +124,23 @@ describe('Templates', () => {
     const missing = await req('POST', `/templates/${tpl.body.data.id}/preview`, { contactId: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b' });
     expect(missing.status).toBe(404);
     expect(missing.body.error.code).toBe('CONTACT_NOT_FOUND');
+    // Another project's contact is not found either (never a 500, never its data).
+    const other = await app.createProject('Preview other');
+    const foreign = await app.request({ method: 'POST', url: '/contacts', key: other.secretKey, body: { email: 'theirs@example.org', data: { firstName: 'Eve' } } });
+    const leaked = await req('POST', `/templates/${tpl.body.data.id}/preview`, { contactId: foreign.body.data.id });
+    expect(leaked.status).toBe(404);
+    expect(leaked.body.error.code).toBe('CONTACT_NOT_FOUND');
+    expect(leaked.raw).not.toContain('Eve');
+  });
+
+  it('preview keeps data keys named like Object.prototype members, and refuses data that is not an object', async () => {
+    const tpl = await req('POST', '/templates', { name: 'Keys', subject: '{{ hasOwnProperty }}', body: '[{{ toString }}|{{ valueOf }}]', type: 'TRANSACTIONAL' });
+    const preview = await req('POST', `/templates/${tpl.body.data.id}/preview`, { data: { toString: 'TS', valueOf: 'VO', hasOwnProperty: 'H' } });
+    expect(preview.status).toBe(200);
+    expect(preview.body.data).toMatchObject({ subject: 'H', html: '[TS|VO]' });
+    const array = await req('POST', `/templates/${tpl.body.data.id}/preview`, { data: ['x'] });
+    expect(array.status).toBe(422);
+    expect(array.body.error.errors[0]).toMatchObject({ field: 'data', code: 'invalid_type' });
   });
 
   it('renders in a sandbox: no file includes, no prototype access, bounded time and memory', async () => {

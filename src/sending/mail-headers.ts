@@ -21,7 +21,7 @@ const MAX_VALUE = 998;
 export function validateMailHeaders(
   headers: Record<string, unknown> | undefined,
 ): { headers: Record<string, string>; errors: FieldError[] } {
-  const out: Record<string, string> = {};
+  const valid: Array<[string, string]> = [];
   const errors: FieldError[] = [];
   for (const [name, value] of Object.entries(headers ?? {})) {
     const field = `headers.${name}`;
@@ -37,8 +37,9 @@ export function validateMailHeaders(
     } else if (value.length > MAX_VALUE) {
       errors.push({ field, message: `header values are at most ${MAX_VALUE} characters`, code: 'too_big' });
     } else {
-      out[name] = value;
+      valid.push([name, value]);
     }
   }
-  return { headers: out, errors };
+  // fromEntries defines own properties: a header named like an Object.prototype member stays a header.
+  return { headers: Object.fromEntries(valid), errors };
 }

@@ -5,6 +5,7 @@ import { ContactsService } from '../contacts/contacts.service';
 import { newId } from '../database/id';
 import { DomainsService } from '../domains/domains.service';
 import { EventsService } from '../events/events.service';
+import type { NewEvent } from '../events/events.repository';
 import { TemplateType } from '../templates/template.entity';
 import { TemplateRenderError } from '../templates/template-renderer';
 import { renderFailure, TemplatesService } from '../templates/templates.service';
@@ -44,7 +45,7 @@ export class SendService {
     const attachments = decodeAttachments(dto);
     await this.domains.assertCanSend(projectId, resolved.from.email);
 
-    const { response, emails } = await this.repository.transaction(async (manager) => {
+    const { response, emails, published } = await this.repository.transaction(async (manager) => {
       const idempotencyRowId = newId();
       if (idempotency) {
         const stored = await this.repository.claimIdempotencyKey(
@@ -56,7 +57,7 @@ export class SendService {
         );
         if (stored) {
           if (stored.requestHash !== idempotency.requestHash) throw idempotencyKeyReused();
-          return { response: stored.responseBody as SendResponse, emails: [] as Email[] };
+          return { response: sendResponse(stored.responseBody as SendResponse), emails: [] as Email[], published: [] };
         }
       }
 
@@ -79,12 +80,21 @@ export class SendService {
       );
 
       const composed: Email[] = [];
+      const subscriptionEvents: NewEvent[] = [];
       for (const recipient of resolved.recipients) {
-        const { contact } = await this.contacts.upsertByEmail(manager, projectId, recipient.email, {
+        const { contact, subscriptionChanged } = await this.contacts.upsertByEmail(manager, projectId, recipient.email, {
           subscribed: dto.subscribed,
           defaultSubscribed: false,
           data: dto.data,
         });
+        if (subscriptionChanged) {
+          subscriptionEvents.push({
+            projectId,
+            contactId: contact.id,
+            name: this.contacts.subscriptionEventName(contact.subscribed),
+            data: { source: 'send' },
+          });
+        }
         composed.push(
           await this.emails.compose({
             projectId,
@@ -102,20 +112,27 @@ export class SendService {
           }),
         );
       }
+      const subscriptions = await this.events.recordMany(manager, subscriptionEvents);
       const queued = await this.emails.insert(manager, composed);
-      const result: SendResponse = {
+      const result = sendResponse({
         contact: composed[0].contactId,
         event: queued[0].id,
         timestamp: new Date().toISOString(),
         emails: composed.map((e) => ({ id: e.id, to: e.toEmail, contact: e.contactId, status: e.status })),
-      };
+      });
       if (idempotency) await this.repository.storeIdempotentResponse(manager, idempotencyRowId, 200, result);
-      return { response: result, emails: composed };
+      const emailOf = new Map(composed.map((e) => [e.contactId, e.toEmail]));
+      return {
+        response: result,
+        emails: composed,
+        published: subscriptions.map((event) => ({ ...event, email: emailOf.get(event.contactId) as string })),
+      };
     }).catch((error: unknown) => {
       throw error instanceof TemplateRenderError ? renderFailure(error) : error;
     });
 
     await this.emails.enqueue(emails);
+    await this.events.publish(published);
     return response;
   }
 
@@ -152,6 +169,19 @@ export class SendService {
       recipients,
     };
   }
+}
+
+/**
+ * The response in the one key order clients see. A replay reads it back from
+ * jsonb, which reorders keys; rebuilding keeps the replay byte-identical.
+ */
+function sendResponse(r: SendResponse): SendResponse {
+  return {
+    contact: r.contact,
+    event: r.event,
+    timestamp: r.timestamp,
+    emails: r.emails.map((e) => ({ id: e.id, to: e.to, contact: e.contact, status: e.status })),
+  };
 }
 
 function attachmentSizeErrors(dto: SendEmailDto): FieldError[] {

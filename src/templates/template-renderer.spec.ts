@@ -16,6 +16,13 @@ describe('TemplateRenderer', () => {
     expect(out.html).toBe('free 7 https://x.test/u/t');
   });
 
+  it('renders {value, persistent} wrappers as their value, and keeps keys named like Object.prototype members', async () => {
+    const ctx = context({ kept: { value: 'k', persistent: true }, toString: 'TS', valueOf: 'VO', ['__proto__']: 'P' });
+    expect(Object.keys(ctx)).toEqual(expect.arrayContaining(['kept', 'toString', 'valueOf', '__proto__']));
+    const out = await renderer.render({ subject: 's', body: '{{ kept }}|{{ toString }}|{{ valueOf }}' }, ctx);
+    expect(out.html).toBe('k|TS|VO');
+  });
+
   it('escapes variables in HTML bodies but not in subjects; raw opts out', async () => {
     const out = await renderer.render({ subject: '{{ v }}', body: '{{ v }}|{{ v | raw }}' }, { v: '<b>&' });
     expect(out.subject).toBe('<b>&');

@@ -152,24 +152,24 @@ export function htmlToText(html: string): string {
 }
 
 /**
- * Track-style values `{value, persistent:false}` render as their value; the
+ * Track-style values `{value, persistent}` render as their value; the
  * wrapper is an instruction about storage, not part of the data.
  */
 export function unwrapDataValues(data: Record<string, unknown> | null | undefined): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(data ?? {})) {
-    out[key] = isEphemeralValue(value) ? value.value : value;
-  }
-  return out;
+  // fromEntries defines own properties, so keys such as "__proto__" stay plain keys.
+  return Object.fromEntries(
+    Object.entries(data ?? {}).map(([key, value]) => [key, isPersistenceWrapper(value) ? value.value : value]),
+  );
 }
 
-export function isEphemeralValue(value: unknown): value is { value: unknown; persistent: false } {
+/** `{value, persistent: <boolean>}` and nothing else: the shape /v1/track and /v1/send unwrap (contact-data.ts). */
+export function isPersistenceWrapper(value: unknown): value is { value: unknown; persistent: boolean } {
   return (
     typeof value === 'object' &&
     value !== null &&
     !Array.isArray(value) &&
     'value' in value &&
-    (value as { persistent?: unknown }).persistent === false &&
+    typeof (value as { persistent?: unknown }).persistent === 'boolean' &&
     Object.keys(value).length === 2
   );
 }

@@ -35,22 +35,3 @@ export function NoLineBreaks(options?: ValidationOptions): PropertyDecorator {
     });
   };
 }
-
-/** A JSON value whose serialised size is at most `maxBytes` (maps to `too_big`). */
-export function MaxJsonSize(maxBytes: number, options?: ValidationOptions): PropertyDecorator {
-  return (target: object, propertyName: string | symbol) => {
-    registerDecorator({
-      name: 'maxJsonSize',
-      target: target.constructor,
-      propertyName: String(propertyName),
-      constraints: [maxBytes],
-      options,
-      validator: {
-        validate: (value: unknown) =>
-          value === undefined || value === null || Buffer.byteLength(JSON.stringify(value), 'utf8') <= maxBytes,
-        defaultMessage: (args: ValidationArguments) =>
-          `${args.property} must be at most ${Math.round(maxBytes / 1024)} KB as JSON`,
-      },
-    });
-  };
-}

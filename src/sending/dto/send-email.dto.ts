@@ -16,9 +16,13 @@ import {
   IsUUID,
   Matches,
   MaxLength,
+  registerDecorator,
   ValidateNested,
+  ValidationOptions,
 } from 'class-validator';
-import { IsLiquidTemplate, MaxJsonSize, NoLineBreaks } from '../../templates/template-validators';
+import { isPlainObject, MAX_CONTACT_DATA_BYTES } from '../../contacts/contact-data';
+import { IsJsonObject, MaxJsonSize, rawJsonValue } from '../../contacts/dto/validators';
+import { IsLiquidTemplate, NoLineBreaks } from '../../templates/template-validators';
 
 const lowerTrim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim().toLowerCase() : value);
 
@@ -42,8 +46,48 @@ export class MailboxDto {
 /** `"a@b.c"` and `{email, name?}` both become a MailboxDto; anything else is left for validation to refuse. */
 function toMailbox(value: unknown): unknown {
   if (typeof value === 'string') return plainToInstance(MailboxDto, { email: value });
-  if (typeof value === 'object' && value !== null && !Array.isArray(value)) return plainToInstance(MailboxDto, value);
+  if (isPlainObject(value)) return plainToInstance(MailboxDto, value);
   return value;
+}
+
+export const MAX_RECIPIENTS = 50;
+/**
+ * Entries of `to` accepted before duplicates collapse. Past it the list is
+ * refused without validating every entry: a 10 MB body holds ~400k addresses.
+ */
+export const MAX_RECIPIENT_ENTRIES = 2 * MAX_RECIPIENTS;
+
+/** One recipient or a list of them, always a list; null and scalars stay for IsDefined/IsArray to refuse. */
+function toRecipients({ value }: { value: unknown }): unknown {
+  if (Array.isArray(value)) return value.slice(0, MAX_RECIPIENT_ENTRIES + 1).map(toMailbox);
+  if (typeof value === 'string' || isPlainObject(value)) return [toMailbox(value)];
+  return value;
+}
+
+/**
+ * At most `MAX_RECIPIENTS` distinct addresses (case-insensitive; the
+ * addresses are lower-cased already) and `MAX_RECIPIENT_ENTRIES` entries.
+ * Constraint `arrayMaxSize` maps to `too_big`.
+ */
+function MaxRecipients(options?: ValidationOptions): PropertyDecorator {
+  return (target: object, propertyName: string | symbol) =>
+    registerDecorator({
+      name: 'arrayMaxSize',
+      target: target.constructor,
+      propertyName: String(propertyName),
+      options: {
+        message: `$property may list at most ${MAX_RECIPIENTS} distinct recipients (${MAX_RECIPIENT_ENTRIES} entries)`,
+        ...options,
+      },
+      validator: {
+        validate: (value: unknown) => {
+          if (!Array.isArray(value)) return true;
+          if (value.length > MAX_RECIPIENT_ENTRIES) return false;
+          const distinct = new Set(value.map((r: unknown) => (r instanceof MailboxDto ? r.email : r)));
+          return distinct.size <= MAX_RECIPIENTS;
+        },
+      },
+    });
 }
 
 export class AttachmentDto {
@@ -54,7 +98,8 @@ export class AttachmentDto {
   @NoLineBreaks()
   filename: string;
 
-  @ApiProperty({ description: 'File content, base64' })
+  @ApiProperty({ description: 'File content, base64 (line breaks allowed, as in MIME)' })
+  @Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? value.replace(/[\r\n\t ]+/g, '') : value))
   @IsString()
   @IsNotEmpty()
   @IsBase64()
@@ -68,7 +113,6 @@ export class AttachmentDto {
   contentType?: string;
 }
 
-export const MAX_RECIPIENTS = 50;
 export const MAX_ATTACHMENTS = 10;
 export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
 
@@ -78,7 +122,7 @@ export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
  */
 export class SendEmailDto {
   @ApiProperty({
-    description: `An email, {email, name?}, or an array of those (1..${MAX_RECIPIENTS} distinct recipients)`,
+    description: `An email, {email, name?}, or an array of those (1..${MAX_RECIPIENTS} distinct recipients; duplicates, case-insensitive, are sent once)`,
     oneOf: [
       { type: 'string', format: 'email' },
       { $ref: '#/components/schemas/MailboxDto' },
@@ -86,10 +130,10 @@ export class SendEmailDto {
     ],
   })
   @IsDefined()
-  @Transform(({ value }: { value: unknown }) => (Array.isArray(value) ? value.map(toMailbox) : [toMailbox(value)]))
+  @Transform(toRecipients)
   @IsArray()
   @ArrayMinSize(1)
-  @ArrayMaxSize(MAX_RECIPIENTS)
+  @MaxRecipients()
   @ValidateNested({ each: true })
   to: MailboxDto[];
 
@@ -115,15 +159,21 @@ export class SendEmailDto {
   @IsLiquidTemplate()
   body?: string;
 
-  @ApiPropertyOptional({ description: 'Render variables, also merged into each contact as in /v1/track' })
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'Render variables, also merged into each contact as in /v1/track. At most 64 KB',
+  })
   @IsOptional()
-  @IsObject()
-  @MaxJsonSize(64 * 1024)
+  @Transform(rawJsonValue)
+  @IsJsonObject()
+  @MaxJsonSize(MAX_CONTACT_DATA_BYTES)
   data?: Record<string, unknown>;
 
   @ApiPropertyOptional({ description: 'Sender: an email or {email, name?}; defaults to the template sender' })
   @IsOptional()
   @Transform(({ value }: { value: unknown }) => toMailbox(value))
+  @IsObject({ message: 'from must be an email or {email, name?}' })
   @ValidateNested()
   @Type(() => MailboxDto)
   from?: MailboxDto;
@@ -155,7 +205,8 @@ export class SendEmailDto {
     description: 'Extra headers; no CR/LF; From, To, Subject, Cc, Bcc, Reply-To, Message-ID, Date, Content-*, DKIM-Signature, List-Unsubscribe… are refused',
   })
   @IsOptional()
-  @IsObject()
+  @Transform(rawJsonValue)
+  @IsJsonObject()
   @MaxJsonSize(16 * 1024)
   headers?: Record<string, unknown>;
 

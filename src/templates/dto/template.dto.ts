@@ -1,17 +1,18 @@
-import { ApiProperty, ApiPropertyOptional, PartialType } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, IntersectionType, OmitType, PartialType, PickType } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import {
   IsEmail,
   IsEnum,
   IsNotEmpty,
-  IsObject,
   IsOptional,
   IsString,
   IsUUID,
   MaxLength,
 } from 'class-validator';
 import { PaginationQueryDto } from '../../common/pagination/pagination';
-import { IsLiquidTemplate, MaxJsonSize, NoLineBreaks } from '../template-validators';
+import { MAX_CONTACT_DATA_BYTES } from '../../contacts/contact-data';
+import { IsJsonObject, MaxJsonSize, rawJsonValue } from '../../contacts/dto/validators';
+import { IsLiquidTemplate, NoLineBreaks } from '../template-validators';
 import { TemplateType } from '../template.entity';
 
 const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
@@ -66,7 +67,13 @@ export class CreateTemplateDto {
   replyTo?: string | null;
 }
 
-export class UpdateTemplateDto extends PartialType(CreateTemplateDto) {}
+/** The sender fields may be cleared with null; the others may be left out but never nulled. */
+const NULLABLE_FIELDS = ['from', 'fromName', 'replyTo'] as const;
+
+export class UpdateTemplateDto extends IntersectionType(
+  PartialType(OmitType(CreateTemplateDto, NULLABLE_FIELDS), { skipNullProperties: false }),
+  PartialType(PickType(CreateTemplateDto, NULLABLE_FIELDS)),
+) {}
 
 export class ListTemplatesQueryDto extends PaginationQueryDto {
   @ApiPropertyOptional({ enum: TemplateType })
@@ -82,10 +89,15 @@ export class ListTemplatesQueryDto extends PaginationQueryDto {
 }
 
 export class PreviewTemplateDto {
-  @ApiPropertyOptional({ description: 'Variables; they win over the contact data keys' })
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'Variables; they win over the contact data keys. At most 64 KB',
+  })
   @IsOptional()
-  @IsObject()
-  @MaxJsonSize(64 * 1024)
+  @Transform(rawJsonValue)
+  @IsJsonObject()
+  @MaxJsonSize(MAX_CONTACT_DATA_BYTES)
   data?: Record<string, unknown>;
 
   @ApiPropertyOptional({ format: 'uuid', description: 'Render with this contact\'s data and address' })
