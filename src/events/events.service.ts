@@ -53,15 +53,9 @@ export class EventsService {
       after,
       limit,
     );
-    const hasMore = rows.length > limit;
-    const page = hasMore ? rows.slice(0, limit) : rows;
-    const last = page[page.length - 1];
-    return {
-      items: page.map(toEventView),
-      nextCursor: hasMore ? encodeEventCursor({ micros: last.micros, id: last.id }) : null,
-      hasMore,
-      total,
-    };
+    return keysetPage(rows, limit, total, toEventView, (last) =>
+      encodeEventCursor({ micros: last.micros, id: last.id }),
+    );
   }
 
   async names(
@@ -76,18 +70,37 @@ export class EventsService {
       after,
       limit,
     );
-    const hasMore = rows.length > limit;
-    const page = hasMore ? rows.slice(0, limit) : rows;
-    const last = page[page.length - 1];
-    return {
-      items: page.map((row) => ({
+    return keysetPage(
+      rows,
+      limit,
+      total,
+      (row) => ({
         name: row.name,
         count: Number(row.count),
         lastSeenAt: row.lastSeenAt.toISOString(),
-      })),
-      nextCursor: hasMore ? encodeNameCursor({ micros: last.micros, name: last.name }) : null,
-      hasMore,
-      total,
-    };
+      }),
+      (last) => encodeNameCursor({ micros: last.micros, name: last.name }),
+    );
   }
+}
+
+/**
+ * The list envelope from the limit + 1 rows fetched. Like pageOf, but the
+ * cursor is the row's (time, key) pair rather than its id.
+ */
+function keysetPage<R, T>(
+  rows: R[],
+  limit: number,
+  total: number,
+  toItem: (row: R) => T,
+  cursorOf: (last: R) => string,
+): Page<T> {
+  const hasMore = rows.length > limit;
+  const page = hasMore ? rows.slice(0, limit) : rows;
+  return {
+    items: page.map(toItem),
+    nextCursor: hasMore ? cursorOf(page[page.length - 1]) : null,
+    hasMore,
+    total,
+  };
 }
