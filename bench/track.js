@@ -10,9 +10,14 @@
  *   BENCH_SECONDS=15 npm run bench:track
  */
 const http = require('node:http');
+const { join } = require('node:path');
 const { Pool } = require('pg');
 const { v7: uuidv7 } = require('uuid');
-const { createBenchDatabase, createProject, startApp, percentile } = require('./support');
+const { DIST, createBenchDatabase, createProject, startApp, percentile } = require('./support');
+
+// The baseline runs the service's own statement and data rule, from the build under test.
+const { UPSERT_CONTACT_AND_INSERT_EVENT } = require(join(DIST, 'events/track.repository.js'));
+const { toTrackedDataPatch } = require(join(DIST, 'contacts/contact-data.js'));
 
 const CONCURRENCY = 64;
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
@@ -99,23 +104,17 @@ function apiCaller(base, key) {
 function baselineCaller(pool, projectId) {
   return async (i) => {
     const w = workload(i);
-    const set = {};
-    for (const [k, v] of Object.entries(w.data)) if (!(v && typeof v === 'object' && v.persistent === false)) set[k] = v;
-    await pool.query(
-      `WITH c AS (
-         INSERT INTO contacts AS c (id, project_id, email, subscribed, suppressed, data, created_at, updated_at)
-         VALUES ($1, $2, $3, true, false, $4::jsonb, now(), now())
-         ON CONFLICT (project_id, email) DO UPDATE
-           SET data = (c.data || $4::jsonb) - $5::text[], updated_at = now()
-         RETURNING c.id, c.email
-       ), e AS (
-         INSERT INTO events (id, project_id, contact_id, email_id, name, data, created_at)
-         SELECT $6, $2, c.id, NULL, $7, $8::jsonb, now() FROM c
-         RETURNING id, created_at
-       )
-       SELECT c.id AS "contactId", c.email, e.id AS "eventId", e.created_at AS "createdAt" FROM c, e`,
-      [uuidv7(), projectId, w.email, JSON.stringify(set), [], uuidv7(), w.event, JSON.stringify(w.data)],
-    );
+    const patch = toTrackedDataPatch(w.data);
+    await pool.query(UPSERT_CONTACT_AND_INSERT_EVENT, [
+      uuidv7(),
+      projectId,
+      w.email,
+      JSON.stringify(patch.set),
+      patch.remove,
+      uuidv7(),
+      w.event,
+      JSON.stringify(w.data),
+    ]);
   };
 }
 
