@@ -1,5 +1,6 @@
 import { Client } from 'pg';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
+import { postImport, waitForImport } from './support/imports';
 import { InjectResult, setupTestApp, TestApp, TestProject } from './support/test-app';
 
 /**
@@ -217,14 +218,7 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
     expect(await fingerprint()).toEqual(before);
   }
 
-  async function waitForImport(p: TestProject, id: string): Promise<{ status: string; [k: string]: unknown }> {
-    const deadline = Date.now() + 25_000;
-    for (;;) {
-      const job = (await app.request({ method: 'GET', url: `/contacts/imports/${id}`, key: p.secretKey })).body.data;
-      if (job.status === 'COMPLETED' || job.status === 'FAILED' || Date.now() > deadline) return job;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+  const importDone = (p: TestProject, id: string) => waitForImport(app, p.secretKey, id, 25_000, 100);
 
   // ---------------------------------------------------------------- body-level matrix
 
@@ -350,10 +344,10 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
     const rows = Array.from({ length: 9_000 }, (_, i) => ({ email: `big-${i}@example.com`, data: { note: 'n'.repeat(200) } }));
     const body = JSON.stringify({ contacts: rows });
     expect(body.length).toBeGreaterThan(MB);
-    const res = await app.request({ method: 'POST', url: '/contacts/import', key: b.secretKey, body });
+    const res = await postImport(app, b.secretKey, body);
     expect(res.status).toBe(202);
     // The worker's writes must not land in the middle of a later test's before/after comparison.
-    const done = await waitForImport(b, res.body.data.id);
+    const done = await importDone(b, res.body.data.id);
     expect(done).toMatchObject({ status: 'COMPLETED', created: 9_000 });
   }, 30_000);
 
@@ -465,10 +459,10 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
       'not an object',
       null,
     ];
-    const res = await app.request({ method: 'POST', url: '/contacts/import', key: a.secretKey, body: { contacts: rows } });
+    const res = await postImport(app, a.secretKey, { contacts: rows });
     expect(res.status).toBe(202);
     expectNoLeak(res);
-    const job = await waitForImport(a, res.body.data.id);
+    const job = await importDone(a, res.body.data.id);
     expect(job).toMatchObject({ status: 'COMPLETED', total: 8, created: 1, failed: 7 });
     expect((job.errors as Array<{ row: number; field: string; code: string }>).map((e) => [e.row, e.field, e.code])).toEqual([
       [2, 'email', 'invalid_string'],
@@ -479,15 +473,11 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
       [7, '', 'invalid_type'],
       [8, '', 'invalid_type'],
     ]);
-    const csv = await app.request({
-      method: 'POST',
-      url: '/contacts/import',
-      key: a.secretKey,
-      body: 'email,toString,valueOf,name\ncsv-row@example.com,t,v,"multi\r\nline, 🚀"\n',
-      headers: { 'content-type': 'text/csv' },
+    const csv = await postImport(app, a.secretKey, 'email,toString,valueOf,name\ncsv-row@example.com,t,v,"multi\r\nline, 🚀"\n', {
+      'content-type': 'text/csv',
     });
     expect(csv.status).toBe(202);
-    expect(await waitForImport(a, csv.body.data.id)).toMatchObject({ status: 'COMPLETED', created: 1, failed: 0 });
+    expect(await importDone(a, csv.body.data.id)).toMatchObject({ status: 'COMPLETED', created: 1, failed: 0 });
     const row = await app.request({ method: 'GET', url: '/contacts?email=csv-row@example.com', key: a.secretKey });
     expect(row.body.data.items[0].data).toEqual({ toString: 't', valueOf: 'v', name: 'multi\r\nline, 🚀' });
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();

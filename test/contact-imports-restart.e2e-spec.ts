@@ -5,6 +5,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { QUEUES } from '../src/queue/queue.constants';
+import { postImport } from './support/imports';
+import { pollUntil } from './support/poll';
 import {
   setupTestApp,
   startTestApp,
@@ -59,12 +61,7 @@ describe('Contact import survives a worker crash', () => {
         ? { email: `bad-${i + 1}` }
         : { email: `crash${i + 1}@example.com`, data: { i } },
     );
-    const res = await api.request({
-      method: 'POST',
-      url: '/contacts/import',
-      key: p.secretKey,
-      body: { contacts },
-    });
+    const res = await postImport(api, p.secretKey, { contacts });
     expect(res.status).toBe(202);
     const id = res.body.data.id;
     expect((await progress(id)).status).toBe('QUEUED');
@@ -84,15 +81,15 @@ describe('Contact import survives a worker crash', () => {
       stdio: 'ignore',
     });
     // Kill it once some chunks are committed and most are not.
-    const deadline = Date.now() + 30_000;
-    let atKill = await progress(id);
-    while (atKill.processed < 1000 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      atKill = await progress(id);
-    }
+    await pollUntil(
+      () => progress(id),
+      (state) => state.processed >= 1000,
+      30_000,
+      5,
+    );
     child.kill('SIGKILL');
     await new Promise((resolve) => child?.once('exit', resolve));
-    atKill = await progress(id);
+    const atKill = await progress(id);
     expect(atKill.processed).toBeGreaterThanOrEqual(1000);
     expect(atKill.processed).toBeLessThan(5000);
     expect(atKill.status).toBe('PROCESSING');
@@ -108,12 +105,12 @@ describe('Contact import survives a worker crash', () => {
     worker = await startTestApp(
       testConfig(env.db.url, env.prefix, { APP_ROLE: 'worker', IMPORT_BATCH_SIZE: '100' }),
     );
-    const end = Date.now() + 60_000;
-    let final = await progress(id);
-    while (final.status !== 'COMPLETED' && Date.now() < end) {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      final = await progress(id);
-    }
+    await pollUntil(
+      () => progress(id),
+      (state) => state.status === 'COMPLETED',
+      60_000,
+      200,
+    );
     const view = (
       await api.request({ method: 'GET', url: `/contacts/imports/${id}`, key: p.secretKey })
     ).body.data;
@@ -143,11 +140,8 @@ describe('Contact import survives a worker crash', () => {
 
   it('finishes an import whose job was lost, when a worker starts', async () => {
     const p = await api.createProject('Lost job');
-    const res = await api.request({
-      method: 'POST',
-      url: '/contacts/import',
-      key: p.secretKey,
-      body: { contacts: [{ email: 'lost1@example.com' }, { email: 'lost2@example.com' }] },
+    const res = await postImport(api, p.secretKey, {
+      contacts: [{ email: 'lost1@example.com' }, { email: 'lost2@example.com' }],
     });
     const id = res.body.data.id;
     // As if Redis had lost the job between the commit and the enqueue.
@@ -155,12 +149,12 @@ describe('Contact import survives a worker crash', () => {
     await queue.remove(id);
     expect(await queue.getJob(id)).toBeUndefined();
     worker = await startTestApp(testConfig(env.db.url, env.prefix, { APP_ROLE: 'worker' }));
-    const end = Date.now() + 30_000;
-    let state = await progress(id);
-    while (state.status !== 'COMPLETED' && Date.now() < end) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      state = await progress(id);
-    }
+    const state = await pollUntil(
+      () => progress(id),
+      (s) => s.status === 'COMPLETED',
+      30_000,
+      100,
+    );
     expect(state).toMatchObject({ status: 'COMPLETED', processed: 2 });
   }, 60_000);
 });

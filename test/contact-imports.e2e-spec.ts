@@ -1,19 +1,5 @@
+import { postImport, waitForImport } from './support/imports';
 import { setupTestApp, TestApp, TestProject } from './support/test-app';
-
-async function waitFor<T>(
-  fn: () => Promise<T>,
-  done: (value: T) => boolean,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (done(value)) return value;
-    if (Date.now() > deadline)
-      throw new Error(`Timed out; last value: ${JSON.stringify(value).slice(0, 500)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe('Contact imports', () => {
   let env: Awaited<ReturnType<typeof setupTestApp>>;
@@ -27,13 +13,7 @@ describe('Contact imports', () => {
   });
   afterAll(async () => env?.close());
 
-  const getImport = async (id: string, key = p.secretKey) =>
-    (await app.request({ method: 'GET', url: `/contacts/imports/${id}`, key })).body.data;
-  const finished = (id: string, key = p.secretKey) =>
-    waitFor(
-      () => getImport(id, key),
-      (v) => v.status === 'COMPLETED' || v.status === 'FAILED',
-    );
+  const finished = (id: string, key = p.secretKey) => waitForImport(app, key, id);
 
   it('imports 5,000 JSON rows, reporting the 3 bad ones by row and importing the rest', async () => {
     const bad = new Map([
@@ -51,12 +31,7 @@ describe('Contact imports', () => {
             ...(row % 10 === 0 ? { subscribed: false } : {}),
           };
     });
-    const res = await app.request({
-      method: 'POST',
-      url: '/contacts/import',
-      key: p.secretKey,
-      body: { contacts },
-    });
+    const res = await postImport(app, p.secretKey, { contacts });
     expect(res.status).toBe(202);
     expect(res.body.data).toMatchObject({
       total: 5000,
@@ -112,19 +87,14 @@ describe('Contact imports', () => {
       key: p.secretKey,
       body: { email: 'exists@example.com', subscribed: false, data: { a: 1, b: 2 } },
     });
-    const res = await app.request({
-      method: 'POST',
-      url: '/contacts/import',
-      key: p.secretKey,
-      body: {
-        contacts: [
-          { email: 'EXISTS@example.com', data: { b: null, c: 3 } },
-          { email: 'twice@example.com', data: { x: 1 } },
-          { email: 'twice@example.com', subscribed: false, data: { y: 2 } },
-          { email: 'x@example.com', extra: true },
-          'not an object',
-        ],
-      },
+    const res = await postImport(app, p.secretKey, {
+      contacts: [
+        { email: 'EXISTS@example.com', data: { b: null, c: 3 } },
+        { email: 'twice@example.com', data: { x: 1 } },
+        { email: 'twice@example.com', subscribed: false, data: { y: 2 } },
+        { email: 'x@example.com', extra: true },
+        'not an object',
+      ],
     });
     const result = await finished(res.body.data.id);
     expect(result).toMatchObject({
@@ -163,13 +133,7 @@ describe('Contact imports', () => {
       '',
       'linus@example.com,"Linus ""T""",,free',
     ].join('\r\n');
-    const res = await app.request({
-      method: 'POST',
-      url: '/contacts/import',
-      key: q.secretKey,
-      body: csv,
-      headers: { 'content-type': 'text/csv' },
-    });
+    const res = await postImport(app, q.secretKey, csv, { 'content-type': 'text/csv' });
     expect(res.status).toBe(202);
     expect(res.body.data.total).toBe(4);
     const result = await finished(res.body.data.id, q.secretKey);
@@ -204,7 +168,7 @@ describe('Contact imports', () => {
 
   it('refuses bodies that are not an import (422/400) and accepts up to 10,000 JSON rows', async () => {
     const post = (body: unknown, headers?: Record<string, string>) =>
-      app.request({ method: 'POST', url: '/contacts/import', key: p.secretKey, body, headers });
+      postImport(app, p.secretKey, body, headers);
     expect((await post({ contacts: [] })).body.error.errors[0]).toMatchObject({
       field: 'contacts',
       code: 'too_small',
@@ -234,12 +198,7 @@ describe('Contact imports', () => {
   });
 
   it('keeps imports private to their project; GET /contacts/imports/{id} is not taken for a contact id', async () => {
-    const res = await app.request({
-      method: 'POST',
-      url: '/contacts/import',
-      key: p.secretKey,
-      body: { contacts: [{ email: 'mine@example.com' }] },
-    });
+    const res = await postImport(app, p.secretKey, { contacts: [{ email: 'mine@example.com' }] });
     const id = res.body.data.id;
     expect(
       (await app.request({ method: 'GET', url: `/contacts/imports/${id}`, key: p.secretKey }))
@@ -257,15 +216,8 @@ describe('Contact imports', () => {
       (await app.request({ method: 'GET', url: `/contacts/${id}`, key: p.secretKey })).body.error
         .code,
     ).toBe('CONTACT_NOT_FOUND');
-    expect(
-      (
-        await app.request({
-          method: 'POST',
-          url: '/contacts/import',
-          key: p.publicKey,
-          body: { contacts: [{ email: 'a@b.co' }] },
-        })
-      ).status,
-    ).toBe(403);
+    expect((await postImport(app, p.publicKey, { contacts: [{ email: 'a@b.co' }] })).status).toBe(
+      403,
+    );
   });
 });

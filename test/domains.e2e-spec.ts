@@ -10,6 +10,7 @@ import { QUEUES } from '../src/queue/queue.constants';
 import { redisConnectionOptions } from '../src/queue/redis';
 import { splitTxt, startTestDnsServer, TestDnsServer } from './support/dns-server';
 import { DomainBody, publishDomainRecords, verifyDomainForTest } from './support/domains';
+import { pollUntil } from './support/poll';
 import { setupTestApp, startTestApp, TestApp, testConfig, TestProject } from './support/test-app';
 
 /** Success and error envelopes share a variable in these tests; each assertion reads the side it expects. */
@@ -74,19 +75,6 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     return error as ApiException;
   }
 
-  async function waitFor<T>(
-    probe: () => Promise<T>,
-    done: (value: T) => boolean,
-    timeoutMs = 10_000,
-  ): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await probe();
-      if (done(value) || Date.now() > deadline) return value;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
   it('creates a domain at once with the records to publish, then checks it in the background', async () => {
     const res = await create('Acme-Create.example');
     expect(res.status).toBe(201);
@@ -141,9 +129,10 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     expect(publicKey.asymmetricKeyDetails?.modulusLength).toBe(2048);
 
     // The check queued on creation runs without any API call and asks our DNS server.
-    const checked = await waitFor(
+    const checked = await pollUntil(
       () => get(domain.id),
       (r) => r.body.data.lastCheckedAt !== null,
+      10_000,
     );
     expect(checked.body.data.status).toBe('PENDING');
     expect(dns.queries).toContain('TXT _mailwright.acme-create.example');
@@ -270,9 +259,10 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
 
   it('the repeating job verifies a domain once its records appear, and fails it when the DKIM record goes', async () => {
     const domain = (await create('swept.example')).body.data;
-    await waitFor(
+    await pollUntil(
       () => get(domain.id),
       (r) => r.body.data.lastCheckedAt !== null,
+      10_000,
     );
 
     await runSweep();
