@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import type { Page } from '../common/pagination/pagination';
+import { keysetPage, type Page } from '../common/pagination/pagination';
 import type { EventNameView, ListEventsQueryDto } from './dto/events.dto';
 import {
   decodeEventCursor,
@@ -82,25 +82,4 @@ export class EventsService {
       (last) => encodeNameCursor({ micros: last.micros, name: last.name }),
     );
   }
-}
-
-/**
- * The list envelope from the limit + 1 rows fetched. Like pageOf, but the
- * cursor is the row's (time, key) pair rather than its id.
- */
-function keysetPage<R, T>(
-  rows: R[],
-  limit: number,
-  total: number,
-  toItem: (row: R) => T,
-  cursorOf: (last: R) => string,
-): Page<T> {
-  const hasMore = rows.length > limit;
-  const page = hasMore ? rows.slice(0, limit) : rows;
-  return {
-    items: page.map(toItem),
-    nextCursor: hasMore ? cursorOf(page[page.length - 1]) : null,
-    hasMore,
-    total,
-  };
 }

@@ -67,7 +67,29 @@ export async function paginate<E extends ObjectLiteral, T>(
   return pageOf(rows, limit, total, toItem, (row) => (row as unknown as { id: string }).id);
 }
 
-/** Shapes fetched rows (limit + 1 of them) into the list envelope; for raw-SQL lists too. */
+/**
+ * Shapes fetched rows (limit + 1 of them) into the list envelope. `cursorOf`
+ * encodes the last row of the page; lists ordered by something other than id
+ * (events by time) bring their own cursor format.
+ */
+export function keysetPage<R, T>(
+  rows: R[],
+  limit: number,
+  total: number,
+  toItem: (row: R) => T,
+  cursorOf: (last: R) => string,
+): Page<T> {
+  const hasMore = rows.length > limit;
+  const pageRows = hasMore ? rows.slice(0, limit) : rows;
+  return {
+    items: pageRows.map(toItem),
+    nextCursor: hasMore ? cursorOf(pageRows[pageRows.length - 1]) : null,
+    hasMore,
+    total,
+  };
+}
+
+/** keysetPage for the usual id-ordered lists (the cursor is the last id); for raw-SQL lists too. */
 export function pageOf<R, T>(
   rows: R[],
   limit: number,
@@ -75,12 +97,5 @@ export function pageOf<R, T>(
   toItem: (row: R) => T,
   idOf: (row: R) => string,
 ): Page<T> {
-  const hasMore = rows.length > limit;
-  const pageRows = hasMore ? rows.slice(0, limit) : rows;
-  return {
-    items: pageRows.map(toItem),
-    nextCursor: hasMore ? encodeCursor(idOf(pageRows[pageRows.length - 1])) : null,
-    hasMore,
-    total,
-  };
+  return keysetPage(rows, limit, total, toItem, (last) => encodeCursor(idOf(last)));
 }
