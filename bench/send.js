@@ -14,7 +14,7 @@ const http = require('node:http');
 const { Queue } = require('bullmq');
 const { Pool } = require('pg');
 const { v7: uuidv7 } = require('uuid');
-const { createBenchDatabase, createProject, startApp, percentile, REDIS_URL } = require('./support');
+const { closedLoop, createBenchDatabase, createProject, startApp, REDIS_URL } = require('./support');
 
 const CONCURRENCY = 32;
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
@@ -22,35 +22,10 @@ const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS || 10);
 const POOL_SIZE = 20;
 const PREFIX = `mwbenchsend${process.pid}`;
 
-async function closedLoop(seconds, fn) {
-  const latencies = [];
-  let errors = 0;
-  let seq = 0;
-  const end = Date.now() + seconds * 1000;
-  const started = process.hrtime.bigint();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (Date.now() < end) {
-        const t0 = process.hrtime.bigint();
-        try {
-          await fn(seq++);
-          latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
-        } catch (error) {
-          errors++;
-          if (errors <= 3) console.error('request failed:', error.message);
-        }
-      }
-    }),
-  );
-  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
-  latencies.sort((a, b) => a - b);
-  return {
-    requests: latencies.length,
-    errors,
-    recipientsPerSecond: (latencies.length * RECIPIENTS) / elapsed,
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-  };
+/** The shared closed loop at this file's concurrency, counted in recipients. */
+async function closedLoopRecipients(seconds, fn) {
+  const r = await closedLoop(CONCURRENCY, seconds, fn);
+  return { ...r, recipientsPerSecond: r.perSecond * RECIPIENTS };
 }
 
 function body(seq, tag) {
@@ -81,7 +56,7 @@ function post(agent, base, path, headers, payload) {
 async function baseline(databaseUrl, projectId) {
   const pool = new Pool({ connectionString: databaseUrl, max: POOL_SIZE });
   const queue = new Queue('delivery', { connection: { url: REDIS_URL }, prefix: `${PREFIX}base` });
-  const result = await closedLoop(SECONDS, async (seq) => {
+  const result = await closedLoopRecipients(SECONDS, async (seq) => {
     const b = body(seq, 'base');
     const client = await pool.connect();
     const emails = [];
@@ -150,8 +125,8 @@ async function main() {
 
     const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
     console.log(`${CONCURRENCY} connections, ${RECIPIENTS} recipients per request, ${SECONDS} s each`);
-    await closedLoop(2, (seq) => post(agent, app.base, '/v1/send', auth, JSON.stringify(body(seq, 'warm'))));
-    const service = await closedLoop(SECONDS, (seq) => post(agent, app.base, '/v1/send', auth, JSON.stringify(body(seq, 'svc'))));
+    await closedLoopRecipients(2, (seq) => post(agent, app.base, '/v1/send', auth, JSON.stringify(body(seq, 'warm'))));
+    const service = await closedLoopRecipients(SECONDS, (seq) => post(agent, app.base, '/v1/send', auth, JSON.stringify(body(seq, 'svc'))));
     print('POST /v1/send (service)', service);
     const base = await baseline(db.url, project.project.id);
     print('baseline: same SQL + addBulk, direct pg', base);

@@ -96,4 +96,36 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-module.exports = { ROOT, DIST, REDIS_URL, createBenchDatabase, createProject, freePort, startApp, percentile };
+/** A closed loop: `concurrency` callers, each issuing the next request when the last one answers. */
+async function closedLoop(concurrency, seconds, fn) {
+  const latencies = [];
+  let errors = 0;
+  let seq = 0;
+  const end = Date.now() + seconds * 1000;
+  const started = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (Date.now() < end) {
+        const t0 = process.hrtime.bigint();
+        try {
+          await fn(seq++);
+          latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+        } catch (error) {
+          errors++;
+          if (errors <= 3) console.error('request failed:', error.message);
+        }
+      }
+    }),
+  );
+  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+  latencies.sort((a, b) => a - b);
+  return {
+    requests: latencies.length,
+    errors,
+    perSecond: latencies.length / elapsed,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+  };
+}
+
+module.exports = { ROOT, DIST, REDIS_URL, closedLoop, createBenchDatabase, createProject, freePort, startApp, percentile };

@@ -13,7 +13,7 @@ const http = require('node:http');
 const { join } = require('node:path');
 const { Pool } = require('pg');
 const { v7: uuidv7 } = require('uuid');
-const { DIST, createBenchDatabase, createProject, startApp, percentile } = require('./support');
+const { DIST, closedLoop, createBenchDatabase, createProject, startApp } = require('./support');
 
 // The baseline runs the service's own statement and data rule, from the build under test.
 const { UPSERT_CONTACT_AND_INSERT_EVENT } = require(join(DIST, 'events/track.repository.js'));
@@ -32,38 +32,6 @@ function workload(i) {
     email: `user${n}@bench.example`,
     event: NAMES[i % NAMES.length],
     data: { plan: n % 3 ? 'free' : 'pro', step: i % 7, amount: { value: i % 100, persistent: false } },
-  };
-}
-
-/** A closed loop: `concurrency` callers, each issuing the next request when the last one answers. */
-async function closedLoop(concurrency, seconds, fn) {
-  const latencies = [];
-  let errors = 0;
-  let seq = 0;
-  const end = Date.now() + seconds * 1000;
-  const started = process.hrtime.bigint();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (Date.now() < end) {
-        const t0 = process.hrtime.bigint();
-        try {
-          await fn(seq++);
-          latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
-        } catch (error) {
-          errors++;
-          if (errors <= 3) console.error('request failed:', error.message);
-        }
-      }
-    }),
-  );
-  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
-  latencies.sort((a, b) => a - b);
-  return {
-    requests: latencies.length,
-    errors,
-    perSecond: latencies.length / elapsed,
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
   };
 }
 
