@@ -117,6 +117,32 @@ describe('Delivery across worker processes', () => {
     await stopWorker(b);
   }, 90_000);
 
+  it('a SIGTERMed worker finishes what it has in flight: nothing left SENDING, nothing sent twice', async () => {
+    smtp.reset();
+    smtp.dataDelayMs = 50;
+    const sentBefore = await countByStatus('SENT');
+    const recipients = Array.from({ length: 60 }, (_, i) => `term${i}@example.org`);
+    const worker = startWorker(20);
+    await sleep(2500);
+    await sendBatch(recipients, 'Term');
+    await smtp.waitForMessages(10, 40_000);
+    await stopWorker(worker);
+    // Every message the server accepted is recorded SENT; the rest waits, QUEUED, for the next worker.
+    expect(await countByStatus('SENDING')).toBe(0);
+    expect((await countByStatus('SENT')) - sentBefore).toBe(smtp.accepted);
+    expect(smtp.accepted).toBeLessThan(60);
+
+    const next = startWorker(100);
+    const deadline = Date.now() + 60_000;
+    while ((await countByStatus('SENT')) - sentBefore < 60 && Date.now() < deadline) await sleep(250);
+    expect((await countByStatus('SENT')) - sentBefore).toBe(60);
+    const perRecipient = new Map<string, number>();
+    for (const m of smtp.messages) for (const to of m.to) perRecipient.set(to, (perRecipient.get(to) ?? 0) + 1);
+    expect(recipients.map((r) => perRecipient.get(r) ?? 0)).toEqual(recipients.map(() => 1));
+    await stopWorker(next);
+    smtp.dataDelayMs = 0;
+  }, 120_000);
+
   it('a SIGKILLed worker loses nothing: every email ends SENT, duplicates at most the worker concurrency', async () => {
     smtp.reset();
     smtp.dataDelayMs = 20;
