@@ -260,6 +260,32 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     expect(smtp.messagesTo('priority@example.org')).toHaveLength(3);
   });
 
+  it('suppress and unsubscribe go through ContactsService and report whether anything changed', async () => {
+    const contacts = app.app.get(ContactsService);
+    const dataSource = app.app.get(DataSource);
+    const created = await app.request({ method: 'POST', url: '/contacts', key: project.secretKey, body: { email: 'states@example.org' } });
+    const id = created.body.data.id;
+    const cause = { emailId: null, data: { source: 'test' } };
+
+    const first = await dataSource.transaction((m) => contacts.unsubscribe(m, project.id, id, cause));
+    expect(first).toMatchObject({ changed: true, contact: { id, subscribed: false } });
+    expect(first.event).toMatchObject({ name: 'contact.unsubscribed', contactId: id, data: { source: 'test' } });
+    const second = await dataSource.transaction((m) => contacts.unsubscribe(m, project.id, id, cause));
+    expect(second).toMatchObject({ changed: false, event: null, contact: { id, subscribed: false } });
+
+    expect(await dataSource.transaction((m) => contacts.suppress(m, project.id, id))).toBe(true);
+    expect(await dataSource.transaction((m) => contacts.suppress(m, project.id, id))).toBe(false);
+    expect(await contact(id)).toMatchObject({ suppressed: true, subscribed: false });
+
+    // Another project's contact is untouched and reads as missing.
+    const other = await app.createProject('States other');
+    const foreign = await dataSource.transaction((m) => contacts.unsubscribe(m, other.id, id, cause));
+    expect(foreign).toEqual({ contact: null, changed: false, event: null });
+    expect(await dataSource.transaction((m) => contacts.suppress(m, other.id, id))).toBe(false);
+    const events = await app.request({ method: 'GET', url: `/events?contactId=${id}&name=contact.unsubscribed`, key: project.secretKey });
+    expect(events.body.data.total).toBe(1);
+  });
+
   it('marketing mail: List-Unsubscribe one-click link unsubscribes; tampered token is 404; unsubscribed contacts get no more', async () => {
     const template = await app.request({
       method: 'POST',
@@ -311,8 +337,14 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     });
     expect(oneClick.status).toBe(200);
     expect((await contact(res.body.data.contact)).subscribed).toBe(false);
+    // A second click (or a mail client retrying the POST) changes nothing and records nothing.
+    const again2 = await app.request({ method: 'POST', url: path, body: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(again2.status).toBe(200);
     const events = await app.request({ method: 'GET', url: `/events?contactId=${res.body.data.contact}&name=contact.unsubscribed`, key: project.secretKey });
     expect(events.body.data.items).toHaveLength(1);
+    expect(events.body.data.items[0]).toMatchObject({ emailId: res.body.data.emails[0].id, data: { source: 'unsubscribe-link', emailId: res.body.data.emails[0].id } });
+    const confirmed = await app.request({ method: 'GET', url: path });
+    expect(confirmed.raw).toContain('does not receive marketing email');
 
     smtp.reset();
     const again = await send({ to: 'reader@example.org', template: template.body.data.id });
@@ -323,6 +355,13 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     await smtp.waitForMessages(1);
     await sleep(300);
     expect(smtp.messages.map((m) => m.parsed!.subject)).toEqual(['Receipt']);
+
+    // An erased contact's link is a 404 page, for the confirmation and the one-click POST alike.
+    await app.request({ method: 'DELETE', url: `/contacts/${res.body.data.contact}`, key: project.secretKey });
+    expect((await app.request({ method: 'GET', url: path })).status).toBe(404);
+    const erased = await app.request({ method: 'POST', url: path, body: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(erased.status).toBe(404);
+    expect(erased.raw).toContain('Link not valid');
   });
 });
 

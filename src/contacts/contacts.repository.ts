@@ -100,6 +100,34 @@ export class ContactsRepository {
     return rows[0];
   }
 
+  /**
+   * A hard bounce: suppressed and unsubscribed. The row only when that changed
+   * something (null: already both, or no such contact).
+   */
+  async suppress(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
+    const rows = await queryRows<ContactRow>(
+      manager,
+      `UPDATE contacts SET suppressed = true, subscribed = false, updated_at = now()
+        WHERE project_id = $1 AND id = $2 AND (NOT suppressed OR subscribed) ${RETURNING_CONTACT}`,
+      [projectId, id],
+    );
+    return rows[0] ?? null;
+  }
+
+  /**
+   * subscribed → false. The row only when it was subscribed: concurrent calls
+   * serialise on the row lock and exactly one of them sees the change.
+   */
+  async unsubscribeIfSubscribed(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
+    const rows = await queryRows<ContactRow>(
+      manager,
+      `UPDATE contacts SET subscribed = false, updated_at = now()
+        WHERE project_id = $1 AND id = $2 AND subscribed ${RETURNING_CONTACT}`,
+      [projectId, id],
+    );
+    return rows[0] ?? null;
+  }
+
   /** Plain insert for POST /contacts; a duplicate surfaces as unique_violation (23505). */
   async insert(
     manager: EntityManager,

@@ -27,6 +27,22 @@ export interface UpsertContactResult {
   subscriptionChanged: boolean;
 }
 
+/** What ContactsService.unsubscribe did. */
+export interface UnsubscribeResult {
+  /** The contact after the call; null when it does not exist (erased, or another project's). */
+  contact: ContactRow | null;
+  /** It was subscribed and now is not. */
+  changed: boolean;
+  /** `contact.unsubscribed`, recorded only on a change; publish it after commit. */
+  event: EventRow | null;
+}
+
+/** Why a contact is unsubscribed: stored on the `contact.unsubscribed` event. */
+export interface UnsubscribeCause {
+  emailId?: string | null;
+  data: Record<string, unknown>;
+}
+
 const UNIQUE_VIOLATION = '23505';
 
 @Injectable()
@@ -68,6 +84,41 @@ export class ContactsService {
       return { contact, created, subscriptionChanged: true };
     }
     return { contact: row, created, subscriptionChanged: false };
+  }
+
+  /**
+   * A hard bounce: the address is never mailed again (suppressed and
+   * unsubscribed), inside the caller's transaction. No event: the caller
+   * records the bounce itself. True when the contact's state changed.
+   */
+  async suppress(manager: EntityManager, projectId: string, contactId: string): Promise<boolean> {
+    return (await this.contacts.suppress(manager, projectId, contactId)) !== null;
+  }
+
+  /**
+   * Unsubscribes inside the caller's transaction and records
+   * `contact.unsubscribed` once, on the actual change, so repeated clicks of
+   * an unsubscribe link are harmless. The caller publishes `event` after commit.
+   */
+  async unsubscribe(
+    manager: EntityManager,
+    projectId: string,
+    contactId: string,
+    cause: UnsubscribeCause,
+  ): Promise<UnsubscribeResult> {
+    const changed = await this.contacts.unsubscribeIfSubscribed(manager, projectId, contactId);
+    if (!changed) {
+      const contact = await this.contacts.findById(manager, projectId, contactId);
+      return { contact, changed: false, event: null };
+    }
+    const event = await this.events.record(manager, {
+      projectId,
+      contactId,
+      emailId: cause.emailId ?? null,
+      name: SYSTEM_EVENTS.CONTACT_UNSUBSCRIBED,
+      data: cause.data,
+    });
+    return { contact: changed, changed: true, event };
   }
 
   /** The system event for a subscription change, for callers of upsertByEmail. */

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
+import { ContactsService } from '../contacts/contacts.service';
 import { DomainsService, SenderDomain } from '../domains/domains.service';
 import { EventsService } from '../events/events.service';
 import { EventRow } from '../events/event.view';
@@ -41,6 +42,7 @@ export class DeliveryService {
     private readonly transport: MailTransport,
     private readonly domains: DomainsService,
     private readonly events: EventsService,
+    private readonly contacts: ContactsService,
   ) {}
 
   async deliver(emailId: string, lastAttempt: boolean): Promise<DeliveryOutcome> {
@@ -134,7 +136,7 @@ export class DeliveryService {
 
   private async finishBounced(email: ClaimedEmail, error: string): Promise<void> {
     await this.finish(email, EmailStatus.BOUNCED, { error }, 'email.bounced', { error }, async (manager) => {
-      await this.repository.suppressContact(manager, email.projectId, email.contactId);
+      await this.contacts.suppress(manager, email.projectId, email.contactId);
     });
   }
 

@@ -165,14 +165,6 @@ export class EmailsRepository {
     return rows[0] ?? null;
   }
 
-  /** A hard bounce: the address is never mailed again. */
-  async suppressContact(manager: EntityManager, projectId: string, contactId: string): Promise<void> {
-    await manager.query(
-      'UPDATE contacts SET suppressed = true, subscribed = false, updated_at = now() WHERE project_id = $1 AND id = $2',
-      [projectId, contactId],
-    );
-  }
-
   /**
    * One fewer email needs these attachments; the bytes go with the last one.
    * Runs once per email, on its transition to a final status.

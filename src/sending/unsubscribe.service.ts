@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ApiException } from '../common/errors/api-exception';
-import { queryRows } from '../contacts/query-rows';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
+import { ContactsService } from '../contacts/contacts.service';
 import { EventsService } from '../events/events.service';
 import { EmailsRepository } from './emails.repository';
 import { UnsubscribeTarget, UnsubscribeTokens } from './unsubscribe-token';
@@ -20,6 +20,7 @@ export class UnsubscribeService {
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
     private readonly repository: EmailsRepository,
+    private readonly contacts: ContactsService,
     private readonly events: EventsService,
   ) {
     this.tokens = new UnsubscribeTokens(config.appSecret);
@@ -28,13 +29,10 @@ export class UnsubscribeService {
   /** What the confirmation page shows. Forged tokens and erased contacts are 404. */
   async describe(token: string): Promise<UnsubscribePage> {
     const target = this.verify(token);
-    const rows = await queryRows<UnsubscribePage>(
-      this.repository.manager,
-      'SELECT email, subscribed FROM contacts WHERE project_id = $1 AND id = $2',
-      [target.projectId, target.contactId],
-    );
-    if (rows.length === 0) throw notFound();
-    return rows[0];
+    const contact = await this.contacts.get(target.projectId, target.contactId).catch((error: unknown) => {
+      throw error instanceof ApiException && error.getStatus() === 404 ? notFound() : error;
+    });
+    return { email: contact.email, subscribed: contact.subscribed };
   }
 
   /**
@@ -43,33 +41,15 @@ export class UnsubscribeService {
    */
   async unsubscribe(token: string): Promise<UnsubscribePage> {
     const target = this.verify(token);
-    const outcome = await this.repository.transaction(async (manager) => {
-      const changed = await queryRows<{ email: string }>(
-        manager,
-        `UPDATE contacts SET subscribed = false, updated_at = now()
-          WHERE project_id = $1 AND id = $2 AND subscribed RETURNING email`,
-        [target.projectId, target.contactId],
-      );
-      if (changed.length === 0) {
-        const existing = await queryRows<{ email: string }>(
-          manager,
-          'SELECT email FROM contacts WHERE project_id = $1 AND id = $2',
-          [target.projectId, target.contactId],
-        );
-        if (existing.length === 0) throw notFound();
-        return { email: existing[0].email, event: null };
-      }
-      const event = await this.events.record(manager, {
-        projectId: target.projectId,
-        contactId: target.contactId,
+    const outcome = await this.repository.transaction((manager) =>
+      this.contacts.unsubscribe(manager, target.projectId, target.contactId, {
         emailId: target.emailId,
-        name: 'contact.unsubscribed',
         data: { source: 'unsubscribe-link', ...(target.emailId ? { emailId: target.emailId } : {}) },
-      });
-      return { email: changed[0].email, event };
-    });
-    if (outcome.event) await this.events.publish([{ ...outcome.event, email: outcome.email }]);
-    return { email: outcome.email, subscribed: false };
+      }),
+    );
+    if (!outcome.contact) throw notFound();
+    if (outcome.event) await this.events.publish([{ ...outcome.event, email: outcome.contact.email }]);
+    return { email: outcome.contact.email, subscribed: false };
   }
 
   private verify(token: string): UnsubscribeTarget {
