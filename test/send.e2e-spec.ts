@@ -1,49 +1,23 @@
-import { startTestDnsServer, TestDnsServer } from './support/dns-server';
-import { verifyDomainForTest } from './support/domains';
-import { verifyDkim, waitForEmailStatus } from './support/sending';
-import { startTestSmtpServer, TestSmtpServer } from './support/smtp-server';
-import { setupTestApp, TestApp, TestProject } from './support/test-app';
+import { SendingTest, startSendingTest, verifyDkim, waitForEmailStatus } from './support/sending';
 
 describe('POST /v1/send (real SMTP server, DKIM checked against the published key)', () => {
-  let dns: TestDnsServer;
-  let smtp: TestSmtpServer;
-  let ctx: Awaited<ReturnType<typeof setupTestApp>>;
-  let app: TestApp;
-  let project: TestProject;
-
-  const send = (body: unknown, headers?: Record<string, string>) =>
-    app.request({ method: 'POST', url: '/v1/send', key: project.secretKey, body, headers });
+  let t: SendingTest;
 
   beforeAll(async () => {
-    dns = await startTestDnsServer();
-    smtp = await startTestSmtpServer();
-    ctx = await setupTestApp({
-      DNS_SERVERS: dns.address,
-      SMTP_URL: smtp.url,
-      PUBLIC_URL: 'https://mail.example.test',
-      EMAIL_RATE_PER_SECOND: '1000',
-      DELIVERY_BACKOFF_MS: '50',
-    });
-    app = ctx.app;
-    project = await app.createProject('Sending');
-    await verifyDomainForTest(app, project, 'acme.test', dns);
+    t = await startSendingTest('Sending', { DELIVERY_BACKOFF_MS: '50' });
   });
 
-  afterAll(async () => {
-    await ctx?.close();
-    await smtp?.close();
-    await dns?.stop();
-  });
+  afterAll(async () => t?.close());
 
-  beforeEach(() => smtp.reset());
+  beforeEach(() => t.smtp.reset());
 
   it('delivers one signed message per recipient, rendered with each recipient\'s variables', async () => {
     // An existing contact's data is available to the template; the send's data wins over it.
-    await send({ to: 'carol@example.org', subject: 'seed', body: 'x', from: 'hello@acme.test', data: { plan: 'gold', city: 'Oslo' } });
-    await smtp.waitForMessages(1);
-    smtp.reset();
+    await t.send({ to: 'carol@example.org', subject: 'seed', body: 'x', from: 'hello@acme.test', data: { plan: 'gold', city: 'Oslo' } });
+    await t.smtp.waitForMessages(1);
+    t.smtp.reset();
 
-    const res = await send({
+    const res = await t.send({
       to: ['ada@example.org', { email: 'Bob@Example.org', name: 'Bob Stone' }, 'carol@example.org'],
       from: { email: 'hello@acme.test', name: 'Acme' },
       subject: 'Hi {{ email }} ({{ plan | default: "free" }})',
@@ -61,12 +35,12 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     expect(Object.keys(data)).toEqual(['contact', 'event', 'timestamp', 'emails']);
     for (const item of data.emails) expect(Object.keys(item)).toEqual(['id', 'to', 'contact', 'status']);
     expect(data.contact).toBe(data.emails[0].contact);
-    const queuedEvents = await app.request({ method: 'GET', url: `/events?contactId=${data.contact}&name=email.queued`, key: project.secretKey });
+    const queuedEvents = await t.app.request({ method: 'GET', url: `/events?contactId=${data.contact}&name=email.queued`, key: t.project.secretKey });
     expect(queuedEvents.body.data.items.map((e: { id: string }) => e.id)).toContain(data.event);
     expect(new Date(data.timestamp).toString()).not.toBe('Invalid Date');
 
-    await smtp.waitForMessages(3);
-    const bob = smtp.messagesTo('bob@example.org')[0].parsed!;
+    await t.smtp.waitForMessages(3);
+    const bob = t.smtp.messagesTo('bob@example.org')[0].parsed!;
     expect(bob.subject).toBe('Hi bob@example.org (silver)');
     expect(bob.from?.value[0]).toEqual({ address: 'hello@acme.test', name: 'Acme' });
     expect(bob.to && !Array.isArray(bob.to) ? bob.to.value[0] : null).toEqual({ address: 'bob@example.org', name: 'Bob Stone' });
@@ -79,18 +53,18 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     // Transactional mail carries no List-Unsubscribe.
     expect(bob.headers.has('list-unsubscribe')).toBe(false);
 
-    const carol = smtp.messagesTo('carol@example.org')[0].parsed!;
+    const carol = t.smtp.messagesTo('carol@example.org')[0].parsed!;
     expect(carol.html).toContain('City: Oslo');
     expect(carol.subject).toBe('Hi carol@example.org (silver)');
 
-    for (const message of smtp.messages) {
-      const results = await verifyDkim(message.raw, dns);
+    for (const message of t.smtp.messages) {
+      const results = await verifyDkim(message.raw, t.dns);
       expect(results).toHaveLength(1);
       expect(results[0].status.result).toBe('pass');
       expect(results[0].signingDomain).toBe('acme.test');
     }
 
-    const record = await waitForEmailStatus(app, project.secretKey, data.emails[1].id, ['SENT']);
+    const record = await waitForEmailStatus(t.app, t.project.secretKey, data.emails[1].id, ['SENT']);
     expect(record).toMatchObject({
       to: 'bob@example.org',
       from: 'hello@acme.test',
@@ -108,47 +82,42 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     expect(record.messageId).toBe(bob.messageId);
     expect(record.sentAt).not.toBeNull();
 
-    const events = await app.request({ method: 'GET', url: `/events?contactId=${data.contact}`, key: project.secretKey });
+    const events = await t.app.request({ method: 'GET', url: `/events?contactId=${data.contact}`, key: t.project.secretKey });
     expect(events.status).toBe(200);
     const names = events.body.data.items.map((e: { name: string }) => e.name);
     expect(names).toEqual(expect.arrayContaining(['email.queued', 'email.sent']));
   });
 
   it('creates new contacts unsubscribed unless subscribed:true, and merges data into them', async () => {
-    const res = await send({ to: 'new1@example.org', subject: 's', body: 'b', from: 'hello@acme.test', data: { tier: 3 } });
+    const res = await t.send({ to: 'new1@example.org', subject: 's', body: 'b', from: 'hello@acme.test', data: { tier: 3 } });
     expect(res.status).toBe(200);
-    const contact = await app.request({ method: 'GET', url: `/contacts/${res.body.data.contact}`, key: project.secretKey });
+    const contact = await t.app.request({ method: 'GET', url: `/contacts/${res.body.data.contact}`, key: t.project.secretKey });
     expect(contact.status).toBe(200);
     expect(contact.body.data.subscribed).toBe(false);
     expect(contact.body.data.data).toEqual({ tier: 3 });
-    const res2 = await send({ to: 'new2@example.org', subject: 's', body: 'b', from: 'hello@acme.test', subscribed: true });
-    const contact2 = await app.request({ method: 'GET', url: `/contacts/${res2.body.data.contact}`, key: project.secretKey });
+    const res2 = await t.send({ to: 'new2@example.org', subject: 's', body: 'b', from: 'hello@acme.test', subscribed: true });
+    const contact2 = await t.app.request({ method: 'GET', url: `/contacts/${res2.body.data.contact}`, key: t.project.secretKey });
     expect(contact2.status).toBe(200);
     expect(contact2.body.data.subscribed).toBe(true);
-    await smtp.waitForMessages(2);
+    await t.smtp.waitForMessages(2);
   });
 
   it('sends a stored template, with request fields overriding the template\'s', async () => {
-    const template = await app.request({
-      method: 'POST',
-      url: '/templates',
-      key: project.secretKey,
-      body: {
-        name: 'Receipt',
-        subject: 'Receipt {{ number }}',
-        body: '<p>Thanks {{ name }}, receipt {{ number }}</p>',
-        type: 'TRANSACTIONAL',
-        from: 'billing@acme.test',
-        fromName: 'Acme Billing',
-        replyTo: 'billing-replies@acme.test',
-      },
+    const template = await t.createTemplate({
+      name: 'Receipt',
+      subject: 'Receipt {{ number }}',
+      body: '<p>Thanks {{ name }}, receipt {{ number }}</p>',
+      type: 'TRANSACTIONAL',
+      from: 'billing@acme.test',
+      fromName: 'Acme Billing',
+      replyTo: 'billing-replies@acme.test',
     });
     expect(template.status).toBe(201);
     const templateId = template.body.data.id;
 
-    const plain = await send({ to: 'tpl1@example.org', template: templateId, data: { number: 42, name: 'Ada' } });
+    const plain = await t.send({ to: 'tpl1@example.org', template: templateId, data: { number: 42, name: 'Ada' } });
     expect(plain.status).toBe(200);
-    const overridden = await send({
+    const overridden = await t.send({
       to: 'tpl2@example.org',
       template: templateId,
       data: { number: 43, name: 'Bob' },
@@ -158,26 +127,26 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
       replyTo: 'help@acme.test',
     });
     expect(overridden.status).toBe(200);
-    await smtp.waitForMessages(2);
+    await t.smtp.waitForMessages(2);
 
-    const first = smtp.messagesTo('tpl1@example.org')[0].parsed!;
+    const first = t.smtp.messagesTo('tpl1@example.org')[0].parsed!;
     expect(first.subject).toBe('Receipt 42');
     expect(first.from?.value[0]).toEqual({ address: 'billing@acme.test', name: 'Acme Billing' });
     expect(first.replyTo?.value[0].address).toBe('billing-replies@acme.test');
     expect(first.html).toContain('Thanks Ada, receipt 42');
 
-    const second = smtp.messagesTo('tpl2@example.org')[0].parsed!;
+    const second = t.smtp.messagesTo('tpl2@example.org')[0].parsed!;
     expect(second.subject).toBe('Your receipt #43');
     expect(second.from?.value[0]).toEqual({ address: 'receipts@acme.test', name: 'Receipts' });
     expect(second.replyTo?.value[0].address).toBe('help@acme.test');
     expect(second.html).toContain('Thanks Bob, receipt 43');
 
-    const record = await waitForEmailStatus(app, project.secretKey, overridden.body.data.emails[0].id, ['SENT']);
+    const record = await waitForEmailStatus(t.app, t.project.secretKey, overridden.body.data.emails[0].id, ['SENT']);
     expect(record.templateId).toBe(templateId);
   });
 
   it('renders markdown bodies to HTML after Liquid, and escapes variables in HTML', async () => {
-    const res = await send({
+    const res = await t.send({
       to: 'md@example.org',
       from: 'hello@acme.test',
       subject: 'Markdown',
@@ -186,8 +155,8 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
       data: { name: '<script>x</script>' },
     });
     expect(res.status).toBe(200);
-    await smtp.waitForMessages(1);
-    const parsed = smtp.messages[0].parsed!;
+    await t.smtp.waitForMessages(1);
+    const parsed = t.smtp.messages[0].parsed!;
     expect(parsed.html).toContain('<h1>Hello &lt;script&gt;x&lt;/script&gt;</h1>');
     expect(parsed.html).toContain('<li>one</li>');
     expect(parsed.text).toContain('Hello <script>x</script>');
@@ -197,7 +166,7 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     // 1.5 MB: over the 1 MB body limit of other routes, inside /v1/send's 10 MB.
     const pdf = Buffer.from(Array.from({ length: 1_500_000 }, (_, i) => (i * 7) % 256));
     const note = Buffer.from('plain text note\n', 'utf8');
-    const res = await send({
+    const res = await t.send({
       to: ['att1@example.org', 'att2@example.org'],
       from: 'hello@acme.test',
       subject: 'Files',
@@ -208,118 +177,118 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
       ],
     });
     expect(res.status).toBe(200);
-    await smtp.waitForMessages(2);
-    for (const message of smtp.messages) {
+    await t.smtp.waitForMessages(2);
+    for (const message of t.smtp.messages) {
       const attachments = message.parsed!.attachments;
       expect(attachments.map((a) => a.filename)).toEqual(['report.pdf', 'note.txt']);
       expect(attachments[0].contentType).toBe('application/pdf');
       expect(Buffer.compare(attachments[0].content, pdf)).toBe(0);
       expect(attachments[1].contentType).toBe('text/plain');
       expect(attachments[1].content.toString('utf8')).toBe('plain text note\n');
-      expect((await verifyDkim(message.raw, dns))[0].status.result).toBe('pass');
+      expect((await verifyDkim(message.raw, t.dns))[0].status.result).toBe('pass');
     }
   });
 
   it('refuses more than 10 attachments (422) and a body over 10 MB (413)', async () => {
     const base = { to: 'x@example.org', from: 'hello@acme.test', subject: 'ok', body: 'b' };
     const eleven = Array.from({ length: 11 }, (_, i) => ({ filename: `f${i}.txt`, content: 'aGk=' }));
-    const tooMany = await send({ ...base, attachments: eleven });
+    const tooMany = await t.send({ ...base, attachments: eleven });
     expect(tooMany.status).toBe(422);
     expect(tooMany.body.error.errors[0]).toMatchObject({ field: 'attachments', code: 'too_big' });
-    const huge = await send({ ...base, attachments: [{ filename: 'big.bin', content: 'A'.repeat(11 * 1024 * 1024) }] });
+    const huge = await t.send({ ...base, attachments: [{ filename: 'big.bin', content: 'A'.repeat(11 * 1024 * 1024) }] });
     expect(huge.status).toBe(413);
     expect(huge.body.error.code).toBe('PAYLOAD_TOO_LARGE');
   });
 
   it('refuses CR/LF in the subject or a header, reserved headers, and more than 50 recipients (422)', async () => {
     const base = { to: 'x@example.org', from: 'hello@acme.test', subject: 'ok', body: 'b' };
-    const crlfSubject = await send({ ...base, subject: 'Hi\r\nBcc: victim@example.org' });
+    const crlfSubject = await t.send({ ...base, subject: 'Hi\r\nBcc: victim@example.org' });
     expect(crlfSubject.status).toBe(422);
     expect(crlfSubject.body.error.errors).toEqual(
       expect.arrayContaining([expect.objectContaining({ field: 'subject', code: 'invalid_string' })]),
     );
-    const crlfHeader = await send({ ...base, headers: { 'X-Note': 'a\nBcc: victim@example.org' } });
+    const crlfHeader = await t.send({ ...base, headers: { 'X-Note': 'a\nBcc: victim@example.org' } });
     expect(crlfHeader.status).toBe(422);
     expect(crlfHeader.body.error.errors[0]).toMatchObject({ field: 'headers.X-Note', code: 'invalid_string' });
-    const reserved = await send({ ...base, headers: { Bcc: 'victim@example.org', 'Content-Type': 'text/plain' } });
+    const reserved = await t.send({ ...base, headers: { Bcc: 'victim@example.org', 'Content-Type': 'text/plain' } });
     expect(reserved.status).toBe(422);
     expect(reserved.body.error.errors.map((e: { field: string }) => e.field)).toEqual(['headers.Bcc', 'headers.Content-Type']);
 
-    const many = await send({ ...base, to: Array.from({ length: 51 }, (_, i) => `r${i}@example.org`) });
+    const many = await t.send({ ...base, to: Array.from({ length: 51 }, (_, i) => `r${i}@example.org`) });
     expect(many.status).toBe(422);
     expect(many.body.error.errors[0]).toMatchObject({ field: 'to', code: 'too_big' });
 
-    const badRecipient = await send({ ...base, to: ['ok@example.org', { email: 'not-an-email' }] });
+    const badRecipient = await t.send({ ...base, to: ['ok@example.org', { email: 'not-an-email' }] });
     expect(badRecipient.status).toBe(422);
     expect(badRecipient.body.error.errors[0]).toMatchObject({ field: 'to[1].email', code: 'invalid_string' });
 
-    const unknown = await send({ ...base, cc: 'someone@example.org' });
+    const unknown = await t.send({ ...base, cc: 'someone@example.org' });
     expect(unknown.status).toBe(422);
     expect(unknown.body.error.errors[0]).toMatchObject({ field: 'cc', code: 'unrecognized_keys' });
 
-    const noFrom = await send({ to: 'x@example.org', subject: 's', body: 'b' });
+    const noFrom = await t.send({ to: 'x@example.org', subject: 's', body: 'b' });
     expect(noFrom.status).toBe(422);
     expect(noFrom.body.error.errors).toEqual([expect.objectContaining({ field: 'from', code: 'required' })]);
 
-    const noContent = await send({ to: 'x@example.org', from: 'hello@acme.test' });
+    const noContent = await t.send({ to: 'x@example.org', from: 'hello@acme.test' });
     expect(noContent.status).toBe(422);
     expect(noContent.body.error.errors.map((e: { field: string }) => e.field)).toEqual(['subject', 'body']);
 
-    const badLiquid = await send({ ...base, body: '{% if %}' });
+    const badLiquid = await t.send({ ...base, body: '{% if %}' });
     expect(badLiquid.status).toBe(422);
     expect(badLiquid.body.error.errors[0]).toMatchObject({ field: 'body', code: 'invalid_template' });
 
     // Nothing was accepted, so nothing was sent.
     await new Promise((r) => setTimeout(r, 300));
-    expect(smtp.accepted).toBe(0);
+    expect(t.smtp.accepted).toBe(0);
   });
 
   it('counts distinct recipients: duplicates are sent once, 51 distinct addresses are 422, huge lists are refused cheaply', async () => {
     const base = { from: 'hello@acme.test', subject: 's', body: 'b' };
     const fifty = Array.from({ length: 50 }, (_, i) => `dist${i}@example.org`);
     // 55 entries, 50 distinct addresses once case is ignored.
-    const withDuplicates = await send({ ...base, to: [...fifty, 'DIST0@example.org', { email: 'dist1@example.org' }, 'dist2@example.org', ' dist3@example.org', 'Dist4@Example.org'] });
+    const withDuplicates = await t.send({ ...base, to: [...fifty, 'DIST0@example.org', { email: 'dist1@example.org' }, 'dist2@example.org', ' dist3@example.org', 'Dist4@Example.org'] });
     expect(withDuplicates.status).toBe(200);
     expect(withDuplicates.body.data.emails).toHaveLength(50);
-    await smtp.waitForMessages(50);
+    await t.smtp.waitForMessages(50);
 
-    const fiftyOne = await send({ ...base, to: [...fifty, 'dist50@example.org'] });
+    const fiftyOne = await t.send({ ...base, to: [...fifty, 'dist50@example.org'] });
     expect(fiftyOne.status).toBe(422);
     expect(fiftyOne.body.error.errors).toEqual([expect.objectContaining({ field: 'to', code: 'too_big' })]);
 
     // 20,000 entries: one error, not one per entry.
-    const huge = await send({ ...base, to: Array.from({ length: 20_000 }, (_, i) => `h${i}@example.org`) });
+    const huge = await t.send({ ...base, to: Array.from({ length: 20_000 }, (_, i) => `h${i}@example.org`) });
     expect(huge.status).toBe(422);
     expect(huge.body.error.errors).toEqual([expect.objectContaining({ field: 'to', code: 'too_big' })]);
-    const hugeBad = await send({ ...base, to: Array.from({ length: 20_000 }, () => 7) });
+    const hugeBad = await t.send({ ...base, to: Array.from({ length: 20_000 }, () => 7) });
     expect(hugeBad.status).toBe(422);
     expect(hugeBad.body.error.errors.length).toBeLessThanOrEqual(102);
 
     for (const [to, code] of [[null, 'required'], [7, 'invalid_type'], [[], 'too_small']] as const) {
-      const res = await send({ ...base, to });
+      const res = await t.send({ ...base, to });
       expect(res.status).toBe(422);
       expect(res.body.error.errors).toEqual([expect.objectContaining({ field: 'to', code })]);
     }
-    const fromList = await send({ ...base, to: 'x@example.org', from: [{ email: 'hello@acme.test' }] });
+    const fromList = await t.send({ ...base, to: 'x@example.org', from: [{ email: 'hello@acme.test' }] });
     expect(fromList.status).toBe(422);
     expect(fromList.body.error.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field: 'from', code: 'invalid_type' })]));
-    const pdf = await send({ ...base, to: 'x@example.org', type: 'pdf' });
+    const pdf = await t.send({ ...base, to: 'x@example.org', type: 'pdf' });
     expect(pdf.status).toBe(422);
     expect(pdf.body.error.errors).toEqual([expect.objectContaining({ field: 'type', code: 'invalid_enum_value' })]);
-    const badHeaderValue = await send({ ...base, to: 'x@example.org', headers: { 'X-Count': 5, 'X-Obj': { a: 1 } } });
+    const badHeaderValue = await t.send({ ...base, to: 'x@example.org', headers: { 'X-Count': 5, 'X-Obj': { a: 1 } } });
     expect(badHeaderValue.status).toBe(422);
     expect(badHeaderValue.body.error.errors.map((e: { field: string; code: string }) => `${e.field}:${e.code}`)).toEqual([
       'headers.X-Count:invalid_type',
       'headers.X-Obj:invalid_type',
     ]);
-    const badBase64 = await send({ ...base, to: 'x@example.org', attachments: [{ filename: 'a.bin', content: '!!!not base64' }] });
+    const badBase64 = await t.send({ ...base, to: 'x@example.org', attachments: [{ filename: 'a.bin', content: '!!!not base64' }] });
     expect(badBase64.status).toBe(422);
     expect(badBase64.body.error.errors).toEqual([expect.objectContaining({ field: 'attachments[0].content', code: 'invalid_string' })]);
-    expect(smtp.accepted).toBe(50);
+    expect(t.smtp.accepted).toBe(50);
   });
 
   it('keeps data and header keys named like Object.prototype members', async () => {
-    const res = await send({
+    const res = await t.send({
       to: 'keys@example.org',
       from: 'hello@acme.test',
       subject: 'Keys',
@@ -328,12 +297,12 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
       headers: { toString: 'header-ts', 'X-Ok': 'yes' },
     });
     expect(res.status).toBe(200);
-    await smtp.waitForMessages(1);
-    const message = smtp.messages[0].parsed!;
+    await t.smtp.waitForMessages(1);
+    const message = t.smtp.messages[0].parsed!;
     expect(message.html).toContain('[TS|VO]');
     expect(message.headers.get('tostring')).toBe('header-ts');
     expect(message.headers.get('x-ok')).toBe('yes');
-    const contact = await app.request({ method: 'GET', url: `/contacts/${res.body.data.contact}`, key: project.secretKey });
+    const contact = await t.app.request({ method: 'GET', url: `/contacts/${res.body.data.contact}`, key: t.project.secretKey });
     expect(contact.body.data.data).toEqual({ toString: 'TS', valueOf: 'VO' });
   });
 
@@ -341,38 +310,38 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     const bytes = Buffer.from(Array.from({ length: 300 }, (_, i) => (i * 13) % 256));
     const wrapped = bytes.toString('base64').replace(/.{76}/g, '$&\r\n');
     expect(wrapped).toContain('\r\n');
-    const res = await send({ to: 'wrap@example.org', from: 'hello@acme.test', subject: 'Wrapped', body: 'b', attachments: [{ filename: 'w.bin', content: wrapped }] });
+    const res = await t.send({ to: 'wrap@example.org', from: 'hello@acme.test', subject: 'Wrapped', body: 'b', attachments: [{ filename: 'w.bin', content: wrapped }] });
     expect(res.status).toBe(200);
-    await smtp.waitForMessages(1);
-    expect(Buffer.compare(smtp.messages[0].parsed!.attachments[0].content, bytes)).toBe(0);
+    await t.smtp.waitForMessages(1);
+    expect(Buffer.compare(t.smtp.messages[0].parsed!.attachments[0].content, bytes)).toBe(0);
   });
 
   it('records contact.subscribed / contact.unsubscribed when a send changes an existing contact\'s subscription', async () => {
     const base = { to: 'flip@example.org', from: 'hello@acme.test', subject: 's', body: 'b' };
-    const created = await send(base);
+    const created = await t.send(base);
     const contactId = created.body.data.contact;
     const names = async () =>
-      (await app.request({ method: 'GET', url: `/events?contactId=${contactId}`, key: project.secretKey })).body.data.items
+      (await t.app.request({ method: 'GET', url: `/events?contactId=${contactId}`, key: t.project.secretKey })).body.data.items
         .map((e: { name: string }) => e.name)
         .filter((n: string) => n.startsWith('contact.'));
     // Created unsubscribed: no subscription event.
     expect(await names()).toEqual([]);
-    await send({ ...base, subscribed: true });
-    await send({ ...base, subscribed: true });
+    await t.send({ ...base, subscribed: true });
+    await t.send({ ...base, subscribed: true });
     expect(await names()).toEqual(['contact.subscribed']);
-    await send({ ...base, subscribed: false });
+    await t.send({ ...base, subscribed: false });
     expect(await names()).toEqual(['contact.unsubscribed', 'contact.subscribed']);
-    const events = await app.request({ method: 'GET', url: `/events?contactId=${contactId}&name=contact.subscribed`, key: project.secretKey });
+    const events = await t.app.request({ method: 'GET', url: `/events?contactId=${contactId}&name=contact.subscribed`, key: t.project.secretKey });
     expect(events.body.data.items[0].data).toEqual({ source: 'send' });
-    await smtp.waitForMessages(4);
+    await t.smtp.waitForMessages(4);
   });
 
   it('refuses a sender on a domain that is not verified for this project (403)', async () => {
-    const res = await send({ to: 'x@example.org', from: 'someone@unverified.test', subject: 's', body: 'b' });
+    const res = await t.send({ to: 'x@example.org', from: 'someone@unverified.test', subject: 's', body: 'b' });
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('DOMAIN_NOT_VERIFIED');
-    const other = await app.createProject('Other');
-    const foreign = await app.request({
+    const other = await t.app.createProject('Other');
+    const foreign = await t.app.request({
       method: 'POST',
       url: '/v1/send',
       key: other.secretKey,
@@ -383,21 +352,21 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
   });
 
   it('lists email records with filters, and hides other projects\' records', async () => {
-    const res = await send({ to: ['list1@example.org', 'list2@example.org'], from: 'hello@acme.test', subject: 's', body: 'b' });
+    const res = await t.send({ to: ['list1@example.org', 'list2@example.org'], from: 'hello@acme.test', subject: 's', body: 'b' });
     const [first] = res.body.data.emails;
-    await waitForEmailStatus(app, project.secretKey, first.id, ['SENT']);
-    const byContact = await app.request({ method: 'GET', url: `/emails?contactId=${first.contact}`, key: project.secretKey });
+    await waitForEmailStatus(t.app, t.project.secretKey, first.id, ['SENT']);
+    const byContact = await t.app.request({ method: 'GET', url: `/emails?contactId=${first.contact}`, key: t.project.secretKey });
     expect(byContact.status).toBe(200);
     expect(byContact.body.data.items.map((e: { id: string }) => e.id)).toEqual([first.id]);
-    const sent = await app.request({ method: 'GET', url: '/emails?status=SENT&limit=1', key: project.secretKey });
+    const sent = await t.app.request({ method: 'GET', url: '/emails?status=SENT&limit=1', key: t.project.secretKey });
     expect(sent.body.data.items).toHaveLength(1);
     expect(sent.body.data.hasMore).toBe(true);
     expect(sent.body.data.total).toBeGreaterThan(1);
-    const other = await app.createProject('Nosy');
-    const foreign = await app.request({ method: 'GET', url: `/emails/${first.id}`, key: other.secretKey });
+    const other = await t.app.createProject('Nosy');
+    const foreign = await t.app.request({ method: 'GET', url: `/emails/${first.id}`, key: other.secretKey });
     expect(foreign.status).toBe(404);
     expect(foreign.body.error.code).toBe('EMAIL_NOT_FOUND');
-    const bad = await app.request({ method: 'GET', url: '/emails?status=LOST', key: project.secretKey });
+    const bad = await t.app.request({ method: 'GET', url: '/emails?status=LOST', key: t.project.secretKey });
     expect(bad.status).toBe(400);
   });
 });
