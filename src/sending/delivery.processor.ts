@@ -1,5 +1,5 @@
 import { InjectQueue, OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
-import { BeforeApplicationShutdown, Inject, Logger, OnModuleInit } from '@nestjs/common';
+import { Inject, Logger, OnModuleInit } from '@nestjs/common';
 import { Job, Queue } from 'bullmq';
 import { AppConfig, runsWorkers } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
@@ -23,7 +23,7 @@ export const DELIVERY_CONCURRENCY = 20;
   stalledInterval: 5_000,
   maxStalledCount: 3,
 })
-export class DeliveryProcessor extends WorkerHost implements OnModuleInit, BeforeApplicationShutdown {
+export class DeliveryProcessor extends WorkerHost implements OnModuleInit {
   private readonly logger = new Logger(DeliveryProcessor.name);
 
   constructor(
@@ -41,16 +41,6 @@ export class DeliveryProcessor extends WorkerHost implements OnModuleInit, Befor
    */
   async onModuleInit(): Promise<void> {
     if (runsWorkers(this.config)) await this.queue.setGlobalRateLimit(this.config.emailRatePerSecond, 1000);
-  }
-
-  /**
-   * Graceful stop (SIGTERM): in-flight deliveries finish while the database is
-   * still open. BullMQ closes workers in onApplicationShutdown, in no set order
-   * with TypeORM's pool; a message the server had accepted could then not be
-   * recorded SENT, and the next worker would send it again.
-   */
-  async beforeApplicationShutdown(): Promise<void> {
-    if (runsWorkers(this.config)) await this.worker.close();
   }
 
   async process(job: Job<DeliveryJobData>): Promise<DeliveryOutcome> {
