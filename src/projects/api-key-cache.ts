@@ -39,15 +39,6 @@ export class ApiKeyCache {
     this.epochKey = RateLimitService.epochKey(config.queuePrefix);
   }
 
-  /** The current epoch, or null when Redis cannot say (then the cache is bypassed). */
-  async epoch(): Promise<string | null> {
-    try {
-      return (await this.redis.get(this.epochKey)) ?? '0';
-    } catch {
-      return null;
-    }
-  }
-
   get(hashHex: string, epoch: string | null): AuthenticatedKey | null {
     if (epoch === null) return null;
     const entry = this.entries.get(hashHex);

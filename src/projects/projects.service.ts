@@ -115,20 +115,13 @@ export class ProjectsService {
   }
 
   /**
-   * Resolves a bearer key to its project. The lookup is by hash (indexed);
-   * the final comparison is constant-time. Revoked keys resolve to null.
+   * Resolves a bearer key, given as its hash (hashApiKey), to its project:
+   * from the per-process cache while the Redis auth epoch the caller read is
+   * unchanged, else one indexed query by hash (plain SQL: this runs on every
+   * request). The final comparison is constant-time. Revoked keys resolve to null.
    */
-  /**
-   * Resolves a bearer key to its project: from the per-process cache while
-   * the Redis auth epoch (read here, or passed in by a caller that already
-   * read it) is unchanged, else one indexed query by hash (plain
-   * SQL: this runs on every request). The final comparison is constant-time.
-   * Revoked keys resolve to null.
-   */
-  async authenticate(apiKey: string, knownEpoch?: string | null): Promise<AuthenticatedKey | null> {
-    const hash = hashApiKey(apiKey);
+  async authenticate(hash: Buffer, epoch: string | null): Promise<AuthenticatedKey | null> {
     const hashHex = hash.toString('hex');
-    const epoch = knownEpoch === undefined ? await this.cache.epoch() : knownEpoch;
     const cached = this.cache.get(hashHex, epoch);
     if (cached) return cached;
     const rows: {
@@ -156,14 +149,13 @@ export class ProjectsService {
   }
 
   /**
-   * The project a key belongs to, if this process has seen the key before.
+   * The project of a key (given as its hash), if this process has seen the key before.
    * A key never changes project, so the rate-limit budget can be charged
    * while the key itself is still being checked.
    */
-  knownProjectOf(apiKey: string): string | null {
-    return this.cache.projectOf(hashApiKey(apiKey).toString('hex'));
+  knownProjectOf(hash: Buffer): string | null {
+    return this.cache.projectOf(hash.toString('hex'));
   }
-
 
   private async findProject(projectId: string): Promise<Project> {
     const project = isUuid(projectId) ? await this.projects.findOne({ where: { id: projectId } }) : null;

@@ -1,7 +1,7 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
-import { isWellFormedKey } from '../../projects/api-key.crypto';
+import { hashApiKey, isWellFormedKey } from '../../projects/api-key.crypto';
 import { ApiKeyType } from '../../projects/api-key.entity';
 import { ProjectsService } from '../../projects/projects.service';
 import { ApiException } from '../errors/api-exception';
@@ -34,17 +34,18 @@ export class ApiKeyGuard implements CanActivate {
 
     const header = request.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    const key = match && isWellFormedKey(match[1]) ? match[1] : null;
+    // Hashed once: both the cache and the table are keyed by the hash.
+    const keyHash = match && isWellFormedKey(match[1]) ? hashApiKey(match[1]) : null;
     // One Redis round trip: this IP's failed-auth count, the auth epoch, and the
     // project's counter when this process already knows the key's project (a key
     // never changes project). Postgres is asked only when the key is not cached.
-    const knownProject = key ? this.projects.knownProjectOf(key) : null;
+    const knownProject = keyHash ? this.projects.knownProjectOf(keyHash) : null;
     const gate = await this.rateLimits.gate(ip, knownProject);
     // An address over its failed-auth budget learns nothing about the key it sent.
     if (gate.ipBlocked) {
       throw tooManyRequests(reply, gate.ipBlocked, 'Too many failed authentication attempts from this address');
     }
-    const auth = key ? await this.projects.authenticate(key, gate.epoch) : null;
+    const auth = keyHash ? await this.projects.authenticate(keyHash, gate.epoch) : null;
     if (!match) {
       await this.rateLimits.recordAuthFailure(ip);
       throw new ApiException(401, 'MISSING_API_KEY', 'Missing API key: send "Authorization: Bearer <key>"');
