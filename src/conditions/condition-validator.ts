@@ -1,4 +1,5 @@
 import type { FieldError, FieldErrorCode } from '../common/errors/api-exception';
+import { isPlainObject } from '../common/validation/json-text';
 import {
   ClassifiedRule,
   CONTACT_COLUMN_FIELDS,
@@ -87,10 +88,6 @@ function typeName(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'array';
   return typeof value;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Rule `field` → what it addresses, or the error describing why it addresses nothing. */

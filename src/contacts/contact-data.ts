@@ -1,4 +1,5 @@
 import { isEmail } from 'class-validator';
+import { isPlainObject } from '../common/validation/json-text';
 
 /** Contract: `data` is a JSON object of at most 64 KB. */
 export const MAX_CONTACT_DATA_BYTES = 64 * 1024;
@@ -11,10 +12,6 @@ export function normalizeEmail(email: string): string {
 /** The one email rule of the contacts feature (API bodies and import rows alike). */
 export function isValidEmail(email: string): boolean {
   return email.length <= 320 && isEmail(email, { allow_display_name: false, require_tld: true });
-}
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 export function jsonByteSize(value: unknown): number {
@@ -57,7 +54,8 @@ export function toTrackedDataPatch(data: Record<string, unknown> | undefined): D
   return patch;
 }
 
-function isPersistenceWrapper(value: unknown): value is { value: unknown; persistent: boolean } {
+/** `{value, persistent: <boolean>}` and nothing else; the template renderer unwraps the same shape. */
+export function isPersistenceWrapper(value: unknown): value is { value: unknown; persistent: boolean } {
   if (!isPlainObject(value)) return false;
   const keys = Object.keys(value);
   return (

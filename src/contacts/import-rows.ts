@@ -1,10 +1,9 @@
 import { parse } from 'csv-parse/sync';
 import type { FieldError } from '../common/errors/api-exception';
-import { findJsonTextProblem, RESERVED_KEYS } from '../common/validation/json-text';
+import { findJsonTextProblem, isPlainObject, RESERVED_KEYS } from '../common/validation/json-text';
 import type { BulkContactInput } from './contacts.repository';
 import type { ImportRowError } from './contact-import.entity';
 import {
-  isPlainObject,
   isValidEmail,
   jsonByteSize,
   MAX_CONTACT_DATA_BYTES,

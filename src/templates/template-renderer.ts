@@ -1,6 +1,7 @@
 import { compile } from 'html-to-text';
 import { Liquid, Template } from 'liquidjs';
 import MarkdownIt from 'markdown-it';
+import { isPersistenceWrapper } from '../contacts/contact-data';
 
 /** Body formats a message can be written in; markdown is turned into HTML after Liquid. */
 export type BodyFormat = 'html' | 'markdown';
@@ -159,18 +160,6 @@ export function unwrapDataValues(data: Record<string, unknown> | null | undefine
   // fromEntries defines own properties, so keys such as "__proto__" stay plain keys.
   return Object.fromEntries(
     Object.entries(data ?? {}).map(([key, value]) => [key, isPersistenceWrapper(value) ? value.value : value]),
-  );
-}
-
-/** `{value, persistent: <boolean>}` and nothing else: the shape /v1/track and /v1/send unwrap (contact-data.ts). */
-export function isPersistenceWrapper(value: unknown): value is { value: unknown; persistent: boolean } {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    !Array.isArray(value) &&
-    'value' in value &&
-    typeof (value as { persistent?: unknown }).persistent === 'boolean' &&
-    Object.keys(value).length === 2
   );
 }
 

@@ -1,6 +1,6 @@
 import { ArgumentMetadata, Injectable, ValidationPipe } from '@nestjs/common';
 import { ApiException } from '../errors/api-exception';
-import { findJsonTextProblem } from './json-text';
+import { findJsonTextProblem, isPlainObject } from './json-text';
 import { RequestValidationException, ValidationLocation } from './validation-errors';
 
 const BASE_OPTIONS = {
@@ -56,8 +56,4 @@ export class AppValidationPipe extends ValidationPipe {
   private isDto(metadata: ArgumentMetadata): boolean {
     return !!metadata.metatype && this.toValidate(metadata);
   }
-}
-
-function isPlainObject(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

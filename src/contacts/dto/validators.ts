@@ -9,7 +9,8 @@ import {
   ValidationOptions,
 } from 'class-validator';
 import { isReservedEventName } from '../../events/event-names';
-import { isPlainObject, isValidEmail, jsonByteSize, MAX_CONTACT_DATA_BYTES } from '../contact-data';
+import { isPlainObject } from '../../common/validation/json-text';
+import { isValidEmail, jsonByteSize, MAX_CONTACT_DATA_BYTES } from '../contact-data';
 
 /**
  * One class-validator constraint as a property decorator. `name` is what

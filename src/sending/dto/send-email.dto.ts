@@ -20,7 +20,8 @@ import {
   ValidateNested,
   ValidationOptions,
 } from 'class-validator';
-import { isPlainObject, MAX_CONTACT_DATA_BYTES } from '../../contacts/contact-data';
+import { isPlainObject } from '../../common/validation/json-text';
+import { MAX_CONTACT_DATA_BYTES } from '../../contacts/contact-data';
 import { IsJsonObject, MaxJsonSize, rawJsonValue } from '../../contacts/dto/validators';
 import { IsLiquidTemplate, NoLineBreaks } from '../../templates/template-validators';
 
