@@ -1,36 +1,11 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import {
-  IsOptional,
-  IsString,
-  MaxLength,
-  registerDecorator,
-  ValidationOptions,
-} from 'class-validator';
+import { IsOptional, IsString, MaxLength, ValidationOptions } from 'class-validator';
+import { constraint } from '../../common/validation/constraint';
 import { isReservedEventName } from '../../events/event-names';
 import { isPlainObject } from '../../common/validation/json-text';
-import { isValidEmail, jsonByteSize, MAX_CONTACT_DATA_BYTES } from '../contact-data';
-
-/**
- * One class-validator constraint as a property decorator. `name` is what
- * validation-errors.ts maps to the field code; `options` may override the message.
- */
-function constraint(
-  name: string,
-  message: string,
-  validate: (value: unknown) => boolean,
-  options?: ValidationOptions,
-): PropertyDecorator {
-  return (target: object, propertyName: string | symbol) =>
-    registerDecorator({
-      name,
-      target: target.constructor,
-      propertyName: String(propertyName),
-      options: { message, ...options },
-      validator: { validate },
-    });
-}
+import { isValidEmail, jsonByteSize, MAX_CONTACT_DATA_BYTES, normalizeEmail } from '../contact-data';
 
 /**
  * Serialised size limit for free-form objects (`data`). Constraint name
@@ -80,6 +55,11 @@ export function toBooleanQuery({ value }: { value: unknown }): unknown {
 /** Trims strings; leaves other types for the type check to refuse. */
 export function trimString({ value }: { value: unknown }): unknown {
   return typeof value === 'string' ? value.trim() : value;
+}
+
+/** Addresses (send recipients, template senders): normalizeEmail; other types stay for the type check to refuse. */
+export function toNormalizedEmail({ value }: { value: unknown }): unknown {
+  return typeof value === 'string' ? normalizeEmail(value) : value;
 }
 
 /**

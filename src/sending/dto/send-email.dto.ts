@@ -16,22 +16,19 @@ import {
   IsUUID,
   Matches,
   MaxLength,
-  registerDecorator,
   ValidateNested,
   ValidationOptions,
 } from 'class-validator';
+import { constraint } from '../../common/validation/constraint';
 import { isPlainObject } from '../../common/validation/json-text';
-import { MAX_CONTACT_DATA_BYTES } from '../../contacts/contact-data';
-import { IsJsonObject, MaxJsonSize, rawJsonValue } from '../../contacts/dto/validators';
+import { ContactDataField, IsJsonObject, MaxJsonSize, rawJsonValue, toNormalizedEmail } from '../../contacts/dto/validators';
 import { IsLiquidTemplate, NoLineBreaks } from '../../templates/template-validators';
-
-const lowerTrim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim().toLowerCase() : value);
 
 /** An address with an optional display name: `{email, name?}`. */
 export class MailboxDto {
   @ApiProperty({ format: 'email' })
   @IsDefined()
-  @Transform(lowerTrim)
+  @Transform(toNormalizedEmail)
   @IsEmail({ require_tld: true, allow_display_name: false })
   @MaxLength(320)
   email: string;
@@ -71,24 +68,17 @@ function toRecipients({ value }: { value: unknown }): unknown {
  * Constraint `arrayMaxSize` maps to `too_big`.
  */
 function MaxRecipients(options?: ValidationOptions): PropertyDecorator {
-  return (target: object, propertyName: string | symbol) =>
-    registerDecorator({
-      name: 'arrayMaxSize',
-      target: target.constructor,
-      propertyName: String(propertyName),
-      options: {
-        message: `$property may list at most ${MAX_RECIPIENTS} distinct recipients (${MAX_RECIPIENT_ENTRIES} entries)`,
-        ...options,
-      },
-      validator: {
-        validate: (value: unknown) => {
-          if (!Array.isArray(value)) return true;
-          if (value.length > MAX_RECIPIENT_ENTRIES) return false;
-          const distinct = new Set(value.map((r: unknown) => (r instanceof MailboxDto ? r.email : r)));
-          return distinct.size <= MAX_RECIPIENTS;
-        },
-      },
-    });
+  return constraint(
+    'arrayMaxSize',
+    `$property may list at most ${MAX_RECIPIENTS} distinct recipients (${MAX_RECIPIENT_ENTRIES} entries)`,
+    (value) => {
+      if (!Array.isArray(value)) return true;
+      if (value.length > MAX_RECIPIENT_ENTRIES) return false;
+      const distinct = new Set(value.map((r: unknown) => (r instanceof MailboxDto ? r.email : r)));
+      return distinct.size <= MAX_RECIPIENTS;
+    },
+    options,
+  );
 }
 
 export class AttachmentDto {
@@ -160,15 +150,7 @@ export class SendEmailDto {
   @IsLiquidTemplate()
   body?: string;
 
-  @ApiPropertyOptional({
-    type: 'object',
-    additionalProperties: true,
-    description: 'Render variables, also merged into each contact as in /v1/track. At most 64 KB',
-  })
-  @IsOptional()
-  @Transform(rawJsonValue)
-  @IsJsonObject()
-  @MaxJsonSize(MAX_CONTACT_DATA_BYTES)
+  @ContactDataField('Render variables, also merged into each contact as in /v1/track. At most 64 KB')
   data?: Record<string, unknown>;
 
   @ApiPropertyOptional({ description: 'Sender: an email or {email, name?}; defaults to the template sender' })
@@ -188,14 +170,14 @@ export class SendEmailDto {
 
   @ApiPropertyOptional({ format: 'email' })
   @IsOptional()
-  @Transform(lowerTrim)
+  @Transform(toNormalizedEmail)
   @IsEmail()
   @MaxLength(320)
   replyTo?: string;
 
   @ApiPropertyOptional({ format: 'email', description: 'Alias of replyTo (Plunk v1 SDKs)' })
   @IsOptional()
-  @Transform(lowerTrim)
+  @Transform(toNormalizedEmail)
   @IsEmail()
   @MaxLength(320)
   reply?: string;

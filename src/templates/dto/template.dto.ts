@@ -10,17 +10,13 @@ import {
   MaxLength,
 } from 'class-validator';
 import { PaginationQueryDto } from '../../common/pagination/pagination';
-import { MAX_CONTACT_DATA_BYTES } from '../../contacts/contact-data';
-import { IsJsonObject, MaxJsonSize, rawJsonValue } from '../../contacts/dto/validators';
+import { ContactDataField, toNormalizedEmail, trimString } from '../../contacts/dto/validators';
 import { IsLiquidTemplate, NoLineBreaks } from '../template-validators';
 import { TemplateType } from '../template.entity';
 
-const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
-const lower = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim().toLowerCase() : value);
-
 export class CreateTemplateDto {
   @ApiProperty({ maxLength: 200 })
-  @Transform(trim)
+  @Transform(trimString)
   @IsString()
   @IsNotEmpty()
   @MaxLength(200)
@@ -47,7 +43,7 @@ export class CreateTemplateDto {
 
   @ApiPropertyOptional({ format: 'email', description: 'Default sender; its domain must be verified to send' })
   @IsOptional()
-  @Transform(lower)
+  @Transform(toNormalizedEmail)
   @IsEmail()
   @MaxLength(320)
   from?: string | null;
@@ -61,7 +57,7 @@ export class CreateTemplateDto {
 
   @ApiPropertyOptional({ format: 'email' })
   @IsOptional()
-  @Transform(lower)
+  @Transform(toNormalizedEmail)
   @IsEmail()
   @MaxLength(320)
   replyTo?: string | null;
@@ -89,15 +85,7 @@ export class ListTemplatesQueryDto extends PaginationQueryDto {
 }
 
 export class PreviewTemplateDto {
-  @ApiPropertyOptional({
-    type: 'object',
-    additionalProperties: true,
-    description: 'Variables; they win over the contact data keys. At most 64 KB',
-  })
-  @IsOptional()
-  @Transform(rawJsonValue)
-  @IsJsonObject()
-  @MaxJsonSize(MAX_CONTACT_DATA_BYTES)
+  @ContactDataField('Variables; they win over the contact data keys. At most 64 KB')
   data?: Record<string, unknown>;
 
   @ApiPropertyOptional({ format: 'uuid', description: 'Render with this contact\'s data and address' })
