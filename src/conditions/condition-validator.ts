@@ -6,7 +6,6 @@ import {
   CONTACT_OPERATORS,
   ContactColumnField,
   ContactOperator,
-  ConditionGroup,
   ConditionRule,
   ENGAGEMENT_FIELDS,
   EVENT_OPERATORS,
@@ -587,9 +586,4 @@ function isScalar(value: unknown): value is string | number | boolean {
 
 function truncate(value: string): string {
   return value.length > 60 ? `${value.slice(0, 57)}...` : value;
-}
-
-/** Type guard for callers that validated first. */
-export function asConditionGroup(input: unknown): ConditionGroup {
-  return input as ConditionGroup;
 }

@@ -11,14 +11,6 @@ export enum EmailStatus {
   SUPPRESSED = 'SUPPRESSED',
 }
 
-/** Statuses a record never leaves: a job finding one of them does nothing. */
-export const FINAL_STATUSES: readonly EmailStatus[] = [
-  EmailStatus.SENT,
-  EmailStatus.FAILED,
-  EmailStatus.BOUNCED,
-  EmailStatus.SUPPRESSED,
-];
-
 export enum EmailSource {
   TRANSACTIONAL = 'TRANSACTIONAL',
   CAMPAIGN = 'CAMPAIGN',

@@ -10,14 +10,12 @@ import { Email, EmailAttachmentRef, EmailStatus } from './email.entity';
 import { IdempotencyKey } from './idempotency-key.entity';
 import { IDEMPOTENCY_TTL_HOURS } from './idempotency';
 
-/** An email row claimed for delivery, with the contact flags that decide whether it may go out. */
+/** An email row claimed for delivery (the claim itself decided whether it may go out). */
 export interface ClaimedEmail {
   id: string;
   projectId: string;
   contactId: string;
   status: EmailStatus;
-  attempts: number;
-  marketing: boolean;
   toEmail: string;
   toName: string | null;
   fromEmail: string;
@@ -28,8 +26,6 @@ export interface ClaimedEmail {
   text: string;
   headers: Record<string, string>;
   attachments: EmailAttachmentRef[];
-  contactSuppressed: boolean;
-  contactSubscribed: boolean;
 }
 
 export interface StoredIdempotentResponse {
@@ -103,10 +99,9 @@ export class EmailsRepository {
               updated_at = now()
          FROM contacts c
         WHERE e.id = $1 AND c.id = e.contact_id AND e.status IN ('QUEUED', 'SENDING')
-       RETURNING e.id, e.project_id AS "projectId", e.contact_id AS "contactId", e.status, e.attempts, e.marketing,
+       RETURNING e.id, e.project_id AS "projectId", e.contact_id AS "contactId", e.status,
                  e.to_email AS "toEmail", e.to_name AS "toName", e.from_email AS "fromEmail", e.from_name AS "fromName",
-                 e.reply_to AS "replyTo", e.subject, e.html, e.text, e.headers, e.attachments,
-                 c.suppressed AS "contactSuppressed", c.subscribed AS "contactSubscribed"`,
+                 e.reply_to AS "replyTo", e.subject, e.html, e.text, e.headers, e.attachments`,
       [emailId],
     );
     return rows[0] ?? null;

@@ -4,7 +4,6 @@ import {
   createHash,
   randomBytes,
   scryptSync,
-  timingSafeEqual,
 } from 'node:crypto';
 
 /**
@@ -91,9 +90,4 @@ export function deriveKey(secret: string, label: string, cache?: Map<string, Buf
   });
   cache?.set(cacheKey, key);
   return key;
-}
-
-/** Constant-time comparison of two byte strings of possibly different length. */
-export function constantTimeEqual(a: Buffer, b: Buffer): boolean {
-  return a.length === b.length && timingSafeEqual(a, b);
 }
