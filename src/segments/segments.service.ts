@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import {
   decodeCursor,
@@ -78,8 +78,7 @@ export class SegmentsService {
   async update(projectId: string, id: string, dto: UpdateSegmentDto): Promise<SegmentView> {
     const { segment, conditionChanged } = await this.dataSource.transaction(async (manager) => {
       await this.segments.lockProject(manager, projectId);
-      const row = await this.segments.findOne(projectId, id, manager);
-      if (!row) throw ApiException.notFound('segment', id);
+      const row = await this.find(projectId, id, manager);
       let changed = false;
       if (dto.name !== undefined) row.name = dto.name;
       if (dto.description !== undefined) row.description = dto.description;
@@ -108,8 +107,7 @@ export class SegmentsService {
   async delete(projectId: string, id: string): Promise<{ id: string; deleted: true }> {
     await this.dataSource.transaction(async (manager) => {
       await this.segments.lockProject(manager, projectId);
-      const row = await this.segments.findOne(projectId, id, manager);
-      if (!row) throw ApiException.notFound('segment', id);
+      const row = await this.find(projectId, id, manager);
       const referrers = await this.segments.referrers(projectId, row.id, manager);
       if (referrers.length > 0) {
         throw ApiException.conflict(
@@ -156,8 +154,8 @@ export class SegmentsService {
     return { count, sample: rows.map(toContactView) };
   }
 
-  private async find(projectId: string, id: string): Promise<Segment> {
-    const segment = await this.segments.findOne(projectId, id);
+  private async find(projectId: string, id: string, manager?: EntityManager): Promise<Segment> {
+    const segment = await this.segments.findOne(projectId, id, manager);
     if (!segment) throw ApiException.notFound('segment', id);
     return segment;
   }
