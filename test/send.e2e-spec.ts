@@ -1,3 +1,4 @@
+import { EventHooks, RecordedEvent } from '../src/events/event-hooks';
 import { SendingTest, startSendingTest, verifyDkim, waitForEmailStatus } from './support/sending';
 
 describe('POST /v1/send (real SMTP server, DKIM checked against the published key)', () => {
@@ -334,6 +335,18 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     const events = await t.app.request({ method: 'GET', url: `/events?contactId=${contactId}&name=contact.subscribed`, key: t.project.secretKey });
     expect(events.body.data.items[0].data).toEqual({ source: 'send' });
     await t.smtp.waitForMessages(4);
+  });
+
+  it('tells after-commit listeners about each email.queued, with the recipient address', async () => {
+    const heard: RecordedEvent[] = [];
+    t.app.app.get(EventHooks).register({ onEventsRecorded: (events) => void heard.push(...events) });
+    const res = await t.send({ to: ['heard-1@example.org', 'heard-2@example.org'], from: 'hello@acme.test', subject: 's', body: 'b' });
+    expect(res.status).toBe(200);
+    const queued = heard.filter((e) => e.name === 'email.queued');
+    expect(queued.map((e) => e.email).sort()).toEqual(['heard-1@example.org', 'heard-2@example.org']);
+    expect(queued.map((e) => e.emailId).sort()).toEqual(res.body.data.emails.map((e: { id: string }) => e.id).sort());
+    expect(queued.find((e) => e.email === 'heard-1@example.org')?.id).toBe(res.body.data.event);
+    await t.smtp.waitForMessages(2);
   });
 
   it('refuses a sender on a domain that is not verified for this project (403)', async () => {

@@ -125,7 +125,8 @@ export class SendService {
       return {
         response: result,
         emails: composed,
-        published: subscriptions.map((event) => ({ ...event, email: emailOf.get(event.contactId) as string })),
+        // After commit, listeners (workflow triggers) hear the subscription changes and each email.queued.
+        published: [...subscriptions, ...queued].map((event) => ({ ...event, email: emailOf.get(event.contactId) as string })),
       };
     }).catch((error: unknown) => {
       throw error instanceof TemplateRenderError ? renderFailure(error) : error;
