@@ -11,6 +11,14 @@ export interface TrackedRow {
   createdAt: Date;
 }
 
+/** One track of the common path: a contact (by normalised email) and the event to record for it. */
+export interface TrackWrite {
+  projectId: string;
+  email: string;
+  patch: DataPatch;
+  event: { name: string; data: Record<string, unknown> };
+}
+
 /**
  * $1 contact id, $2 project id, $3 email, $4 data to merge, $5 keys to remove,
  * $6 event id, $7 event name, $8 event data. Exported for the baseline of
@@ -30,6 +38,38 @@ export const UPSERT_CONTACT_AND_INSERT_EVENT = `WITH c AS (
   SELECT c.id AS "contactId", c.email, e.id AS "eventId", e.created_at AS "createdAt" FROM c, e`;
 
 /**
+ * The same work for many tracks in one statement: $1 is a JSON array of
+ * {ord, contact_id, project_id, email, set_data, remove_keys, event_id, name,
+ * event_data}, with (project_id, email) distinct. Contacts are written in
+ * (project_id, email) order, the order of the import's multi-row upsert too, so
+ * concurrent batches lock contacts in one global order and cannot deadlock.
+ * A key given as null is removed on update (the correlated `remove_keys`);
+ * a new contact simply has no such key.
+ */
+export const UPSERT_CONTACTS_AND_INSERT_EVENTS = `WITH x AS MATERIALIZED (
+    SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
+      ord int, contact_id uuid, project_id uuid, email text, set_data jsonb,
+      remove_keys text[], event_id uuid, name text, event_data jsonb)
+  ), c AS (
+    INSERT INTO contacts AS c (id, project_id, email, subscribed, suppressed, data, created_at, updated_at)
+    SELECT x.contact_id, x.project_id, x.email, true, false, x.set_data, now(), now()
+    FROM x ORDER BY x.project_id, x.email
+    ON CONFLICT (project_id, email) DO UPDATE
+      SET data = (c.data || excluded.data) - (
+            SELECT x.remove_keys FROM x WHERE x.project_id = excluded.project_id AND x.email = excluded.email
+          ),
+          updated_at = now()
+    RETURNING c.id, c.project_id, c.email
+  ), e AS (
+    INSERT INTO events (id, project_id, contact_id, email_id, name, data, created_at)
+    SELECT x.event_id, x.project_id, c.id, NULL, x.name, x.event_data, now()
+    FROM x JOIN c ON c.project_id = x.project_id AND c.email = x.email
+    RETURNING id, created_at
+  )
+  SELECT x.ord, c.id AS "contactId", c.email, e.id AS "eventId", e.created_at AS "createdAt"
+  FROM x JOIN c ON c.project_id = x.project_id AND c.email = x.email JOIN e ON e.id = x.event_id`;
+
+/**
  * The hot path of POST /v1/track when `subscribed` is not given: the contact
  * upsert (the same INSERT ... ON CONFLICT (project_id, email) DO UPDATE as
  * ContactsService.upsertByEmail) and the event insert as ONE statement. A
@@ -40,21 +80,51 @@ export const UPSERT_CONTACT_AND_INSERT_EVENT = `WITH c AS (
 export class TrackRepository {
   async upsertContactAndInsertEvent(
     manager: EntityManager,
-    projectId: string,
-    email: string,
-    patch: DataPatch,
-    event: { name: string; data: Record<string, unknown> },
+    write: TrackWrite,
   ): Promise<TrackedRow> {
     const rows = await queryRows<TrackedRow>(manager, UPSERT_CONTACT_AND_INSERT_EVENT, [
       newId(),
-      projectId,
-      email,
-      JSON.stringify(patch.set),
-      patch.remove,
+      write.projectId,
+      write.email,
+      JSON.stringify(write.patch.set),
+      write.patch.remove,
       newId(),
-      event.name,
-      JSON.stringify(event.data),
+      write.event.name,
+      JSON.stringify(write.event.data),
     ]);
     return rows[0];
+  }
+
+  /**
+   * Many tracks, one statement (so one transaction): the rows come back in the
+   * order of `writes`. The caller guarantees distinct (projectId, email) pairs;
+   * the statement would fail on a repeated one (a row cannot be updated twice).
+   */
+  async upsertContactsAndInsertEvents(
+    manager: EntityManager,
+    writes: TrackWrite[],
+  ): Promise<TrackedRow[]> {
+    const input = writes.map((write, ord) => ({
+      ord,
+      contact_id: newId(),
+      project_id: write.projectId,
+      email: write.email,
+      set_data: write.patch.set,
+      remove_keys: write.patch.remove,
+      event_id: newId(),
+      name: write.event.name,
+      event_data: write.event.data,
+    }));
+    const rows = await queryRows<TrackedRow & { ord: number }>(
+      manager,
+      UPSERT_CONTACTS_AND_INSERT_EVENTS,
+      [JSON.stringify(input)],
+    );
+    if (rows.length !== writes.length) {
+      throw new Error(`batched track returned ${rows.length} rows for ${writes.length} writes`);
+    }
+    const result = new Array<TrackedRow>(writes.length);
+    for (const { ord, ...row } of rows) result[ord] = row;
+    return result;
   }
 }

@@ -7,7 +7,7 @@ import type { TrackEventDto, TrackResultView } from './dto/track.dto';
 import type { EventRow } from './event.view';
 import { EventsService } from './events.service';
 import type { NewEvent } from './events.repository';
-import { TrackRepository } from './track.repository';
+import { TrackWriter } from './track-writer';
 
 /** POST /v1/track: contact upsert and event(s) in one transaction, listeners after commit. */
 @Injectable()
@@ -16,7 +16,7 @@ export class TrackService {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly contacts: ContactsService,
     private readonly events: EventsService,
-    private readonly trackRepository: TrackRepository,
+    private readonly writer: TrackWriter,
   ) {}
 
   async track(projectId: string, dto: TrackEventDto): Promise<TrackResultView> {
@@ -33,19 +33,21 @@ export class TrackService {
     };
   }
 
-  /** The common case: the subscription is not touched, so upsert and insert fit in one statement. */
+  /**
+   * The common case: the subscription is not touched, so upsert and insert fit
+   * in one statement, which TrackWriter shares with concurrent tracks.
+   */
   private async trackOneStatement(
     projectId: string,
     dto: TrackEventDto,
   ): Promise<{ email: string; recorded: EventRow[] }> {
     const data = dto.data ?? {};
-    const row = await this.trackRepository.upsertContactAndInsertEvent(
-      this.dataSource.manager,
+    const row = await this.writer.write({
       projectId,
-      normalizeEmail(dto.email),
-      toTrackedDataPatch(data),
-      { name: dto.event, data },
-    );
+      email: normalizeEmail(dto.email),
+      patch: toTrackedDataPatch(data),
+      event: { name: dto.event, data },
+    });
     return {
       email: row.email,
       recorded: [
