@@ -4,7 +4,9 @@
  * child `node dist/main.js`, APP_ROLE=api, its own database), beside a
  * baseline measured in the same run: the same SQL work (upsert contact +
  * insert event in one transaction) issued directly with pg at the same
- * concurrency and the same pool size as the app (20).
+ * concurrency and the same pool size as the app (20). The baseline writes one
+ * track per statement, as the issue defines it; the service shares statements
+ * between concurrent tracks (group commit, src/events/track-writer.ts).
  *
  *   npm run bench:track            (builds first)
  *   BENCH_SECONDS=15 npm run bench:track
