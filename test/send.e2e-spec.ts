@@ -1,4 +1,6 @@
+import { DataSource } from 'typeorm';
 import { EventHooks, RecordedEvent } from '../src/events/event-hooks';
+import { holdContactLocks, lockWaiters } from './support/locks';
 import { SendingTest, startSendingTest, verifyDkim, waitForEmailStatus } from './support/sending';
 
 describe('POST /v1/send (real SMTP server, DKIM checked against the published key)', () => {
@@ -347,6 +349,27 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     expect(queued.map((e) => e.emailId).sort()).toEqual(res.body.data.emails.map((e: { id: string }) => e.id).sort());
     expect(queued.find((e) => e.email === 'heard-1@example.org')?.id).toBe(res.body.data.event);
     await t.smtp.waitForMessages(2);
+  });
+
+  it('locks the recipients\' contacts in email order, so a writer using that order cannot deadlock with it', async () => {
+    const dataSource = t.app.app.get(DataSource);
+    for (const email of ['lock-a@example.org', 'lock-b@example.org']) {
+      const created = await t.app.request({ method: 'POST', url: '/contacts', key: t.project.secretKey, body: { email } });
+      expect(created.status).toBe(201);
+    }
+    // Another transaction (an import chunk, a track batch) holds lock-a and will want lock-b next.
+    const held = await holdContactLocks(dataSource, t.project.id, ['lock-a@example.org']);
+    try {
+      const sending = t.send({ to: ['lock-b@example.org', 'lock-a@example.org'], from: 'hello@acme.test', subject: 'locks', body: 'x' });
+      expect(await lockWaiters(dataSource)).toBe(1); // the send waits for lock-a, holding no contact
+      await held.lock(['lock-b@example.org']); // so this does not wait: in recipient order it would deadlock
+      await held.commit();
+      const res = await sending;
+      expect(res.status).toBe(200);
+      expect(res.body.data.emails.map((e: { to: string }) => e.to)).toEqual(['lock-b@example.org', 'lock-a@example.org']);
+    } finally {
+      await held.rollback();
+    }
   });
 
   it('refuses a sender on a domain that is not verified for this project (403)', async () => {

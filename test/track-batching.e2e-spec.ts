@@ -1,7 +1,12 @@
 import { DataSource } from 'typeorm';
 import { newId } from '../src/database/id';
-import { TrackRepository, TrackWrite } from '../src/events/track.repository';
+import {
+  TrackBatchMismatchError,
+  TrackRepository,
+  TrackWrite,
+} from '../src/events/track.repository';
 import { TrackWriter } from '../src/events/track-writer';
+import { holdContactLocks, lockWaiters } from './support/locks';
 import { setupTestApp, TestApp, TestProject } from './support/test-app';
 
 /**
@@ -140,6 +145,73 @@ describe('POST /v1/track under concurrency (batched writes)', () => {
       [a.id],
     );
     expect(count).toBe(9);
+  });
+
+  it('does not let contacts locked elsewhere hold up the other tracks', async () => {
+    const writer = app.app.get(TrackWriter);
+    const busy = ['busy1@example.com', 'busy2@example.com'];
+    for (const email of busy) await writer.write(write(a.id, email, 'seed'));
+    // A long transaction elsewhere (an import chunk, a send rendering) holds both contacts.
+    const held = await holdContactLocks(dataSource, a.id, busy);
+    try {
+      // The first two tracks fill both statement slots, each with one busy contact.
+      const blocked = busy.map((email) =>
+        writer.write(write(a.id, email, 'held', { after: 'lock' })),
+      );
+      let blockedSettled = false;
+      void Promise.allSettled(blocked).then(() => (blockedSettled = true));
+      const others = Array.from({ length: 20 }, (_, i) =>
+        writer.write(write(a.id, `free${i}@example.com`, 'free')),
+      );
+      // Without the batches' lock timeout both slots would wait for the lock and these would never finish.
+      const timeout = new Promise<'stuck'>((resolve) =>
+        setTimeout(() => resolve('stuck'), 5000).unref(),
+      );
+      expect(await Promise.race([Promise.all(others).then(() => 'done'), timeout])).toBe('done');
+      expect(blockedSettled).toBe(false); // the busy contacts' tracks now wait alone, one at a time
+      expect(await lockWaiters(dataSource, 2)).toBe(2);
+      await held.commit();
+      const rows = await Promise.all(blocked);
+      expect(rows.map((r) => r.email)).toEqual(busy);
+    } finally {
+      await held.rollback();
+    }
+    const contacts = await dataSource.query(
+      `SELECT data FROM contacts WHERE project_id = $1 AND email = ANY($2)`,
+      [a.id, busy],
+    );
+    expect(contacts.map((c: { data: unknown }) => c.data)).toEqual([
+      { after: 'lock' },
+      { after: 'lock' },
+    ]);
+  });
+
+  it('answers an error to every track of a batch whose commit is unknown, and writes none of them again', async () => {
+    const writer = app.app.get(TrackWriter);
+    const repository = app.app.get(TrackRepository);
+    const many = repository.upsertContactsAndInsertEvents.bind(repository);
+    // The statement commits, then the answer is lost (as when the connection drops after COMMIT).
+    const spy = jest
+      .spyOn(repository, 'upsertContactsAndInsertEvents')
+      .mockImplementation(async (m, ws) => {
+        const rows = await many(m, ws);
+        throw new TrackBatchMismatchError(rows.length - 1, ws.length);
+      });
+    try {
+      const results = await Promise.allSettled(
+        Array.from({ length: 8 }, (_, i) =>
+          writer.write(write(b.id, `unknown${i}@example.com`, 'unknown')),
+        ),
+      );
+      expect(results.every((r) => r.status === 'rejected')).toBe(true);
+    } finally {
+      spy.mockRestore();
+    }
+    const [{ count }] = await dataSource.query(
+      `SELECT count(*)::int AS count FROM events WHERE project_id = $1 AND name = 'unknown'`,
+      [b.id],
+    );
+    expect(count).toBe(8); // each written once, by its batch; no retry wrote a second copy
   });
 
   it('writes the tracks of one contact one statement after another, in arrival order', async () => {

@@ -38,7 +38,7 @@ function mergedData(column: string, data: string, remove: string): string {
 export const BULK_INSERT_NEW_CONTACTS = `INSERT INTO contacts (id, project_id, email, subscribed, suppressed, data, created_at, updated_at)
   SELECT r.id, $1, r.email, COALESCE(r.subscribed, true), false, r.data, now(), now()
   FROM jsonb_to_recordset($2::jsonb) AS r(id uuid, email text, subscribed boolean, data jsonb)
-  ORDER BY r.email
+  ORDER BY r.email COLLATE "C"
   ON CONFLICT (project_id, email) DO NOTHING
   RETURNING email`;
 
@@ -104,7 +104,11 @@ export class ContactsRepository {
    * A hard bounce: suppressed and unsubscribed. The row only when that changed
    * something (null: already both, or no such contact).
    */
-  async suppress(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
+  async suppress(
+    manager: EntityManager,
+    projectId: string,
+    id: string,
+  ): Promise<ContactRow | null> {
     const rows = await queryRows<ContactRow>(
       manager,
       `UPDATE contacts SET suppressed = true, subscribed = false, updated_at = now()
@@ -118,7 +122,11 @@ export class ContactsRepository {
    * subscribed → false. The row only when it was subscribed: concurrent calls
    * serialise on the row lock and exactly one of them sees the change.
    */
-  async unsubscribeIfSubscribed(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
+  async unsubscribeIfSubscribed(
+    manager: EntityManager,
+    projectId: string,
+    id: string,
+  ): Promise<ContactRow | null> {
     const rows = await queryRows<ContactRow>(
       manager,
       `UPDATE contacts SET subscribed = false, updated_at = now()
@@ -244,9 +252,12 @@ export class ContactsRepository {
    * Bulk create-or-update of distinct emails, set-based: one INSERT for the new
    * ones (ON CONFLICT DO NOTHING), one UPDATE ... FROM for the rest, each fed by
    * jsonb_to_recordset. A contact created or deleted by someone else between
-   * the two statements is simply retried. (Two imports updating the same
-   * contacts at once may deadlock; Postgres aborts one chunk transaction and
-   * the job's retry redoes it.) Returns how many rows were created and updated.
+   * the two statements is simply retried. Each statement takes its row locks
+   * in (email COLLATE "C") order, the order of the other multi-contact
+   * writers (track batches, sends), so two imports cannot deadlock on
+   * contacts. (A track batch can still meet an import chunk in the gap
+   * between its two passes; the batch's lock_timeout makes it step aside.)
+   * Returns how many rows were created and updated.
    */
   async bulkUpsert(
     manager: EntityManager,
@@ -276,15 +287,21 @@ export class ContactsRepository {
       if (existing.length === 0) break;
       const changed = await queryRows<{ email: string }>(
         manager,
-        `UPDATE contacts c SET
-           subscribed = COALESCE(r.subscribed, c.subscribed),
-           data = (c.data || r.data) - r.remove,
-           updated_at = now()
-         FROM (
+        `WITH r AS (
            SELECT x.email, x.subscribed, x.data, ARRAY(SELECT jsonb_array_elements_text(x.remove)) AS remove
            FROM jsonb_to_recordset($2::jsonb) AS x(email text, subscribed boolean, data jsonb, remove jsonb)
-         ) r
-         WHERE c.project_id = $1 AND c.email = r.email
+         ), locked AS (
+           SELECT c.id, r.subscribed, r.data, r.remove FROM contacts c JOIN r ON c.email = r.email
+           WHERE c.project_id = $1
+           ORDER BY c.email COLLATE "C"
+           FOR UPDATE OF c
+         )
+         UPDATE contacts c SET
+           subscribed = COALESCE(l.subscribed, c.subscribed),
+           data = (c.data || l.data) - l.remove,
+           updated_at = now()
+         FROM locked l
+         WHERE c.id = l.id
          RETURNING c.email`,
         [
           projectId,

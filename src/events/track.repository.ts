@@ -38,36 +38,19 @@ export const UPSERT_CONTACT_AND_INSERT_EVENT = `WITH c AS (
   SELECT c.id AS "contactId", c.email, e.id AS "eventId", e.created_at AS "createdAt" FROM c, e`;
 
 /**
- * The same work for many tracks in one statement: $1 is a JSON array of
- * {ord, contact_id, project_id, email, set_data, remove_keys, event_id, name,
- * event_data}, with (project_id, email) distinct. Contacts are written in
- * (project_id, email) order, the order of the import's multi-row upsert too, so
- * concurrent batches lock contacts in one global order and cannot deadlock.
- * A key given as null is removed on update (the correlated `remove_keys`);
- * a new contact simply has no such key.
+ * The same work for many tracks in one statement: the function
+ * `track_contacts_and_events` (migration TrackBatches, which documents it)
+ * holds the multi-row upsert + insert and runs it under a 100 ms lock_timeout.
  */
-export const UPSERT_CONTACTS_AND_INSERT_EVENTS = `WITH x AS MATERIALIZED (
-    SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
-      ord int, contact_id uuid, project_id uuid, email text, set_data jsonb,
-      remove_keys text[], event_id uuid, name text, event_data jsonb)
-  ), c AS (
-    INSERT INTO contacts AS c (id, project_id, email, subscribed, suppressed, data, created_at, updated_at)
-    SELECT x.contact_id, x.project_id, x.email, true, false, x.set_data, now(), now()
-    FROM x ORDER BY x.project_id, x.email
-    ON CONFLICT (project_id, email) DO UPDATE
-      SET data = (c.data || excluded.data) - (
-            SELECT x.remove_keys FROM x WHERE x.project_id = excluded.project_id AND x.email = excluded.email
-          ),
-          updated_at = now()
-    RETURNING c.id, c.project_id, c.email
-  ), e AS (
-    INSERT INTO events (id, project_id, contact_id, email_id, name, data, created_at)
-    SELECT x.event_id, x.project_id, c.id, NULL, x.name, x.event_data, now()
-    FROM x JOIN c ON c.project_id = x.project_id AND c.email = x.email
-    RETURNING id, created_at
-  )
-  SELECT x.ord, c.id AS "contactId", c.email, e.id AS "eventId", e.created_at AS "createdAt"
-  FROM x JOIN c ON c.project_id = x.project_id AND c.email = x.email JOIN e ON e.id = x.event_id`;
+const TRACK_CONTACTS_AND_EVENTS = `SELECT * FROM track_contacts_and_events($1::jsonb)`;
+
+/** A batch statement committed but did not answer for every track: nothing about it may be retried. */
+export class TrackBatchMismatchError extends Error {
+  constructor(rows: number, writes: number) {
+    super(`a track batch committed ${rows} rows for ${writes} writes`);
+    this.name = 'TrackBatchMismatchError';
+  }
+}
 
 /**
  * The hot path of POST /v1/track when `subscribed` is not given: the contact
@@ -99,6 +82,8 @@ export class TrackRepository {
    * Many tracks, one statement (so one transaction): the rows come back in the
    * order of `writes`. The caller guarantees distinct (projectId, email) pairs;
    * the statement would fail on a repeated one (a row cannot be updated twice).
+   * Fails with SQLSTATE 55P03 when a contact stays locked by another
+   * transaction for 100 ms (nothing is written then).
    */
   async upsertContactsAndInsertEvents(
     manager: EntityManager,
@@ -115,14 +100,11 @@ export class TrackRepository {
       name: write.event.name,
       event_data: write.event.data,
     }));
-    const rows = await queryRows<TrackedRow & { ord: number }>(
-      manager,
-      UPSERT_CONTACTS_AND_INSERT_EVENTS,
-      [JSON.stringify(input)],
-    );
-    if (rows.length !== writes.length) {
-      throw new Error(`batched track returned ${rows.length} rows for ${writes.length} writes`);
-    }
+    const rows = await queryRows<TrackedRow & { ord: number }>(manager, TRACK_CONTACTS_AND_EVENTS, [
+      JSON.stringify(input),
+    ]);
+    if (rows.length !== writes.length)
+      throw new TrackBatchMismatchError(rows.length, writes.length);
     const result = new Array<TrackedRow>(writes.length);
     for (const { ord, ...row } of rows) result[ord] = row;
     return result;

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs';
 import { ApiException, FieldError } from '../common/errors/api-exception';
+import type { ContactRow } from '../contacts/contact.view';
 import { ContactsService } from '../contacts/contacts.service';
 import { newId } from '../database/id';
 import { DomainsService } from '../domains/domains.service';
@@ -79,14 +80,17 @@ export class SendService {
         })),
       );
 
-      const composed: Email[] = [];
+      // Contacts are locked in email order (code units, as COLLATE "C"), the order of every
+      // multi-contact writer, so concurrent sends, imports and track batches cannot deadlock.
+      const contactsByEmail = new Map<string, ContactRow>();
       const subscriptionEvents: NewEvent[] = [];
-      for (const recipient of resolved.recipients) {
-        const { contact, subscriptionChanged } = await this.contacts.upsertByEmail(manager, projectId, recipient.email, {
+      for (const email of resolved.recipients.map((r) => r.email).sort()) {
+        const { contact, subscriptionChanged } = await this.contacts.upsertByEmail(manager, projectId, email, {
           subscribed: dto.subscribed,
           defaultSubscribed: false,
           data: dto.data,
         });
+        contactsByEmail.set(email, contact);
         if (subscriptionChanged) {
           subscriptionEvents.push({
             projectId,
@@ -95,6 +99,10 @@ export class SendService {
             data: { source: 'send' },
           });
         }
+      }
+      const composed: Email[] = [];
+      for (const recipient of resolved.recipients) {
+        const contact = contactsByEmail.get(recipient.email) as ContactRow;
         composed.push(
           await this.emails.compose({
             projectId,
