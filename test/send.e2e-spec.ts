@@ -372,6 +372,32 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     }
   });
 
+  it('runs its transaction again when Postgres breaks a deadlock by aborting it', async () => {
+    const dataSource = t.app.app.get(DataSource);
+    const created = await t.app.request({ method: 'POST', url: '/contacts', key: t.project.secretKey, body: { email: 'dl-a@example.org' } });
+    expect(created.status).toBe(201);
+    // Another transaction has inserted dl-b (not committed yet) and will want dl-a next, as an
+    // import chunk does between its insert pass and its update pass.
+    const other = await holdContactLocks(dataSource, t.project.id, []);
+    try {
+      await other.query(
+        `INSERT INTO contacts (id, project_id, email, subscribed, suppressed, data, created_at, updated_at)
+         VALUES (gen_random_uuid(), $1, 'dl-b@example.org', true, false, '{}', now(), now())`,
+        [t.project.id],
+      );
+      const sending = t.send({ to: ['dl-a@example.org', 'dl-b@example.org'], from: 'hello@acme.test', subject: 'deadlock', body: 'x' });
+      expect(await lockWaiters(dataSource)).toBe(1); // the send holds dl-a and waits for dl-b
+      // This closes the cycle; after deadlock_timeout (1 s) Postgres aborts the send, which waited first.
+      await other.lock(['dl-a@example.org']);
+      await other.commit();
+      const res = await sending;
+      expect(res.status).toBe(200);
+      expect(res.body.data.emails).toHaveLength(2);
+    } finally {
+      await other.rollback();
+    }
+  });
+
   it('refuses a sender on a domain that is not verified for this project (403)', async () => {
     const res = await t.send({ to: 'x@example.org', from: 'someone@unverified.test', subject: 's', body: 'b' });
     expect(res.status).toBe(403);

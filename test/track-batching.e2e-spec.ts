@@ -149,27 +149,29 @@ describe('POST /v1/track under concurrency (batched writes)', () => {
 
   it('does not let contacts locked elsewhere hold up the other tracks', async () => {
     const writer = app.app.get(TrackWriter);
-    const busy = ['busy1@example.com', 'busy2@example.com'];
+    const busy = Array.from({ length: 6 }, (_, i) => `busy${i}@example.com`);
     for (const email of busy) await writer.write(write(a.id, email, 'seed'));
-    // A long transaction elsewhere (an import chunk, a send rendering) holds both contacts.
+    // A long transaction elsewhere (an import chunk, a send rendering) holds all six contacts.
     const held = await holdContactLocks(dataSource, a.id, busy);
     try {
-      // The first two tracks fill both statement slots, each with one busy contact.
+      // The first two tracks fill both statement slots, one busy contact each; the next batch
+      // starts with the other four busy contacts, then 40 free ones.
       const blocked = busy.map((email) =>
         writer.write(write(a.id, email, 'held', { after: 'lock' })),
       );
       let blockedSettled = false;
       void Promise.allSettled(blocked).then(() => (blockedSettled = true));
-      const others = Array.from({ length: 20 }, (_, i) =>
+      const others = Array.from({ length: 40 }, (_, i) =>
         writer.write(write(a.id, `free${i}@example.com`, 'free')),
       );
-      // Without the batches' lock timeout both slots would wait for the lock and these would never finish.
+      // Without the lock timeout both slots would wait for the lock; with one retry lane and no
+      // timeout there, the four busy contacts would fill it. Either way these would never finish.
       const timeout = new Promise<'stuck'>((resolve) =>
         setTimeout(() => resolve('stuck'), 5000).unref(),
       );
       expect(await Promise.race([Promise.all(others).then(() => 'done'), timeout])).toBe('done');
-      expect(blockedSettled).toBe(false); // the busy contacts' tracks now wait alone, one at a time
-      expect(await lockWaiters(dataSource, 2)).toBe(2);
+      expect(blockedSettled).toBe(false); // the busy contacts' tracks wait for the lock, apart
+      expect(await lockWaiters(dataSource, 4)).toBe(4); // as many as the patient lane runs at once
       await held.commit();
       const rows = await Promise.all(blocked);
       expect(rows.map((r) => r.email)).toEqual(busy);
@@ -180,10 +182,9 @@ describe('POST /v1/track under concurrency (batched writes)', () => {
       `SELECT data FROM contacts WHERE project_id = $1 AND email = ANY($2)`,
       [a.id, busy],
     );
-    expect(contacts.map((c: { data: unknown }) => c.data)).toEqual([
-      { after: 'lock' },
-      { after: 'lock' },
-    ]);
+    expect(contacts.map((c: { data: unknown }) => c.data)).toEqual(
+      busy.map(() => ({ after: 'lock' })),
+    );
   });
 
   it('answers an error to every track of a batch whose commit is unknown, and writes none of them again', async () => {
@@ -268,20 +269,29 @@ describe('POST /v1/track under concurrency (batched writes)', () => {
       { length: 200 },
       (_, i) => `lock${String(i).padStart(3, '0')}@example.com`,
     );
-    for (let round = 0; round < 5; round++) {
-      const forward = emails.map((email) => write(a.id, email, `lock_${round % 3}`));
-      const backward = [...forward].reverse();
-      const shuffled = [...forward].sort(() => Math.random() - 0.5);
-      const results = await Promise.all(
-        [forward, backward, shuffled].map((batch) =>
-          repository.upsertContactsAndInsertEvents(dataSource.manager, batch),
-        ),
+    // Without the function's lock timeout, so a wrong lock order shows as Postgres's deadlock
+    // error (after 1 s) rather than as a timeout, and a slow commit cannot fail the test.
+    await dataSource.query(`ALTER FUNCTION track_contacts_and_events(jsonb) RESET lock_timeout`);
+    try {
+      for (let round = 0; round < 5; round++) {
+        const forward = emails.map((email) => write(a.id, email, `lock_${round % 3}`));
+        const backward = [...forward].reverse();
+        const shuffled = [...forward].sort(() => Math.random() - 0.5);
+        const results = await Promise.all(
+          [forward, backward, shuffled].map((batch) =>
+            repository.upsertContactsAndInsertEvents(dataSource.manager, batch),
+          ),
+        );
+        // Rows come back in the order of the input.
+        results.forEach((rows, i) => {
+          const input = [forward, backward, shuffled][i];
+          expect(rows.map((row) => row.email)).toEqual(input.map((w) => w.email));
+        });
+      }
+    } finally {
+      await dataSource.query(
+        `ALTER FUNCTION track_contacts_and_events(jsonb) SET lock_timeout = '100ms'`,
       );
-      // Rows come back in the order of the input.
-      results.forEach((rows, i) => {
-        const input = [forward, backward, shuffled][i];
-        expect(rows.map((row) => row.email)).toEqual(input.map((w) => w.email));
-      });
     }
     const [{ count }] = await dataSource.query(
       `SELECT count(*)::int AS count FROM events WHERE project_id = $1 AND name LIKE 'lock_%'`,

@@ -294,7 +294,7 @@ export class ContactsRepository {
            SELECT c.id, r.subscribed, r.data, r.remove FROM contacts c JOIN r ON c.email = r.email
            WHERE c.project_id = $1
            ORDER BY c.email COLLATE "C"
-           FOR UPDATE OF c
+           FOR NO KEY UPDATE OF c
          )
          UPDATE contacts c SET
            subscribed = COALESCE(l.subscribed, c.subscribed),

@@ -8,8 +8,10 @@ import { TrackRepository, type TrackedRow, type TrackWrite } from './track.repos
 export const MAX_TRACK_BATCH = 100;
 /** Most batch statements in flight at once (2 measured best; see docs/contacts-events.md). */
 export const MAX_TRACK_BATCHES_IN_FLIGHT = 2;
-/** Most one-at-a-time retries in flight (they may wait on locks, so they get few connections). */
+/** Most one-at-a-time retries in flight per lane (they may wait on locks, so they get few connections). */
 export const MAX_TRACK_RETRIES_IN_FLIGHT = 4;
+/** SQLSTATE lock_not_available: the batch function's lock_timeout expired. */
+const LOCK_NOT_AVAILABLE = '55P03';
 
 interface Waiting {
   write: TrackWrite;
@@ -35,8 +37,11 @@ interface Waiting {
  * transaction (the function's lock_timeout), so one busy contact cannot hold
  * up everyone's tracks. When a batch fails with an error from Postgres (which
  * means nothing of it was written), its tracks are retried one at a time,
- * outside the batch slots and without the lock timeout: an error then belongs
- * to the request that caused it and its neighbours commit. Any other failure
+ * outside the batch slots and still under the lock timeout, so an error then
+ * belongs to the request that caused it and its neighbours commit; a track
+ * that times out alone has a busy contact and is written once more without
+ * the timeout, in a lane of its own, so it waits without holding up anyone
+ * else's track. Any other failure
  * (the connection lost, so the commit is unknown) is answered as an error to
  * every track of the batch and never retried, so nothing is written twice.
  */
@@ -45,9 +50,19 @@ export class TrackWriter {
   private readonly logger = new Logger(TrackWriter.name);
   private queue: Waiting[] = [];
   private batchesInFlight = 0;
-  private readonly retries: Waiting[] = [];
-  private retriesInFlight = 0;
-  /** Contacts (project + email) being written by a statement in flight or waiting for a retry. */
+  /** Tracks of failed batches, retried one at a time under the lock timeout. */
+  private readonly alone = new Lane(
+    MAX_TRACK_RETRIES_IN_FLIGHT,
+    (w) => this.writeAlone(w),
+    () => this.pump(),
+  );
+  /** Tracks whose contact stayed locked, written without the timeout. */
+  private readonly patient = new Lane(
+    MAX_TRACK_RETRIES_IN_FLIGHT,
+    (w) => this.writePatiently(w),
+    () => this.pump(),
+  );
+  /** Contacts (project + email) being written by a statement in flight or waiting in a lane. */
   private readonly writing = new Set<string>();
 
   constructor(
@@ -106,35 +121,47 @@ export class TrackWriter {
     if (rows) {
       batch.forEach((waiting, index) => this.settle(waiting, () => waiting.resolve(rows[index])));
     } else if (rolledBack(failure)) {
+      this.alone.push(batch);
       this.logger.warn(
         `a batch of ${batch.length} tracks failed (SQLSTATE ${failure.driverError.code}); writing them one at a time`,
       );
-      this.retries.push(...batch);
-      this.pumpRetries();
     } else {
+      for (const waiting of batch) this.settle(waiting, () => waiting.reject(failure));
       this.logger.error(
         `a batch of ${batch.length} tracks failed with its commit unknown: ${describe(failure)}`,
       );
-      for (const waiting of batch) this.settle(waiting, () => waiting.reject(failure));
     }
     this.pump();
   }
 
-  private pumpRetries(): void {
-    while (this.retriesInFlight < MAX_TRACK_RETRIES_IN_FLIGHT && this.retries.length > 0) {
-      const waiting = this.retries.shift() as Waiting;
-      this.retriesInFlight++;
-      void this.repository
-        .upsertContactAndInsertEvent(this.dataSource.manager, waiting.write)
-        .then(
-          (row) => this.settle(waiting, () => waiting.resolve(row)),
-          (error: unknown) => this.settle(waiting, () => waiting.reject(error)),
-        )
-        .finally(() => {
-          this.retriesInFlight--;
-          this.pumpRetries();
-          this.pump();
-        });
+  /**
+   * One track of a failed batch, alone but still under the 100 ms lock
+   * timeout, so a batch-mate's locked contact delays no one. A lock timeout
+   * now means this contact is busy: it waits in the patient lane.
+   */
+  private async writeAlone(waiting: Waiting): Promise<void> {
+    try {
+      const [row] = await this.repository.upsertContactsAndInsertEvents(this.dataSource.manager, [
+        waiting.write,
+      ]);
+      this.settle(waiting, () => waiting.resolve(row));
+    } catch (error) {
+      if (rolledBack(error) && error.driverError.code === LOCK_NOT_AVAILABLE)
+        this.patient.push([waiting]);
+      else this.settle(waiting, () => waiting.reject(error));
+    }
+  }
+
+  /** A track whose contact stayed locked: written without a lock timeout, as a lone track always was. */
+  private async writePatiently(waiting: Waiting): Promise<void> {
+    try {
+      const row = await this.repository.upsertContactAndInsertEvent(
+        this.dataSource.manager,
+        waiting.write,
+      );
+      this.settle(waiting, () => waiting.resolve(row));
+    } catch (error) {
+      this.settle(waiting, () => waiting.reject(error));
     }
   }
 
@@ -145,11 +172,44 @@ export class TrackWriter {
   }
 }
 
-/** An error Postgres itself reported for the statement: it was rolled back, so retrying writes nothing twice. */
+/** An ERROR Postgres itself reported for the statement: it was rolled back, so retrying writes nothing twice. */
 function rolledBack(error: unknown): error is QueryFailedError & { driverError: DatabaseError } {
-  return error instanceof QueryFailedError && error.driverError instanceof DatabaseError;
+  return (
+    error instanceof QueryFailedError &&
+    error.driverError instanceof DatabaseError &&
+    error.driverError.severity === 'ERROR'
+  );
 }
 
 function describe(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : 'unknown error';
+}
+
+/** A FIFO of one-track writes, at most `limit` at once; `run` settles its track and never rejects. */
+class Lane {
+  private readonly waiting: Waiting[] = [];
+  private running = 0;
+
+  constructor(
+    private readonly limit: number,
+    private readonly run: (waiting: Waiting) => Promise<void>,
+    private readonly onSettled: () => void,
+  ) {}
+
+  push(items: Waiting[]): void {
+    this.waiting.push(...items);
+    this.next();
+  }
+
+  private next(): void {
+    while (this.running < this.limit && this.waiting.length > 0) {
+      const item = this.waiting.shift() as Waiting;
+      this.running++;
+      void this.run(item).finally(() => {
+        this.running--;
+        this.next();
+        this.onSettled();
+      });
+    }
+  }
 }

@@ -4,6 +4,7 @@ import { ApiException, FieldError } from '../common/errors/api-exception';
 import type { ContactRow } from '../contacts/contact.view';
 import { ContactsService } from '../contacts/contacts.service';
 import { newId } from '../database/id';
+import { retryOnDeadlock } from '../database/retry-on-deadlock';
 import { DomainsService } from '../domains/domains.service';
 import { EventsService } from '../events/events.service';
 import type { NewEvent } from '../events/events.repository';
@@ -46,7 +47,9 @@ export class SendService {
     const attachments = decodeAttachments(dto);
     await this.domains.assertCanSend(projectId, resolved.from.email);
 
-    const { response, emails, published } = await this.repository.transaction(async (manager) => {
+    // Recipients are locked in email order, but an import chunk (two ordered passes) can still
+    // close a lock cycle with a send; the transaction is then rolled back and run again.
+    const { response, emails, published } = await retryOnDeadlock(() => this.repository.transaction(async (manager) => {
       const idempotencyRowId = newId();
       if (idempotency) {
         const stored = await this.repository.claimIdempotencyKey(
@@ -80,8 +83,9 @@ export class SendService {
         })),
       );
 
-      // Contacts are locked in email order (code units, as COLLATE "C"), the order of every
-      // multi-contact writer, so concurrent sends, imports and track batches cannot deadlock.
+      // Contacts are locked in email order (code units, as COLLATE "C"), the order of the other
+      // multi-contact writers (track batches, each import pass), so sends cannot deadlock with
+      // one another or with track batches.
       const contactsByEmail = new Map<string, ContactRow>();
       const subscriptionEvents: NewEvent[] = [];
       for (const email of resolved.recipients.map((r) => r.email).sort()) {
@@ -136,7 +140,7 @@ export class SendService {
         // After commit, listeners (workflow triggers) hear the subscription changes and each email.queued.
         published: [...subscriptions, ...queued].map((event) => ({ ...event, email: emailOf.get(event.contactId) as string })),
       };
-    }).catch((error: unknown) => {
+    })).catch((error: unknown) => {
       throw error instanceof TemplateRenderError ? renderFailure(error) : error;
     });
 

@@ -5,6 +5,8 @@ import { pollUntil } from './poll';
 export interface HeldLocks {
   /** Locks more contacts in the same transaction (waits if someone else holds them). */
   lock(emails: string[]): Promise<void>;
+  /** Any statement in the same transaction. */
+  query(sql: string, params?: unknown[]): Promise<unknown>;
   commit(): Promise<void>;
   rollback(): Promise<void>;
 }
@@ -41,7 +43,12 @@ export async function holdContactLocks(
     await end('rollback');
     throw error;
   }
-  return { lock, commit: () => end('commit'), rollback: () => end('rollback') };
+  return {
+    lock,
+    query: (sql, params) => runner.query(sql, params),
+    commit: () => end('commit'),
+    rollback: () => end('rollback'),
+  };
 }
 
 /** Waits (up to 10 s) until at least `count` sessions of this database wait for a lock; answers how many do. */
