@@ -41,9 +41,9 @@ interface Waiting {
  * belongs to the request that caused it and its neighbours commit; a track
  * that times out alone has a busy contact and is written once more without
  * the timeout, in a lane of its own, so it waits without holding up anyone
- * else's track. Any other failure
- * (the connection lost, so the commit is unknown) is answered as an error to
- * every track of the batch and never retried, so nothing is written twice.
+ * else's track. Any other failure (the connection lost, so the commit is
+ * unknown) is answered as an error to every track of the batch and never
+ * retried, so nothing is written twice.
  */
 @Injectable()
 export class TrackWriter {
