@@ -104,11 +104,7 @@ export class ContactsRepository {
    * A hard bounce: suppressed and unsubscribed. The row only when that changed
    * something (null: already both, or no such contact).
    */
-  async suppress(
-    manager: EntityManager,
-    projectId: string,
-    id: string,
-  ): Promise<ContactRow | null> {
+  async suppress(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
     const rows = await queryRows<ContactRow>(
       manager,
       `UPDATE contacts SET suppressed = true, subscribed = false, updated_at = now()
@@ -122,11 +118,7 @@ export class ContactsRepository {
    * subscribed → false. The row only when it was subscribed: concurrent calls
    * serialise on the row lock and exactly one of them sees the change.
    */
-  async unsubscribeIfSubscribed(
-    manager: EntityManager,
-    projectId: string,
-    id: string,
-  ): Promise<ContactRow | null> {
+  async unsubscribeIfSubscribed(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
     const rows = await queryRows<ContactRow>(
       manager,
       `UPDATE contacts SET subscribed = false, updated_at = now()

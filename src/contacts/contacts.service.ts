@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { decodeCursor, Page, pageOf } from '../common/pagination/pagination';
+import { sqlState, SQLSTATE } from '../database/postgres-errors';
 import { SYSTEM_EVENTS } from '../events/event-names';
 import type { EventRow } from '../events/event.view';
 import { EventsService } from '../events/events.service';
@@ -42,8 +43,6 @@ export interface UnsubscribeCause {
   emailId?: string | null;
   data: Record<string, unknown>;
 }
-
-const UNIQUE_VIOLATION = '23505';
 
 @Injectable()
 export class ContactsService {
@@ -155,7 +154,7 @@ export class ContactsService {
       );
       return toContactView(row);
     } catch (error) {
-      if ((error as { code?: string }).code === UNIQUE_VIOLATION) {
+      if (sqlState(error) === SQLSTATE.UNIQUE_VIOLATION) {
         throw ApiException.conflict(
           `A contact with email ${email} already exists in this project`,
           'Update the existing contact with PATCH /contacts/{id} (find it with GET /contacts?email=...), or use POST /v1/track to create-or-update.',

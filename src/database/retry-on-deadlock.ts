@@ -1,14 +1,4 @@
-import { QueryFailedError } from 'typeorm';
-
-/** SQLSTATE deadlock_detected: Postgres aborted this transaction to break a lock cycle. */
-export const DEADLOCK_DETECTED = '40P01';
-
-export function isDeadlock(error: unknown): boolean {
-  return (
-    error instanceof QueryFailedError &&
-    (error.driverError as { code?: unknown } | undefined)?.code === DEADLOCK_DETECTED
-  );
-}
+import { sqlState, SQLSTATE } from './postgres-errors';
 
 /**
  * Runs a whole transaction again when Postgres chose it as a deadlock's victim
@@ -20,7 +10,7 @@ export async function retryOnDeadlock<T>(work: () => Promise<T>, attempts = 3): 
     try {
       return await work();
     } catch (error) {
-      if (attempt >= attempts || !isDeadlock(error)) throw error;
+      if (attempt >= attempts || sqlState(error) !== SQLSTATE.DEADLOCK_DETECTED) throw error;
     }
   }
 }

@@ -4,11 +4,12 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { Queue } from 'bullmq';
 import { generateKeyPair, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import { QueryFailedError, Repository } from 'typeorm';
+import { Repository } from 'typeorm';
 import { SecretBox } from '../common/crypto/secret-box';
 import { ApiException } from '../common/errors/api-exception';
 import { Page, paginate } from '../common/pagination/pagination';
 import { newId } from '../database/id';
+import { sqlState, SQLSTATE } from '../database/postgres-errors';
 import { QUEUES } from '../queue/queue.constants';
 import { Domain, DomainStatus } from './domain.entity';
 import { normalizeDomainName, senderDomainOf } from './domain-name';
@@ -217,8 +218,5 @@ function duplicate(domain: string): ApiException {
 }
 
 function isUniqueViolation(error: unknown): boolean {
-  return (
-    error instanceof QueryFailedError &&
-    (error.driverError as { code?: string } | undefined)?.code === '23505'
-  );
+  return sqlState(error) === SQLSTATE.UNIQUE_VIOLATION;
 }

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DatabaseError } from 'pg';
 import { QueryFailedError, type DataSource } from 'typeorm';
+import { sqlState, SQLSTATE } from '../database/postgres-errors';
 import { TrackRepository, type TrackedRow, type TrackWrite } from './track.repository';
 
 /** Most tracks one statement carries. */
@@ -10,8 +11,6 @@ export const MAX_TRACK_BATCH = 100;
 export const MAX_TRACK_BATCHES_IN_FLIGHT = 2;
 /** Most one-at-a-time retries in flight per lane (they may wait on locks, so they get few connections). */
 export const MAX_TRACK_RETRIES_IN_FLIGHT = 4;
-/** SQLSTATE lock_not_available: the batch function's lock_timeout expired. */
-const LOCK_NOT_AVAILABLE = '55P03';
 
 interface Waiting {
   write: TrackWrite;
@@ -146,7 +145,7 @@ export class TrackWriter {
       ]);
       this.settle(waiting, () => waiting.resolve(row));
     } catch (error) {
-      if (rolledBack(error) && error.driverError.code === LOCK_NOT_AVAILABLE)
+      if (rolledBack(error) && sqlState(error) === SQLSTATE.LOCK_NOT_AVAILABLE)
         this.patient.push([waiting]);
       else this.settle(waiting, () => waiting.reject(error));
     }
