@@ -3,7 +3,7 @@ import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { parseArgs } from 'node:util';
 import { ApiException } from './common/errors/api-exception';
-import { AppConfig, ConfigValidationError, loadConfig } from './config/config';
+import { AppConfig, ConfigValidationError, environmentWithDotEnv, loadConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { prepareDatabase } from './database/prepare-database';
@@ -133,7 +133,7 @@ async function main(): Promise<number> {
   const emit = (json: unknown, text: string, stream: NodeJS.WriteStream = process.stdout) =>
     stream.write((values.json ? JSON.stringify(json) : text) + '\n');
   try {
-    const config = loadConfig();
+    const config = loadConfig(environmentWithDotEnv());
     const out = await run(config, positionals, values.name, values.type);
     emit(out.json, out.text);
     return 0;

@@ -1,12 +1,12 @@
 import 'reflect-metadata';
-import { ConfigValidationError, loadConfig, runsApi } from './config/config';
+import { ConfigValidationError, environmentWithDotEnv, loadConfig, runsApi } from './config/config';
 import { createApp } from './create-app';
 import { prepareDatabase } from './database/prepare-database';
 
 async function bootstrap(): Promise<void> {
   let config;
   try {
-    config = loadConfig();
+    config = loadConfig(environmentWithDotEnv());
   } catch (error) {
     if (error instanceof ConfigValidationError) {
       console.error(error.message);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { parseEnv } from 'node:util';
 
 export type AppRole = 'all' | 'api' | 'worker';
 const ROLES: readonly AppRole[] = ['all', 'api', 'worker'];
@@ -33,6 +34,12 @@ export interface AppConfig {
   authFailureLimitPerMinute: number;
   dnsServers: string[];
   appSecret: string;
+  /** Earlier secrets (APP_SECRET_PREVIOUS): open sealed keys and verify links made before a rotation. */
+  appSecretPrevious: string[];
+  /** Whether a sender must be on a verified domain of the project (default: only when mail leaves by SMTP). */
+  requireVerifiedSender: boolean;
+  /** Origins allowed to call secret-key endpoints from a browser (POST /v1/track allows any). */
+  corsOrigins: string[];
   logLevel: LogLevel;
   trustProxy: boolean;
   webhookAllowPrivate: boolean;
@@ -109,12 +116,31 @@ class Reader {
   }
 }
 
-function parseDnsServers(reader: Reader, raw: string | null): string[] {
+function parseList(raw: string | null): string[] {
   if (raw === null) return [];
-  const servers = raw
+  return raw
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
+}
+
+/** Origins as browsers send them: scheme://host[:port], no path; "*" is not accepted (list them). */
+function parseCorsOrigins(reader: Reader, raw: string | null): string[] {
+  const origins = parseList(raw);
+  return origins.map((origin) => {
+    try {
+      const url = new URL(origin);
+      if ((url.protocol === 'http:' || url.protocol === 'https:') && url.origin === origin.replace(/\/+$/, '')) return url.origin;
+    } catch {
+      // reported below
+    }
+    reader.problems.push(`CORS_ORIGINS: "${origin}" is not an origin such as https://app.example.com`);
+    return origin;
+  });
+}
+
+function parseDnsServers(reader: Reader, raw: string | null): string[] {
+  const servers = parseList(raw);
   for (const server of servers) {
     const match = /^(\[[0-9a-fA-F:]+\]|[^:]+)(?::(\d{1,5}))?$/.exec(server);
     if (!match || (match[2] !== undefined && Number(match[2]) > 65535)) {
@@ -180,6 +206,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     authFailureLimitPerMinute: r.int('AUTH_FAILURE_LIMIT_PER_MINUTE', 30, 1, 10_000_000),
     dnsServers: parseDnsServers(r, r.optional('DNS_SERVERS')),
     appSecret: '',
+    appSecretPrevious: parseList(r.optional('APP_SECRET_PREVIOUS')),
+    requireVerifiedSender: r.bool('REQUIRE_VERIFIED_SENDER', smtpUrl !== null),
+    corsOrigins: parseCorsOrigins(r, r.optional('CORS_ORIGINS')),
     logLevel: r.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
     trustProxy: r.bool('TRUST_PROXY', false),
     webhookAllowPrivate: r.bool('WEBHOOK_ALLOW_PRIVATE', false),
@@ -187,11 +216,31 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(config.queuePrefix)) {
     r.problems.push('QUEUE_PREFIX: 1..64 characters of letters, digits, "_" or "-"');
   }
+  for (const previous of config.appSecretPrevious) {
+    if (previous.length < 32) r.problems.push('APP_SECRET_PREVIOUS: every secret must be at least 32 characters');
+  }
   if (r.problems.length === 0) {
     config.appSecret = resolveAppSecret(r, nodeEnv, resolve(cwd, 'var/app-secret'));
+    config.appSecretPrevious = config.appSecretPrevious.filter((previous) => previous !== config.appSecret);
   }
   if (r.problems.length > 0) throw new ConfigValidationError(r.problems);
   return config;
+}
+
+/**
+ * The process environment over the variables of `<cwd>/.env`, when that file
+ * exists: the real environment wins, as with every dotenv loader.
+ */
+export function environmentWithDotEnv(env: Env = process.env, cwd: string = process.cwd()): Env {
+  const file = resolve(cwd, '.env');
+  if (!existsSync(file)) return env;
+  let fromFile: Env;
+  try {
+    fromFile = parseEnv(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new ConfigValidationError([`.env: cannot be read (${error instanceof Error ? error.message : String(error)})`]);
+  }
+  return { ...fromFile, ...env };
 }
 
 export function runsApi(config: AppConfig): boolean {
