@@ -6,6 +6,8 @@ import { flattenValidationErrors, RequestValidationException } from '../validati
 
 export interface ErrorEnvelope {
   success: false;
+  /** The same text as error.message: the Plunk SDKs surface a top-level `message`. */
+  message: string;
   error: {
     code: string;
     message: string;
@@ -129,6 +131,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
 
     const body: ErrorEnvelope = {
       success: false,
+      message: rendered.message,
       error: {
         code: rendered.code,
         message: rendered.message,
