@@ -8,6 +8,7 @@ import { EventsModule } from './events/events.module';
 import { TrackModule } from './events/track.module';
 import { DomainsModule } from './domains/domains.module';
 import { HealthModule } from './health/health.module';
+import { ProjectSettingsModule } from './projects/project-settings.module';
 import { ProjectsModule } from './projects/projects.module';
 import { QueueModule } from './queue/queue.module';
 import { RedisModule } from './queue/redis.module';
@@ -16,7 +17,7 @@ import { SendingModule } from './sending/sending.module';
 import { TemplatesModule } from './templates/templates.module';
 
 /** Feature modules: a new feature is a folder under src/ and one line here. */
-export const FEATURE_MODULES: Type[] = [HealthModule, DomainsModule, ContactsModule, EventsModule, TrackModule, SegmentsModule, TemplatesModule, SendingModule];
+export const FEATURE_MODULES: Type[] = [HealthModule, DomainsModule, ProjectSettingsModule, ContactsModule, EventsModule, TrackModule, SegmentsModule, TemplatesModule, SendingModule];
 
 @Module({})
 export class AppModule {

@@ -31,7 +31,8 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
 
   beforeAll(async () => {
     dns = await startTestDnsServer();
-    ctx = await setupTestApp({ DNS_SERVERS: dns.address });
+    // Outbox mode, but senders must be verified as they are with SMTP.
+    ctx = await setupTestApp({ DNS_SERVERS: dns.address, REQUIRE_VERIFIED_SENDER: 'true' });
     app = ctx.app;
     project = await app.createProject('Domains');
     other = await app.createProject('Other');
@@ -60,8 +61,15 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     app.request<DomainReply>({ method: 'GET', url: `/domains/${id}`, key });
   const record = (domain: DomainBody, purpose: string) =>
     domain.records.find((r) => r.purpose === purpose)!;
+  /** The signing domain; null (unsigned) cannot happen while REQUIRE_VERIFIED_SENDER holds. */
   const assertCanSend = (projectId: string, from: string) =>
-    app.app.get(DomainsService).assertCanSend(projectId, from);
+    app.app
+      .get(DomainsService)
+      .assertCanSend(projectId, from)
+      .then((sender) => {
+        if (!sender) throw new Error('assertCanSend answered unsigned while senders must be verified');
+        return sender;
+      });
 
   /** Runs the repeating job's handler now, through the queue, as the scheduler would. */
   async function runSweep(): Promise<{ checked: number; verified: number; failed: number }> {

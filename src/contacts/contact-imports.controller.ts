@@ -1,6 +1,7 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
+import { Page, PaginationQueryDto } from '../common/pagination/pagination';
 import { ContactImportsService, ContactImportView } from './contact-imports.service';
 import { IdParamDto } from './dto/contact.dto';
 
@@ -41,6 +42,12 @@ export class ContactImportsController {
   ): Promise<ContactImportView> {
     const format = /^\s*text\/csv\s*(;|$)/i.test(contentType ?? '') ? 'csv' : 'json';
     return this.imports.start(project.id, body, format);
+  }
+
+  @Get('imports')
+  @ApiOperation({ summary: 'List imports, newest first' })
+  list(@CurrentProject() project: CurrentProjectInfo, @Query() query: PaginationQueryDto): Promise<Page<ContactImportView>> {
+    return this.imports.list(project.id, query);
   }
 
   @Get('imports/:id')

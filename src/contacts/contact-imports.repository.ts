@@ -52,6 +52,30 @@ export class ContactImportsRepository {
     return rows[0] ?? null;
   }
 
+  /** One page of the project's imports, newest first (limit + 1 rows, for hasMore), and their total. */
+  async page(
+    manager: EntityManager,
+    projectId: string,
+    limit: number,
+    beforeId: string | null,
+  ): Promise<{ rows: ImportRow[]; total: number }> {
+    const [rows, [{ total }]] = await Promise.all([
+      queryRows<ImportRow>(
+        manager,
+        `SELECT ${IMPORT_COLUMNS} FROM contact_imports i
+          WHERE i.project_id = $1 AND ($2::uuid IS NULL OR i.id < $2)
+          ORDER BY i.id DESC LIMIT $3`,
+        [projectId, beforeId, limit + 1],
+      ),
+      queryRows<{ total: number }>(
+        manager,
+        'SELECT count(*)::int AS total FROM contact_imports WHERE project_id = $1',
+        [projectId],
+      ),
+    ]);
+    return { rows, total };
+  }
+
   /** Locks the import for one chunk transaction: a second worker on the same import waits, then sees the new cursor. */
   async lock(manager: EntityManager, id: string): Promise<ImportRow | null> {
     const rows = await queryRows<ImportRow>(

@@ -4,6 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
 import type { DataSource } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
+import { decodeCursor, Page, pageOf, PaginationQueryDto } from '../common/pagination/pagination';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { newId } from '../database/id';
@@ -103,6 +104,14 @@ export class ContactImportsService {
     const row = await this.imports.find(this.dataSource.manager, projectId, id);
     if (!row) throw ApiException.notFound('import', id);
     return toImportView(row);
+  }
+
+  /** GET /contacts/imports: the list envelope, newest first. */
+  async list(projectId: string, query: PaginationQueryDto): Promise<Page<ContactImportView>> {
+    const limit = query.limit ?? 20;
+    const before = query.cursor ? decodeCursor(query.cursor) : null;
+    const { rows, total } = await this.imports.page(this.dataSource.manager, projectId, limit, before);
+    return pageOf(rows, limit, total, toImportView, (row) => row.id);
   }
 
   async enqueue(importId: string): Promise<void> {

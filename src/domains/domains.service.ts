@@ -8,6 +8,8 @@ import { Repository } from 'typeorm';
 import { SecretBox } from '../common/crypto/secret-box';
 import { ApiException } from '../common/errors/api-exception';
 import { Page, paginate } from '../common/pagination/pagination';
+import { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
 import { newId } from '../database/id';
 import { sqlState, SQLSTATE } from '../database/postgres-errors';
 import { QUEUES } from '../queue/queue.constants';
@@ -36,6 +38,7 @@ export interface SenderDomain {
 interface SenderRow {
   id: string;
   domain: string;
+  status: DomainStatus;
   dkim_selector: string;
   dkim_private_key_sealed: Buffer;
 }
@@ -47,6 +50,7 @@ export class DomainsService {
   constructor(
     @InjectRepository(Domain) private readonly domains: Repository<Domain>,
     @Inject(DKIM_KEY_BOX) private readonly keyBox: SecretBox,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectQueue(QUEUES.DOMAINS) private readonly queue: Queue,
     private readonly verification: DomainVerificationService,
   ) {}
@@ -127,49 +131,43 @@ export class DomainsService {
   }
 
   /**
-   * May this project send from this address? The address's domain must be a
+   * May this project send from this address? When the address's domain is a
    * VERIFIED domain of the project (exact match: a subdomain is a domain of
-   * its own). Answers the DKIM signing key, or throws 403 DOMAIN_NOT_VERIFIED.
+   * its own), answers its DKIM signing key. Otherwise, while
+   * REQUIRE_VERIFIED_SENDER holds, throws 403 DOMAIN_NOT_VERIFIED naming the
+   * domain's state and the way to fix it; when it does not (the outbox
+   * default: nothing leaves the machine), answers null: send unsigned.
    *
    * No cache on purpose: one indexed lookup per call, so a delete, or a
    * domain turning FAILED, stops sending at once in every process. Only the
    * AES key is cached (derived once per process); opening the box is
    * microseconds.
    */
-  async assertCanSend(projectId: string, fromAddress: string): Promise<SenderDomain> {
+  async assertCanSend(projectId: string, fromAddress: string): Promise<SenderDomain | null> {
     const domain = senderDomainOf(fromAddress);
     // Plain SQL on the hot path: building and hydrating through the query builder cost
     // several times the round trip itself (bench/domains-sender-check.js).
     const rows: SenderRow[] = domain
       ? await this.domains.query(
-          `SELECT id, domain, dkim_selector, dkim_private_key_sealed FROM domains
-           WHERE project_id = $1 AND domain = $2 AND status = $3`,
-          [projectId, domain, DomainStatus.VERIFIED],
+          `SELECT id, domain, status, dkim_selector, dkim_private_key_sealed FROM domains
+           WHERE project_id = $1 AND domain = $2`,
+          [projectId, domain],
         )
       : [];
     const row = rows[0];
-    if (!row) {
-      throw new ApiException(
-        403,
-        'DOMAIN_NOT_VERIFIED',
-        domain
-          ? `The sender domain "${domain}" is not a verified domain of this project`
-          : 'The sender address has no domain part',
-        {
-          suggestion:
-            'Add the domain with POST /domains, publish its DNS records and wait until it is VERIFIED (or call POST /domains/{id}/verify).',
+    if (row?.status === DomainStatus.VERIFIED) {
+      return {
+        domainId: row.id,
+        domain: row.domain,
+        dkim: {
+          domainName: row.domain,
+          keySelector: row.dkim_selector,
+          privateKey: this.keyBox.openString(row.dkim_private_key_sealed, row.id),
         },
-      );
+      };
     }
-    return {
-      domainId: row.id,
-      domain: row.domain,
-      dkim: {
-        domainName: row.domain,
-        keySelector: row.dkim_selector,
-        privateKey: this.keyBox.openString(row.dkim_private_key_sealed, row.id),
-      },
-    };
+    if (domain && !this.config.requireVerifiedSender) return null;
+    throw senderNotVerified(domain, row);
   }
 
   private async findOwned(projectId: string, id: string): Promise<Domain> {
@@ -208,6 +206,30 @@ export function toDomainResponse(row: Domain): DomainResponse {
     verifiedAt: row.verifiedAt ? row.verifiedAt.toISOString() : null,
     createdAt: row.createdAt.toISOString(),
   };
+}
+
+const UNVERIFIED_HINT =
+  'For local development without SMTP_URL, REQUIRE_VERIFIED_SENDER=false lets any sender through (unsigned, to the outbox).';
+
+/** 403 DOMAIN_NOT_VERIFIED: what state the domain is in, and the next step out of it. */
+function senderNotVerified(domain: string | null, row: SenderRow | undefined): ApiException {
+  if (!domain) {
+    return new ApiException(403, 'DOMAIN_NOT_VERIFIED', 'The sender address has no domain part', {
+      suggestion: 'Send from an address on a verified domain of this project, such as hello@example.com.',
+    });
+  }
+  if (!row) {
+    return new ApiException(403, 'DOMAIN_NOT_VERIFIED', `The sender domain "${domain}" is not a domain of this project`, {
+      suggestion: `Add it with POST /domains {"domain":"${domain}"}, publish the DNS records it answers and call POST /domains/{id}/verify. ${UNVERIFIED_HINT}`,
+    });
+  }
+  const why =
+    row.status === DomainStatus.FAILED
+      ? 'its DNS records were not found within 72 hours, or were removed'
+      : 'its DNS records have not been found yet';
+  return new ApiException(403, 'DOMAIN_NOT_VERIFIED', `The sender domain "${domain}" is ${row.status}: ${why}`, {
+    suggestion: `GET /domains/${row.id} shows each record with what DNS answers; publish the missing ones, then call POST /domains/${row.id}/verify. ${UNVERIFIED_HINT}`,
+  });
 }
 
 function duplicate(domain: string): ApiException {

@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
 import { Page, PaginationQueryDto } from '../common/pagination/pagination';
 import { UpdateProjectDto } from './dto/update-project.dto';
+import { ProjectSettingsService } from './project-settings.service';
 import { ApiKeyView, ProjectsService, ProjectView } from './projects.service';
 
 /** The calling key's own project: lets a client check its key and see its keys. */
@@ -10,7 +11,10 @@ import { ApiKeyView, ProjectsService, ProjectView } from './projects.service';
 @ApiBearerAuth()
 @Controller('project')
 export class ProjectsController {
-  constructor(private readonly projects: ProjectsService) {}
+  constructor(
+    private readonly projects: ProjectsService,
+    private readonly settings: ProjectSettingsService,
+  ) {}
 
   @Get()
   get(@CurrentProject() project: CurrentProjectInfo): Promise<ProjectView> {
@@ -19,7 +23,7 @@ export class ProjectsController {
 
   @Patch()
   update(@CurrentProject() project: CurrentProjectInfo, @Body() body: UpdateProjectDto): Promise<ProjectView> {
-    return this.projects.renameProject(project.id, body.name);
+    return this.settings.update(project.id, body);
   }
 
   @Get('keys')

@@ -3,14 +3,12 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { ApiKeyCache } from './api-key-cache';
 import { ApiKey } from './api-key.entity';
 import { Project } from './project.entity';
-import { ProjectsController } from './projects.controller';
 import { ProjectsService } from './projects.service';
 
 /** Global: the API-key guard, registered app-wide, needs ProjectsService everywhere. */
 @Global()
 @Module({
   imports: [TypeOrmModule.forFeature([Project, ApiKey])],
-  controllers: [ProjectsController],
   providers: [ProjectsService, ApiKeyCache],
   exports: [ProjectsService],
 })

@@ -9,10 +9,17 @@ import { ApiKeyCache } from './api-key-cache';
 import { ApiKey, ApiKeyType } from './api-key.entity';
 import { Project } from './project.entity';
 
+export interface Sender {
+  email: string;
+  name: string | null;
+}
+
 export interface ProjectView {
   id: string;
   name: string;
   enabled: boolean;
+  /** Sender of mail whose request and template name none. */
+  defaultFrom: Sender | null;
   createdAt: string;
 }
 
@@ -69,12 +76,27 @@ export class ProjectsService {
     return toProjectView(await this.findProject(projectId));
   }
 
-  async renameProject(projectId: string, name: string): Promise<ProjectView> {
+  /** PATCH /project: a new name and/or default sender (null removes it); absent fields stay. */
+  async updateProject(projectId: string, changes: { name?: string; defaultFrom?: Sender | null }): Promise<ProjectView> {
     const project = await this.findProject(projectId);
-    project.name = name.trim();
+    if (changes.name !== undefined) project.name = changes.name.trim();
+    if (changes.defaultFrom !== undefined) {
+      project.defaultFromEmail = changes.defaultFrom?.email ?? null;
+      project.defaultFromName = changes.defaultFrom?.name ?? null;
+    }
     await this.projects.save(project);
-    await this.cache.invalidate();
+    if (changes.name !== undefined) await this.cache.invalidate();
     return toProjectView(project);
+  }
+
+  /** The project's default sender, read when a send names no sender of its own. */
+  async defaultSender(projectId: string): Promise<Sender | null> {
+    const rows: { email: string | null; name: string | null }[] = await this.dataSource.query(
+      'SELECT default_from_email AS email, default_from_name AS name FROM projects WHERE id = $1',
+      [projectId],
+    );
+    const row = rows[0];
+    return row?.email ? { email: row.email, name: row.name } : null;
   }
 
   pageKeys(projectId: string, query: PaginationQueryDto): Promise<Page<ApiKeyView>> {
@@ -176,7 +198,13 @@ export class ProjectsService {
 }
 
 function toProjectView(p: Project): ProjectView {
-  return { id: p.id, name: p.name, enabled: p.enabled, createdAt: p.createdAt.toISOString() };
+  return {
+    id: p.id,
+    name: p.name,
+    enabled: p.enabled,
+    defaultFrom: p.defaultFromEmail ? { email: p.defaultFromEmail, name: p.defaultFromName } : null,
+    createdAt: p.createdAt.toISOString(),
+  };
 }
 
 function toKeyView(k: ApiKey): ApiKeyView {

@@ -2,11 +2,12 @@ import { Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ContactsService } from '../contacts/contacts.service';
+import { senderDomainOf } from '../domains/domain-name';
 import { DomainsService, SenderDomain } from '../domains/domains.service';
 import { EventsService } from '../events/events.service';
 import { EventRow } from '../events/event.view';
 import { EmailStatus } from './email.entity';
-import { ClaimedEmail, EmailsRepository } from './emails.repository';
+import { ClaimedEmail, EmailsRepository, FinishFields } from './emails.repository';
 import { classifyFailure, describeFailure, MailTransport } from './mail-transport';
 
 export type DeliveryOutcome = 'sent' | 'bounced' | 'failed' | 'suppressed' | 'skipped';
@@ -53,7 +54,7 @@ export class DeliveryService {
       return 'suppressed';
     }
 
-    let sender: SenderDomain;
+    let sender: SenderDomain | null;
     try {
       sender = await this.domains.assertCanSend(email.projectId, email.fromEmail);
     } catch (error) {
@@ -62,7 +63,8 @@ export class DeliveryService {
       return 'failed';
     }
 
-    const messageId = `${email.id}@${sender.domain}`;
+    // Unsigned (sender null) only where REQUIRE_VERIFIED_SENDER is off: the outbox default.
+    const messageId = `${email.id}@${sender?.domain ?? senderDomainOf(email.fromEmail)}`;
     try {
       const contents = await this.repository.attachmentContents(email.attachments.map((a) => a.id));
       await this.transport.send({
@@ -79,7 +81,7 @@ export class DeliveryService {
           contentType: a.contentType,
           content: contents.get(a.id) ?? Buffer.alloc(0),
         })),
-        dkim: sender.dkim,
+        dkim: sender?.dkim ?? null,
       });
     } catch (error) {
       const description = describeFailure(error);
@@ -95,7 +97,7 @@ export class DeliveryService {
       throw new TransientDeliveryError(description);
     }
 
-    await this.finishSent(email, `<${messageId}>`);
+    await this.finishSent(email, `<${messageId}>`, sender !== null);
     return 'sent';
   }
 
@@ -121,10 +123,10 @@ export class DeliveryService {
    * The server accepted the message: this write must land, or a retry would
    * send it again. A few quick tries ride out a database blip.
    */
-  private async finishSent(email: ClaimedEmail, messageId: string): Promise<void> {
+  private async finishSent(email: ClaimedEmail, messageId: string, dkimSigned: boolean): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.finish(email, EmailStatus.SENT, { messageId, error: null }, 'email.sent', { messageId });
+        await this.finish(email, EmailStatus.SENT, { messageId, error: null, dkimSigned }, 'email.sent', { messageId });
         return;
       } catch (error) {
         if (attempt >= MARK_SENT_TRIES) throw error;
@@ -147,7 +149,7 @@ export class DeliveryService {
   private async finish(
     email: ClaimedEmail,
     status: EmailStatus.SENT | EmailStatus.FAILED | EmailStatus.BOUNCED,
-    fields: { messageId?: string; error?: string | null },
+    fields: FinishFields,
     eventName: string,
     eventData: Record<string, unknown>,
     extra?: (manager: EntityManager) => Promise<void>,

@@ -109,6 +109,10 @@ export class Email extends BaseEntity {
   @Column({ type: 'text', nullable: true })
   error: string | null;
 
+  /** Set when SENT: false for mail from an unverified domain (allowed only without REQUIRE_VERIFIED_SENDER). */
+  @Column({ type: 'boolean', nullable: true })
+  dkimSigned: boolean | null;
+
   /** BullMQ priority the job was queued with (lower runs first). */
   @Column({ type: 'smallint' })
   priority: number;

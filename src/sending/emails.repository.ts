@@ -34,6 +34,14 @@ export interface StoredIdempotentResponse {
   responseBody: unknown;
 }
 
+/** What a final status writes besides the status itself. */
+export interface FinishFields {
+  messageId?: string;
+  error?: string | null;
+  /** SENT only: whether the message went out with a DKIM signature. */
+  dkimSigned?: boolean;
+}
+
 /** Every query of the sending feature: emails, their attachments and idempotency keys. */
 @Injectable()
 export class EmailsRepository {
@@ -122,7 +130,7 @@ export class EmailsRepository {
     manager: EntityManager,
     emailId: string,
     status: EmailStatus.SENT | EmailStatus.FAILED | EmailStatus.BOUNCED,
-    fields: { messageId?: string; error?: string | null },
+    fields: FinishFields,
   ): Promise<boolean> {
     const rows = await queryRows<{ id: string }>(
       manager,
@@ -130,12 +138,13 @@ export class EmailsRepository {
           SET status = $2::email_status,
               message_id = COALESCE($3, message_id),
               error = $4,
+              dkim_signed = COALESCE($5, dkim_signed),
               sent_at = CASE WHEN $2 = 'SENT' THEN now() ELSE sent_at END,
               bounced_at = CASE WHEN $2 = 'BOUNCED' THEN now() ELSE bounced_at END,
               updated_at = now()
         WHERE id = $1 AND status = 'SENDING'
        RETURNING id`,
-      [emailId, status, fields.messageId ?? null, fields.error ?? null],
+      [emailId, status, fields.messageId ?? null, fields.error ?? null, fields.dkimSigned ?? null],
     );
     return rows.length > 0;
   }

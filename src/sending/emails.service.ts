@@ -79,7 +79,7 @@ export class EmailsService {
     private readonly templates: TemplatesService,
     private readonly events: EventsService,
   ) {
-    this.tokens = new UnsubscribeTokens(config.appSecret);
+    this.tokens = new UnsubscribeTokens(config.appSecret, config.appSecretPrevious);
   }
 
   /** The signed one-click link of a contact (and the message it is in). */
@@ -201,6 +201,7 @@ export function toEmailResponse(row: Email): EmailResponse {
     messageId: row.messageId,
     attempts: row.attempts,
     error: row.error,
+    dkimSigned: row.dkimSigned,
     queuedAt: row.queuedAt.toISOString(),
     sentAt: iso(row.sentAt),
     openedAt: iso(row.openedAt),

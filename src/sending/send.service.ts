@@ -7,6 +7,7 @@ import { newId } from '../database/id';
 import { retryOnDeadlock } from '../database/retry-on-deadlock';
 import { DomainsService } from '../domains/domains.service';
 import { EventsService } from '../events/events.service';
+import { ProjectsService } from '../projects/projects.service';
 import type { NewEvent } from '../events/events.repository';
 import { TemplateType } from '../templates/template.entity';
 import { TemplateRenderError } from '../templates/template-renderer';
@@ -40,6 +41,7 @@ export class SendService {
     private readonly contacts: ContactsService,
     private readonly events: EventsService,
     private readonly domains: DomainsService,
+    private readonly projects: ProjectsService,
   ) {}
 
   async send(projectId: string, dto: SendEmailDto, idempotency: IdempotencyRequest | null): Promise<SendResponse> {
@@ -159,9 +161,15 @@ export class SendService {
       if (subject === undefined) errors.push({ field: 'subject', message: 'subject is required without template', code: 'required' });
       if (body === undefined) errors.push({ field: 'body', message: 'body is required without template', code: 'required' });
     }
-    const fromEmail = dto.from?.email ?? template?.fromEmail ?? null;
+    // The project's default sender only when neither the request nor the template names one.
+    const fallback = dto.from?.email || template?.fromEmail ? null : await this.projects.defaultSender(projectId);
+    const fromEmail = dto.from?.email ?? template?.fromEmail ?? fallback?.email ?? null;
     if (!fromEmail) {
-      errors.push({ field: 'from', message: 'from is required when the template has no sender', code: 'required' });
+      errors.push({
+        field: 'from',
+        message: 'from is required when neither the template nor the project (PATCH /project {defaultFrom}) names a sender',
+        code: 'required',
+      });
     }
     const headers = validateMailHeaders(dto.headers);
     errors.push(...headers.errors);
@@ -172,7 +180,7 @@ export class SendService {
     const seen = new Set<string>();
     const recipients = dto.to.filter((r) => !seen.has(r.email) && seen.add(r.email));
     return {
-      from: { email: fromEmail as string, name: dto.from?.name ?? dto.name ?? template?.fromName ?? null },
+      from: { email: fromEmail as string, name: dto.from?.name ?? dto.name ?? template?.fromName ?? fallback?.name ?? null },
       replyTo: dto.replyTo ?? dto.reply ?? template?.replyTo ?? null,
       subject: subject as string,
       body: body as string,

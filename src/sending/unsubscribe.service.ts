@@ -23,7 +23,7 @@ export class UnsubscribeService {
     private readonly contacts: ContactsService,
     private readonly events: EventsService,
   ) {
-    this.tokens = new UnsubscribeTokens(config.appSecret);
+    this.tokens = new UnsubscribeTokens(config.appSecret, config.appSecretPrevious);
   }
 
   /** What the confirmation page shows. Forged tokens and erased contacts are 404. */

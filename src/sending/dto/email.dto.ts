@@ -33,6 +33,13 @@ export class EmailResponse {
   @ApiProperty({ nullable: true, type: String }) messageId: string | null;
   @ApiProperty() attempts: number;
   @ApiProperty({ nullable: true, type: String }) error: string | null;
+  @ApiProperty({
+    nullable: true,
+    type: Boolean,
+    description:
+      'Whether the sent message carries a DKIM signature: false for mail from a domain that is not verified (allowed when REQUIRE_VERIFIED_SENDER is off, the outbox default); null until sent',
+  })
+  dkimSigned: boolean | null;
   @ApiProperty({ format: 'date-time' }) queuedAt: string;
   @ApiProperty({ format: 'date-time', nullable: true, type: String }) sentAt: string | null;
   @ApiProperty({ format: 'date-time', nullable: true, type: String }) openedAt: string | null;

@@ -1,0 +1,26 @@
+import { Injectable } from '@nestjs/common';
+import { DomainsService } from '../domains/domains.service';
+import { UpdateProjectDto } from './dto/update-project.dto';
+import { ProjectsService, ProjectView } from './projects.service';
+
+/**
+ * A key's own project settings (PATCH /project). Apart from ProjectsService
+ * because the default sender is checked against the project's domains, and
+ * the CLI and the API-key guard, which use ProjectsService, need no domains.
+ */
+@Injectable()
+export class ProjectSettingsService {
+  constructor(
+    private readonly projects: ProjectsService,
+    private readonly domains: DomainsService,
+  ) {}
+
+  async update(projectId: string, dto: UpdateProjectDto): Promise<ProjectView> {
+    // The same rule as a send's sender: 403 DOMAIN_NOT_VERIFIED while REQUIRE_VERIFIED_SENDER holds.
+    if (dto.defaultFrom) await this.domains.assertCanSend(projectId, dto.defaultFrom.email);
+    return this.projects.updateProject(projectId, {
+      name: dto.name,
+      defaultFrom: dto.defaultFrom === undefined ? undefined : dto.defaultFrom && { email: dto.defaultFrom.email, name: dto.defaultFrom.name ?? null },
+    });
+  }
+}
