@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module';
 import { DEFAULT_BODY_LIMIT, FORM_BODY_ROUTES, ROUTE_BODY_LIMITS } from './common/http/body-limits';
+import { corsOptions } from './common/http/cors';
 import { registerSuccessEnvelope } from './common/http/envelope';
 import { generateRequestId } from './common/http/request-id';
 import { createRootLogger, loggableUrl, PinoNestLogger } from './common/logging/logger';
@@ -101,6 +102,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     abortOnError: false,
   });
   app.enableShutdownHooks();
+  app.enableCors(corsOptions(config.corsOrigins));
   setupOpenApi(app);
   await app.init();
   if (runsWorkers(config)) await app.get(QueueWorkersService).start();

@@ -75,12 +75,13 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
       source: 'TRANSACTIONAL',
       attempts: 1,
       error: null,
+      dkimSigned: true,
       templateId: null,
       campaignId: null,
     });
     expect(Object.keys(record).sort()).toEqual(
       ['id', 'to', 'from', 'subject', 'status', 'source', 'contactId', 'templateId', 'campaignId', 'messageId', 'attempts',
-        'error', 'queuedAt', 'sentAt', 'openedAt', 'clickedAt', 'bouncedAt'].sort(),
+        'error', 'dkimSigned', 'queuedAt', 'sentAt', 'openedAt', 'clickedAt', 'bouncedAt'].sort(),
     );
     expect(record.messageId).toBe(bob.messageId);
     expect(record.sentAt).not.toBeNull();

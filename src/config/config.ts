@@ -243,6 +243,13 @@ export function environmentWithDotEnv(env: Env = process.env, cwd: string = proc
   return { ...fromFile, ...env };
 }
 
+/** Where mail goes, for the startup line: the outbox folder or the SMTP host, never credentials. */
+export function mailDestination(config: AppConfig): string {
+  if (!config.smtpUrl) return `outbox ${config.mailOutboxDir}`;
+  const url = new URL(config.smtpUrl);
+  return `${url.protocol.replace(':', '')} ${url.hostname}${url.port ? `:${url.port}` : ''}`;
+}
+
 export function runsApi(config: AppConfig): boolean {
   return config.role === 'all' || config.role === 'api';
 }

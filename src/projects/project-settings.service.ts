@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { ApiException } from '../common/errors/api-exception';
 import { DomainsService } from '../domains/domains.service';
 import { UpdateProjectDto } from './dto/update-project.dto';
 import { ProjectsService, ProjectView } from './projects.service';
@@ -16,6 +17,9 @@ export class ProjectSettingsService {
   ) {}
 
   async update(projectId: string, dto: UpdateProjectDto): Promise<ProjectView> {
+    if (dto.name === undefined && dto.defaultFrom === undefined) {
+      throw ApiException.validation([{ field: 'name', message: 'give name, defaultFrom or both', code: 'required' }]);
+    }
     // The same rule as a send's sender: 403 DOMAIN_NOT_VERIFIED while REQUIRE_VERIFIED_SENDER holds.
     if (dto.defaultFrom) await this.domains.assertCanSend(projectId, dto.defaultFrom.email);
     return this.projects.updateProject(projectId, {
