@@ -106,6 +106,17 @@ function render(exception: unknown): Rendered | null {
 }
 
 /**
+ * "Validation failed: <first problem> (and N more)": clients that show only
+ * the message (the Plunk SDKs read the top-level one) still say what is wrong.
+ */
+function validationSummary(rendered: Rendered): string {
+  const [first, ...rest] = rendered.errors ?? [];
+  if (!first || rendered.message.includes(first.message)) return rendered.message;
+  const more = rest.length > 0 ? ` (and ${rest.length} more)` : '';
+  return `${rendered.message}: ${first.field ? `${first.field}: ` : ''}${first.message}${more}`;
+}
+
+/**
  * The one place that writes error responses: our ApiExceptions, validation
  * failures, Nest's and Fastify's own errors. Unknown errors become a generic
  * 500 and are logged with the request id; no stack or SQL leaves the process.
@@ -129,6 +140,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
       rendered = { status: 500, code: 'INTERNAL_ERROR', message: 'An unexpected error occurred' };
     }
 
+    if (rendered.code === 'VALIDATION_ERROR') rendered = { ...rendered, message: validationSummary(rendered) };
     const body: ErrorEnvelope = {
       success: false,
       message: rendered.message,
