@@ -242,6 +242,36 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     await sendRefusal(project.id, 'a@wrong-key.example');
   });
 
+  it('tells per record why it is not verified: NXDOMAIN, NO_RECORD, MISMATCH with the values found, DNS_ERROR', async () => {
+    const domain = (await create('why-not.example')).body.data;
+    const nothing = (await verify(domain.id)).body.data;
+    expect(record(nothing, 'OWNERSHIP')).toMatchObject({ status: 'PENDING', error: 'NXDOMAIN' });
+    expect(record(nothing, 'OWNERSHIP').found).toBeUndefined();
+
+    // Ownership right, a wrong DKIM key, other TXT (but no SPF) at the domain, DMARC's name failing upstream.
+    publishDomainRecords(dns, domain, ['OWNERSHIP']);
+    const wrongKey = 'v=DKIM1; k=rsa; p=MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAwrong';
+    dns.setTxt(record(domain, 'DKIM').name, wrongKey);
+    dns.setTxt('why-not.example', 'google-site-verification=abc');
+    dns.setFailure(record(domain, 'DMARC').name);
+    const checked = (await get((await verify(domain.id)).body.data.id)).body.data;
+    expect(record(checked, 'OWNERSHIP')).toMatchObject({ status: 'VERIFIED' });
+    expect(record(checked, 'OWNERSHIP').error).toBeUndefined();
+    expect(record(checked, 'DKIM')).toMatchObject({ status: 'FAILED', error: 'MISMATCH', found: [wrongKey] });
+    expect(record(checked, 'SPF')).toMatchObject({ status: 'PENDING', error: 'NO_RECORD', found: ['google-site-verification=abc'] });
+    expect(record(checked, 'DMARC')).toMatchObject({ status: 'PENDING', error: 'DNS_ERROR' });
+    dns.setFailure(record(domain, 'DMARC').name, false);
+
+    // Fixed: the reasons go away with the problems.
+    publishDomainRecords(dns, domain, ['DKIM']);
+    const fixed = (await verify(domain.id)).body.data;
+    expect(fixed.status).toBe('VERIFIED');
+    for (const purpose of ['OWNERSHIP', 'DKIM']) {
+      expect(record(fixed, purpose).error).toBeUndefined();
+      expect(record(fixed, purpose).found).toBeUndefined();
+    }
+  });
+
   it('verifies a DKIM key split into 255-byte strings, in any tag order and spacing', async () => {
     const domain = (await create('split-dkim.example')).body.data;
     const dkim = record(domain, 'DKIM');

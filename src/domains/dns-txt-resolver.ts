@@ -9,9 +9,9 @@ import { APP_CONFIG } from '../config/config.module';
  * which must not count as "the record is gone".
  */
 export type TxtLookup =
-  { kind: 'FOUND'; records: string[][] } | { kind: 'ABSENT' } | { kind: 'ERROR'; code: string };
-
-const ABSENT_CODES: ReadonlySet<string> = new Set([dns.NODATA, dns.NOTFOUND]);
+  | { kind: 'FOUND'; records: string[][] }
+  | { kind: 'ABSENT'; nxdomain: boolean }
+  | { kind: 'ERROR'; code: string };
 
 /** TXT lookups through the resolvers of DNS_SERVERS (system resolvers when unset), with a bounded wait. */
 @Injectable()
@@ -33,7 +33,9 @@ export class DnsTxtResolver {
       return { kind: 'FOUND', records: await resolver.resolveTxt(name) };
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? 'UNKNOWN';
-      return ABSENT_CODES.has(code) ? { kind: 'ABSENT' } : { kind: 'ERROR', code };
+      if (code === dns.NOTFOUND) return { kind: 'ABSENT', nxdomain: true };
+      if (code === dns.NODATA) return { kind: 'ABSENT', nxdomain: false };
+      return { kind: 'ERROR', code };
     }
   }
 }

@@ -1,4 +1,4 @@
-import { DnsRecordPurpose, DnsRecordStatus, RecordStatuses } from './domain.entity';
+import { DnsRecordError, DnsRecordPurpose, DnsRecordStatus, RecordProblems, RecordStatuses } from './domain.entity';
 
 /** What the user publishes, as shown in the domain's `records`. */
 export interface ExpectedRecord {
@@ -11,6 +11,10 @@ export interface ExpectedRecord {
 
 export interface DomainRecordView extends ExpectedRecord {
   status: DnsRecordStatus;
+  /** Not verified after a check: the TXT values seen at the name, when there were any. */
+  found?: string[];
+  /** Not verified after a check: why. */
+  error?: DnsRecordError;
 }
 
 export interface DomainKeyFacts {
@@ -59,11 +63,17 @@ export function expectedRecords(facts: DomainKeyFacts): ExpectedRecord[] {
   ];
 }
 
-export function recordViews(facts: DomainKeyFacts, statuses: RecordStatuses): DomainRecordView[] {
-  return expectedRecords(facts).map((record) => ({
-    ...record,
-    status: statuses[record.purpose] ?? DnsRecordStatus.PENDING,
-  }));
+export function recordViews(facts: DomainKeyFacts, statuses: RecordStatuses, problems: RecordProblems = {}): DomainRecordView[] {
+  return expectedRecords(facts).map((record) => {
+    const status = statuses[record.purpose] ?? DnsRecordStatus.PENDING;
+    const problem = status === DnsRecordStatus.VERIFIED ? undefined : problems[record.purpose];
+    return {
+      ...record,
+      status,
+      ...(problem?.found ? { found: problem.found } : {}),
+      ...(problem ? { error: problem.error } : {}),
+    };
+  });
 }
 
 /**

@@ -3,10 +3,13 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { Brackets, Repository } from 'typeorm';
 import { DnsTxtResolver, TxtLookup } from './dns-txt-resolver';
 import {
+  DnsRecordError,
   DnsRecordPurpose,
   DnsRecordStatus,
   Domain,
   DomainStatus,
+  RecordProblem,
+  RecordProblems,
   RecordStatuses,
 } from './domain.entity';
 import {
@@ -21,6 +24,16 @@ import {
 import { DOMAIN_CHECK_SCHEDULE, DomainCheckSchedule } from './domains.constants';
 
 type Verdict = RecordVerdict | 'ERROR';
+
+/** A record's verdict and, unless it matched, what was wrong. */
+interface RecordCheck {
+  verdict: Verdict;
+  problem?: RecordProblem;
+}
+
+/** Values shown back per record: enough to spot a typo, bounded so a zone full of TXT cannot bloat the row. */
+const MAX_FOUND_VALUES = 5;
+const MAX_FOUND_VALUE_LENGTH = 1024;
 
 export interface SweepResult {
   checked: number;
@@ -60,7 +73,7 @@ export class DomainVerificationService {
     const [ownershipTxt, dkimTxt, spfTxt, dmarcTxt] = await Promise.all(
       [ownership, dkim, spf, dmarc].map((record) => this.resolver.lookupTxt(record.name)),
     );
-    const verdicts: Record<DnsRecordPurpose, Verdict> = {
+    const checks: Record<DnsRecordPurpose, RecordCheck> = {
       [DnsRecordPurpose.OWNERSHIP]: judge(ownershipTxt, (values) =>
         judgeOwnership(values, row.ownershipToken),
       ),
@@ -68,6 +81,12 @@ export class DomainVerificationService {
       [DnsRecordPurpose.SPF]: judge(spfTxt, judgeSpf),
       [DnsRecordPurpose.DMARC]: judge(dmarcTxt, judgeDmarc),
     };
+    const verdicts = {} as Record<DnsRecordPurpose, Verdict>;
+    const recordProblems: RecordProblems = {};
+    for (const [purpose, check] of Object.entries(checks) as [DnsRecordPurpose, RecordCheck][]) {
+      verdicts[purpose] = check.verdict;
+      if (check.problem) recordProblems[purpose] = check.problem;
+    }
     const expired =
       row.status === DomainStatus.PENDING &&
       now.getTime() - row.createdAt.getTime() >= this.schedule.pendingWindowMs;
@@ -94,7 +113,7 @@ export class DomainVerificationService {
     const update = this.domains
       .createQueryBuilder()
       .update(Domain)
-      .set({ status, recordStatuses, lastCheckedAt: now, verifiedAt })
+      .set({ status, recordStatuses, recordProblems, lastCheckedAt: now, verifiedAt })
       .where('id = :id', { id: row.id });
     if (!authoritative)
       update.andWhere('(last_checked_at IS NULL OR last_checked_at < :now)', { now });
@@ -115,7 +134,7 @@ export class DomainVerificationService {
         'DNS lookup failed',
       );
     }
-    return Object.assign(row, { status, recordStatuses, lastCheckedAt: now, verifiedAt });
+    return Object.assign(row, { status, recordStatuses, recordProblems, lastCheckedAt: now, verifiedAt });
   }
 
   /**
@@ -166,10 +185,20 @@ export class DomainVerificationService {
   }
 }
 
-function judge(lookup: TxtLookup, judgeValues: (values: string[]) => RecordVerdict): Verdict {
-  if (lookup.kind === 'ERROR') return 'ERROR';
-  if (lookup.kind === 'ABSENT') return 'ABSENT';
-  return judgeValues(lookup.records.map(joinTxt));
+function judge(lookup: TxtLookup, judgeValues: (values: string[]) => RecordVerdict): RecordCheck {
+  if (lookup.kind === 'ERROR') return { verdict: 'ERROR', problem: { error: DnsRecordError.DNS_ERROR } };
+  if (lookup.kind === 'ABSENT') {
+    return { verdict: 'ABSENT', problem: { error: lookup.nxdomain ? DnsRecordError.NXDOMAIN : DnsRecordError.NO_RECORD } };
+  }
+  const values = lookup.records.map(joinTxt);
+  const verdict = judgeValues(values);
+  if (verdict === 'MATCH') return { verdict };
+  // ABSENT with values: TXT records are there, none of this kind (an SPF check among other TXT).
+  const found = values.slice(0, MAX_FOUND_VALUES).map((v) => v.slice(0, MAX_FOUND_VALUE_LENGTH));
+  return {
+    verdict,
+    problem: { error: verdict === 'MISMATCH' ? DnsRecordError.MISMATCH : DnsRecordError.NO_RECORD, found },
+  };
 }
 
 /**

@@ -24,6 +24,22 @@ export enum DnsRecordStatus {
 /** Outcome of the last DNS check per record; records never checked are PENDING. */
 export type RecordStatuses = Partial<Record<DnsRecordPurpose, DnsRecordStatus>>;
 
+/** Why a record is not verified: nothing at the name, no such record there, another value, or no answer. */
+export enum DnsRecordError {
+  NXDOMAIN = 'NXDOMAIN',
+  NO_RECORD = 'NO_RECORD',
+  MISMATCH = 'MISMATCH',
+  DNS_ERROR = 'DNS_ERROR',
+}
+
+/** What the last check saw of a record that did not match: its error and the TXT values found. */
+export interface RecordProblem {
+  error: DnsRecordError;
+  found?: string[];
+}
+
+export type RecordProblems = Partial<Record<DnsRecordPurpose, RecordProblem>>;
+
 /**
  * A sending domain of a project. The DKIM private key is stored only sealed
  * (AES-256-GCM under APP_SECRET, bound to the row id); the public key and the
@@ -68,6 +84,10 @@ export class Domain extends BaseEntity {
 
   @Column({ type: 'jsonb', default: () => "'{}'" })
   recordStatuses: RecordStatuses;
+
+  /** Per record not matched at the last check: why, with the values seen. Absent for matched records. */
+  @Column({ type: 'jsonb', default: () => "'{}'" })
+  recordProblems: RecordProblems;
 
   @Column({ type: 'timestamptz', nullable: true })
   lastCheckedAt: Date | null;

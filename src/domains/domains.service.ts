@@ -89,6 +89,7 @@ export class DomainsService {
       dkimPublicKey: publicKey.toString('base64'),
       dkimPrivateKeySealed: this.keyBox.seal(privateKey, id),
       recordStatuses: {},
+      recordProblems: {},
       lastCheckedAt: null,
       verifiedAt: null,
     });
@@ -201,7 +202,7 @@ export function toDomainResponse(row: Domain): DomainResponse {
     id: row.id,
     domain: row.domain,
     status: row.status,
-    records: recordViews(row, row.recordStatuses ?? {}),
+    records: recordViews(row, row.recordStatuses ?? {}, row.recordProblems ?? {}),
     lastCheckedAt: row.lastCheckedAt ? row.lastCheckedAt.toISOString() : null,
     verifiedAt: row.verifiedAt ? row.verifiedAt.toISOString() : null,
     createdAt: row.createdAt.toISOString(),

@@ -8,6 +8,8 @@ export interface DnsRecord {
   purpose: 'OWNERSHIP' | 'DKIM' | 'SPF' | 'DMARC';
   required: boolean;
   status: 'PENDING' | 'VERIFIED' | 'FAILED';
+  found?: string[];
+  error?: 'NXDOMAIN' | 'NO_RECORD' | 'MISMATCH' | 'DNS_ERROR';
 }
 
 export interface DomainBody {

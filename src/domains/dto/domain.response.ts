@@ -1,5 +1,5 @@
-import { ApiProperty } from '@nestjs/swagger';
-import { DnsRecordPurpose, DnsRecordStatus, DomainStatus } from '../domain.entity';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { DnsRecordError, DnsRecordPurpose, DnsRecordStatus, DomainStatus } from '../domain.entity';
 
 export class DomainRecordResponse {
   @ApiProperty({ enum: ['TXT'] })
@@ -14,7 +14,7 @@ export class DomainRecordResponse {
   @ApiProperty({ example: 'mailwright-verification=3f1c…', description: 'The value to publish' })
   value: string;
 
-  @ApiProperty({ enum: DnsRecordPurpose })
+  @ApiProperty({ enum: DnsRecordPurpose, enumName: 'DnsRecordPurpose' })
   purpose: DnsRecordPurpose;
 
   @ApiProperty({
@@ -22,8 +22,22 @@ export class DomainRecordResponse {
   })
   required: boolean;
 
-  @ApiProperty({ enum: DnsRecordStatus })
+  @ApiProperty({ enum: DnsRecordStatus, enumName: 'DnsRecordStatus' })
   status: DnsRecordStatus;
+
+  @ApiPropertyOptional({
+    type: [String],
+    description: 'Not verified: the TXT values the last check found at the name (at most 5), when there were any',
+  })
+  found?: string[];
+
+  @ApiPropertyOptional({
+    enum: DnsRecordError,
+    enumName: 'DnsRecordError',
+    description:
+      'Not verified: why. NXDOMAIN (the name does not exist), NO_RECORD (no such TXT record at the name), MISMATCH (another value is published), DNS_ERROR (no answer from DNS; the status is kept)',
+  })
+  error?: DnsRecordError;
 }
 
 export class DomainResponse {
@@ -33,7 +47,7 @@ export class DomainResponse {
   @ApiProperty({ example: 'example.com', description: 'Punycode, lower case' })
   domain: string;
 
-  @ApiProperty({ enum: DomainStatus })
+  @ApiProperty({ enum: DomainStatus, enumName: 'DomainStatus' })
   status: DomainStatus;
 
   @ApiProperty({ type: [DomainRecordResponse] })
