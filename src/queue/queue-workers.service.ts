@@ -1,7 +1,17 @@
 import { BullRegistrar, WorkerHost } from '@nestjs/bullmq';
-import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import type { Worker } from 'bullmq';
+import type { RedisClient, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
+import {
+  ConsumptionReport,
+  HEARTBEAT_PING_TIMEOUT_MS,
+  WorkerHeartbeat,
+  workerHeartbeatPath,
+} from '../health/worker-heartbeat';
+import { REDIS } from './redis.module';
 
 /**
  * Starts the BullMQ workers of every @Processor in the app, for the worker
@@ -14,15 +24,24 @@ import type { Worker } from 'bullmq';
  * onApplicationShutdown, in no set order with TypeORM's pool, and a job
  * finishing after its database went away (an accepted message not yet marked
  * SENT, an import chunk) would be redone by the next worker.
+ *
+ * While the workers run, a heartbeat file says whether every one of them is
+ * consuming its queue: the worker health probe reads it (health/worker-heartbeat.ts).
+ * It is removed first on shutdown.
  */
 @Injectable()
 export class QueueWorkersService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('QueueWorkers');
   private workers: Worker[] = [];
+  /** Each worker's blocking connection, the one that fetches its jobs. */
+  private consumers: RedisClient[] = [];
+  private heartbeat: WorkerHeartbeat | undefined;
 
   constructor(
     private readonly registrar: BullRegistrar,
     private readonly discovery: DiscoveryService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(REDIS) private readonly redis: Redis,
   ) {}
 
   async start(): Promise<string[]> {
@@ -36,11 +55,57 @@ export class QueueWorkersService implements BeforeApplicationShutdown {
     for (const worker of workers) {
       worker.on('error', (error) => this.logger.error({ err: error, queue: worker.name }, 'worker error'));
     }
-    await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+    this.consumers = await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+    this.heartbeat = new WorkerHeartbeat(
+      workerHeartbeatPath(this.config.queuePrefix),
+      () => this.consumption(),
+      (error) => this.logger.warn({ err: error }, 'cannot write the worker heartbeat'),
+    );
+    await this.heartbeat.start();
     return workers.map((worker) => worker.name);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    await this.heartbeat?.stop();
     await Promise.all(this.workers.map((worker) => worker.close()));
+  }
+
+  /**
+   * What the heartbeat reports: every worker's main loop running and not
+   * paused, both its connections (the blocking one fetches its jobs) ready,
+   * and Redis answering a PING.
+   */
+  private async consumption(): Promise<ConsumptionReport> {
+    const problems: string[] = [];
+    const commandClients = await Promise.all(this.workers.map((worker) => worker.client));
+    this.workers.forEach((worker, i) => {
+      if (!worker.isRunning()) problems.push(`${worker.name}: worker not running`);
+      else if (worker.isPaused()) problems.push(`${worker.name}: worker paused`);
+      const fetching = this.consumers[i]?.status ?? 'missing';
+      if (fetching !== 'ready') problems.push(`${worker.name}: job-fetching connection ${fetching}`);
+      const command = commandClients[i]?.status ?? 'missing';
+      if (command !== 'ready') problems.push(`${worker.name}: command connection ${command}`);
+    });
+    const ping = await this.pingRedis(HEARTBEAT_PING_TIMEOUT_MS);
+    if (ping) problems.push(ping);
+    return { queues: this.workers.map((worker) => worker.name), problems };
+  }
+
+  /** null when Redis answers in time, else the problem. */
+  private async pingRedis(timeoutMs: number): Promise<string | null> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.redis.ping(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+        }),
+      ]);
+      return null;
+    } catch (error) {
+      return `Redis PING failed (${error instanceof Error ? error.message : String(error)})`;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
