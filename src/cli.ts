@@ -7,6 +7,7 @@ import { AppConfig, ConfigValidationError, environmentWithDotEnv, loadConfig } f
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { prepareDatabase } from './database/prepare-database';
+import { workerHealth } from './health/worker-health';
 import { ApiKeyType } from './projects/api-key.entity';
 import { ProjectsModule } from './projects/projects.module';
 import { ProjectsService } from './projects/projects.service';
@@ -23,6 +24,7 @@ Commands:
   keys create <projectId> --type secret|public
   keys revoke <keyId>
   keys list <projectId>
+  health worker                             exit 0 when a worker process here consumes every queue (container health check)
 
 --json prints one JSON document on stdout. API keys are shown once, on creation.`;
 
@@ -39,6 +41,7 @@ type Output = { json: unknown; text: string };
 
 async function run(config: AppConfig, positionals: string[], name: string | undefined, type: string | undefined) {
   const [group, action, arg] = positionals;
+  if (group === 'health' && action === 'worker') return workerHealth(config);
   if (group === 'migrate') {
     const applied = await prepareDatabase(config.databaseUrl);
     return { json: { applied }, text: applied.length ? `Applied: ${applied.join(', ')}` : 'Nothing to apply' };
