@@ -2,12 +2,13 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { FastifyReply, FastifyRequest, LogController } from 'fastify';
 import type { Logger } from 'pino';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module';
 import { DEFAULT_BODY_LIMIT, FORM_BODY_ROUTES, ROUTE_BODY_LIMITS } from './common/http/body-limits';
 import { corsOptions } from './common/http/cors';
 import { registerSuccessEnvelope } from './common/http/envelope';
 import { generateRequestId } from './common/http/request-id';
+import { buildOpenApiDocument } from './common/openapi/document';
 import { createRootLogger, loggableUrl, PinoNestLogger } from './common/logging/logger';
 import { AppConfig, runsWorkers } from './config/config';
 import { QueueWorkersService } from './queue/queue-workers.service';
@@ -75,19 +76,7 @@ function createAdapter(config: AppConfig, logger: Logger): FastifyAdapter {
 }
 
 function setupOpenApi(app: NestFastifyApplication): void {
-  const document = SwaggerModule.createDocument(
-    app,
-    new DocumentBuilder()
-      .setTitle('Mailwright API')
-      .setDescription(
-        'Transactional email, events, contacts, templates, campaigns, segments, workflows and sending domains.',
-      )
-      .setVersion('1')
-      .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'sk_… (or pk_… on POST /v1/track)' })
-      .addSecurityRequirements('bearer')
-      .build(),
-  );
-  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json', yamlDocumentUrl: 'openapi.yaml' });
+  SwaggerModule.setup('docs', app, buildOpenApiDocument(app), { jsonDocumentUrl: 'openapi.json', yamlDocumentUrl: 'openapi.yaml' });
 }
 
 /**

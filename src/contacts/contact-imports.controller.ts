@@ -1,8 +1,17 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiExtraModels, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
+import {
+  ApiErrorResponses,
+  ApiKeyProtected,
+  ApiListSuccess,
+  ApiOp,
+  ApiRequestContent,
+  ApiSuccess,
+} from '../common/openapi/decorators';
 import { Page, PaginationQueryDto } from '../common/pagination/pagination';
 import { ContactImportsService, ContactImportView } from './contact-imports.service';
+import { ContactImportResponse, ImportContactsDto } from './dto/contact-import.response';
 import { IdParamDto } from './dto/contact.dto';
 
 /**
@@ -10,28 +19,26 @@ import { IdParamDto } from './dto/contact.dto';
  * router never hands it to `GET /contacts/{id}`.
  */
 @ApiTags('contacts')
+@ApiKeyProtected()
 @Controller('contacts')
 export class ContactImportsController {
   constructor(private readonly imports: ContactImportsService) {}
 
   @Post('import')
   @HttpCode(202)
-  @ApiOperation({
-    summary:
-      'Import contacts: JSON {contacts:[{email, subscribed?, data?}]} (≤ 10,000) or a CSV body (text/csv)',
+  @ApiOp(
+    'contacts_import',
+    'Import contacts: JSON {contacts:[{email, subscribed?, data?}]} (≤ 10,000) or a CSV body (text/csv)',
+    'Answers 202 with the import job; a queue worker does the work. Rows with problems are counted in `failed` and listed in `errors`.',
+  )
+  @ApiExtraModels(ImportContactsDto)
+  @ApiRequestContent({
+    'application/json': { $ref: getSchemaPath(ImportContactsDto) },
+    'text/csv': { type: 'string', description: 'A header row with an email column (any case), optional subscribed; other columns go into data' },
   })
-  @ApiConsumes('application/json', 'text/csv')
-  @ApiBody({
-    schema: {
-      oneOf: [
-        {
-          type: 'object',
-          properties: { contacts: { type: 'array', items: { type: 'object' }, maxItems: 10000 } },
-          required: ['contacts'],
-        },
-        { type: 'string', description: 'CSV with a header row and an email column' },
-      ],
-    },
+  @ApiSuccess(202, ContactImportResponse)
+  @ApiErrorResponses([400, 413, 422], {
+    400: 'BAD_REQUEST: malformed JSON or CSV, or a content type other than application/json and text/csv',
   })
   // The body is either parsed JSON or CSV text; the service checks its shape and reports per-row errors.
   // The content type decides which: a JSON string body is not a CSV file.
@@ -45,13 +52,17 @@ export class ContactImportsController {
   }
 
   @Get('imports')
-  @ApiOperation({ summary: 'List imports, newest first' })
+  @ApiOp('contacts_listImports', 'List imports, newest first')
+  @ApiListSuccess(ContactImportResponse)
+  @ApiErrorResponses([400])
   list(@CurrentProject() project: CurrentProjectInfo, @Query() query: PaginationQueryDto): Promise<Page<ContactImportView>> {
     return this.imports.list(project.id, query);
   }
 
   @Get('imports/:id')
-  @ApiOperation({ summary: 'Progress and per-row errors of an import' })
+  @ApiOp('contacts_getImport', 'Progress and per-row errors of an import')
+  @ApiSuccess(200, ContactImportResponse)
+  @ApiErrorResponses([400, 404])
   get(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: IdParamDto,

@@ -1,6 +1,14 @@
 import { Body, Controller, Delete, Get, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
+import {
+  ApiDeletedSuccess,
+  ApiErrorResponses,
+  ApiKeyProtected,
+  ApiListSuccess,
+  ApiOp,
+  ApiSuccess,
+} from '../common/openapi/decorators';
 import { Page } from '../common/pagination/pagination';
 import { ContactView } from './contact.view';
 import { ContactsService } from './contacts.service';
@@ -12,12 +20,15 @@ import {
 } from './dto/contact.dto';
 
 @ApiTags('contacts')
+@ApiKeyProtected()
 @Controller('contacts')
 export class ContactsController {
   constructor(private readonly contacts: ContactsService) {}
 
   @Get()
-  @ApiOperation({ summary: 'List contacts (newest first; filters subscribed, search, email)' })
+  @ApiOp('contacts_list', 'List contacts (newest first; filters subscribed, search, email)')
+  @ApiListSuccess(ContactView)
+  @ApiErrorResponses([400])
   list(
     @CurrentProject() project: CurrentProjectInfo,
     @Query() query: ListContactsQueryDto,
@@ -26,7 +37,9 @@ export class ContactsController {
   }
 
   @Post()
-  @ApiOperation({ summary: 'Create a contact (409 if the email exists)' })
+  @ApiOp('contacts_create', 'Create a contact (409 if the email exists)')
+  @ApiSuccess(201, ContactView)
+  @ApiErrorResponses([400, 409, 413, 422])
   create(
     @CurrentProject() project: CurrentProjectInfo,
     @Body() dto: CreateContactDto,
@@ -35,6 +48,9 @@ export class ContactsController {
   }
 
   @Get(':id')
+  @ApiOp('contacts_get', 'Get a contact')
+  @ApiSuccess(200, ContactView)
+  @ApiErrorResponses([400, 404])
   get(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: IdParamDto,
@@ -43,7 +59,9 @@ export class ContactsController {
   }
 
   @Patch(':id')
-  @ApiOperation({ summary: 'Update a contact: data merges top-level keys, null removes a key' })
+  @ApiOp('contacts_update', 'Update a contact: data merges top-level keys, null removes a key')
+  @ApiSuccess(200, ContactView)
+  @ApiErrorResponses([400, 404, 413, 422])
   update(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: IdParamDto,
@@ -53,7 +71,9 @@ export class ContactsController {
   }
 
   @Delete(':id')
-  @ApiOperation({ summary: 'Delete a contact with its events and email records' })
+  @ApiOp('contacts_delete', 'Delete a contact with its events and email records')
+  @ApiDeletedSuccess()
+  @ApiErrorResponses([400, 404])
   delete(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: IdParamDto,

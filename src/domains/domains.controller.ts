@@ -1,6 +1,14 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
+import {
+  ApiDeletedSuccess,
+  ApiErrorResponses,
+  ApiKeyProtected,
+  ApiListSuccess,
+  ApiOp,
+  ApiSuccess,
+} from '../common/openapi/decorators';
 import { Page } from '../common/pagination/pagination';
 import { DomainsService } from './domains.service';
 import { CreateDomainDto } from './dto/create-domain.dto';
@@ -8,13 +16,16 @@ import { DomainIdParam } from './dto/domain-id.param';
 import { DomainResponse } from './dto/domain.response';
 import { ListDomainsQueryDto } from './dto/list-domains.query';
 
-@ApiTags('Domains')
+@ApiTags('domains')
+@ApiKeyProtected()
 @Controller('domains')
 export class DomainsController {
   constructor(private readonly domains: DomainsService) {}
 
   @Get()
-  @ApiOperation({ summary: "List the project's sending domains (?status= filters)" })
+  @ApiOp('domains_list', "List the project's sending domains (?status= filters)")
+  @ApiListSuccess(DomainResponse)
+  @ApiErrorResponses([400])
   list(
     @CurrentProject() project: CurrentProjectInfo,
     @Query() query: ListDomainsQueryDto,
@@ -23,11 +34,9 @@ export class DomainsController {
   }
 
   @Post()
-  @ApiOperation({
-    summary:
-      'Add a sending domain; answers the DNS records to publish. A first check runs right after.',
-  })
-  @ApiOkResponse({ type: DomainResponse })
+  @ApiOp('domains_create', 'Add a sending domain; answers the DNS records to publish. A first check runs right after.')
+  @ApiSuccess(201, DomainResponse)
+  @ApiErrorResponses([400, 409, 413, 422], { 409: 'CONFLICT: this project already has the domain' })
   create(
     @CurrentProject() project: CurrentProjectInfo,
     @Body() body: CreateDomainDto,
@@ -36,7 +45,9 @@ export class DomainsController {
   }
 
   @Get(':id')
-  @ApiOkResponse({ type: DomainResponse })
+  @ApiOp('domains_get', 'Get a domain with its DNS records and their status')
+  @ApiSuccess(200, DomainResponse)
+  @ApiErrorResponses([400, 404])
   get(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: DomainIdParam,
@@ -46,8 +57,9 @@ export class DomainsController {
 
   @Post(':id/verify')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Check the DNS records now and answer the updated domain' })
-  @ApiOkResponse({ type: DomainResponse })
+  @ApiOp('domains_verify', 'Check the DNS records now and answer the updated domain')
+  @ApiSuccess(200, DomainResponse)
+  @ApiErrorResponses([400, 404])
   verify(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: DomainIdParam,
@@ -56,7 +68,9 @@ export class DomainsController {
   }
 
   @Delete(':id')
-  @ApiOperation({ summary: 'Remove a domain; sending from it is refused from then on' })
+  @ApiOp('domains_delete', 'Remove a domain; sending from it is refused from then on')
+  @ApiDeletedSuccess()
+  @ApiErrorResponses([400, 404])
   remove(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: DomainIdParam,

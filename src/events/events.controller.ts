@@ -1,18 +1,22 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
+import { ApiErrorResponses, ApiKeyProtected, ApiListSuccess, ApiOp } from '../common/openapi/decorators';
 import { Page, PaginationQueryDto } from '../common/pagination/pagination';
 import { EventNameView, ListEventsQueryDto } from './dto/events.dto';
 import { EventView } from './event.view';
 import { EventsService } from './events.service';
 
 @ApiTags('events')
+@ApiKeyProtected()
 @Controller('events')
 export class EventsController {
   constructor(private readonly events: EventsService) {}
 
   @Get()
-  @ApiOperation({ summary: 'List events, newest first (filters name, contactId, since, until)' })
+  @ApiOp('events_list', 'List events, newest first (filters name, contactId, since, until)')
+  @ApiListSuccess(EventView)
+  @ApiErrorResponses([400])
   list(
     @CurrentProject() project: CurrentProjectInfo,
     @Query() query: ListEventsQueryDto,
@@ -21,9 +25,9 @@ export class EventsController {
   }
 
   @Get('names')
-  @ApiOperation({
-    summary: 'Distinct event names with their count and last occurrence, most recently seen first',
-  })
+  @ApiOp('events_listNames', 'Distinct event names with their count and last occurrence, most recently seen first')
+  @ApiListSuccess(EventNameView, 'One page, most recently seen first')
+  @ApiErrorResponses([400])
   names(
     @CurrentProject() project: CurrentProjectInfo,
     @Query() query: PaginationQueryDto,

@@ -1,10 +1,12 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { AllowPublicKey, CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
+import { ApiErrorResponses, ApiKeyProtected, ApiOp, ApiSuccess } from '../common/openapi/decorators';
 import { TrackEventDto, TrackResultView } from './dto/track.dto';
 import { TrackService } from './track.service';
 
 @ApiTags('events')
+@ApiKeyProtected()
 @Controller('v1')
 export class TrackController {
   constructor(private readonly tracking: TrackService) {}
@@ -12,9 +14,13 @@ export class TrackController {
   @Post('track')
   @HttpCode(200)
   @AllowPublicKey()
-  @ApiOperation({
-    summary: 'Record an event for a contact, creating or updating the contact (sk_ or pk_ key)',
-  })
+  @ApiOp(
+    'events_track',
+    'Record an event for a contact, creating or updating the contact (sk_ or pk_ key)',
+    'Takes a public pk_ key as well as a secret sk_ key, so it can be called from a browser (CORS allows any origin).',
+  )
+  @ApiSuccess(200, TrackResultView)
+  @ApiErrorResponses([400, 403, 413, 422], { 403: 'PROJECT_DISABLED (both key types are accepted here)' })
   track(
     @CurrentProject() project: CurrentProjectInfo,
     @Body() dto: TrackEventDto,

@@ -1,14 +1,16 @@
 import { Body, Controller, Get, Patch, Query } from '@nestjs/common';
-import { ApiBearerAuth, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
+import { ApiErrorResponses, ApiKeyProtected, ApiListSuccess, ApiOp, ApiSuccess } from '../common/openapi/decorators';
 import { Page, PaginationQueryDto } from '../common/pagination/pagination';
+import { ApiKeyResponse, ProjectResponse } from './dto/project.response';
 import { UpdateProjectDto } from './dto/update-project.dto';
 import { ProjectSettingsService } from './project-settings.service';
 import { ApiKeyView, ProjectsService, ProjectView } from './projects.service';
 
 /** The calling key's own project: lets a client check its key and see its keys. */
 @ApiTags('project')
-@ApiBearerAuth()
+@ApiKeyProtected()
 @Controller('project')
 export class ProjectsController {
   constructor(
@@ -17,16 +19,26 @@ export class ProjectsController {
   ) {}
 
   @Get()
+  @ApiOp('project_get', "The calling key's project (a cheap way to check a key)")
+  @ApiSuccess(200, ProjectResponse)
   get(@CurrentProject() project: CurrentProjectInfo): Promise<ProjectView> {
     return this.projects.getProject(project.id);
   }
 
   @Patch()
+  @ApiOp('project_update', 'Rename the project or set its default sender (defaultFrom: {email, name?} or null)')
+  @ApiSuccess(200, ProjectResponse)
+  @ApiErrorResponses([400, 403, 413, 422], {
+    403: 'DOMAIN_NOT_VERIFIED (defaultFrom on a domain that is not verified while REQUIRE_VERIFIED_SENDER holds), PROJECT_DISABLED, or FORBIDDEN (a pk_ key)',
+  })
   update(@CurrentProject() project: CurrentProjectInfo, @Body() body: UpdateProjectDto): Promise<ProjectView> {
     return this.settings.update(project.id, body);
   }
 
   @Get('keys')
+  @ApiOp('project_listKeys', "The project's API keys (prefixes only; never the secret)")
+  @ApiListSuccess(ApiKeyResponse)
+  @ApiErrorResponses([400])
   keys(@CurrentProject() project: CurrentProjectInfo, @Query() query: PaginationQueryDto): Promise<Page<ApiKeyView>> {
     return this.projects.pageKeys(project.id, query);
   }

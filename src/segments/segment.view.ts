@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty } from '@nestjs/swagger';
 import { ContactView } from '../contacts/contact.view';
 import type { ConditionGroup } from '../conditions/condition.types';
 
@@ -9,13 +9,13 @@ export class SegmentView {
   @ApiProperty()
   name: string;
 
-  @ApiPropertyOptional({ nullable: true, type: String })
+  @ApiProperty({ nullable: true, type: String })
   description: string | null;
 
   @ApiProperty({ type: 'object', additionalProperties: true })
   condition: ConditionGroup;
 
-  @ApiProperty({ description: 'Contacts matching the condition; cached for up to 60 seconds' })
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Contacts matching the condition; cached for up to 60 seconds' })
   memberCount: number;
 
   @ApiProperty({ format: 'date-time' })
@@ -26,7 +26,7 @@ export class SegmentView {
 }
 
 export class SegmentPreviewView {
-  @ApiProperty({ description: 'Contacts matching the condition now' })
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Contacts matching the condition now' })
   count: number;
 
   @ApiProperty({ type: [ContactView], description: 'Up to 10 matching contacts, newest first' })

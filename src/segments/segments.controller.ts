@@ -1,6 +1,14 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
+import {
+  ApiDeletedSuccess,
+  ApiErrorResponses,
+  ApiKeyProtected,
+  ApiListSuccess,
+  ApiOp,
+  ApiSuccess,
+} from '../common/openapi/decorators';
 import { Page, PaginationQueryDto } from '../common/pagination/pagination';
 import { ContactView } from '../contacts/contact.view';
 import {
@@ -13,12 +21,15 @@ import { SegmentPreviewView, SegmentView } from './segment.view';
 import { SegmentsService } from './segments.service';
 
 @ApiTags('segments')
+@ApiKeyProtected()
 @Controller('segments')
 export class SegmentsController {
   constructor(private readonly segments: SegmentsService) {}
 
   @Get()
-  @ApiOperation({ summary: 'List segments (newest first)' })
+  @ApiOp('segments_list', 'List segments (newest first)')
+  @ApiListSuccess(SegmentView)
+  @ApiErrorResponses([400])
   list(
     @CurrentProject() project: CurrentProjectInfo,
     @Query() query: PaginationQueryDto,
@@ -27,9 +38,9 @@ export class SegmentsController {
   }
 
   @Post()
-  @ApiOperation({
-    summary: 'Create a segment from a condition (422 with paths into the condition when invalid)',
-  })
+  @ApiOp('segments_create', 'Create a segment from a condition (422 with paths into the condition when invalid)')
+  @ApiSuccess(201, SegmentView)
+  @ApiErrorResponses([400, 413, 422])
   create(
     @CurrentProject() project: CurrentProjectInfo,
     @Body() dto: CreateSegmentDto,
@@ -39,9 +50,9 @@ export class SegmentsController {
 
   @Post('preview')
   @HttpCode(200)
-  @ApiOperation({
-    summary: 'Count and sample (10 newest) the contacts an unsaved condition matches',
-  })
+  @ApiOp('segments_preview', 'Count and sample (10 newest) the contacts an unsaved condition matches')
+  @ApiSuccess(200, SegmentPreviewView)
+  @ApiErrorResponses([400, 413, 422])
   preview(
     @CurrentProject() project: CurrentProjectInfo,
     @Body() dto: PreviewSegmentDto,
@@ -50,6 +61,9 @@ export class SegmentsController {
   }
 
   @Get(':id')
+  @ApiOp('segments_get', 'Get a segment with its member count')
+  @ApiSuccess(200, SegmentView)
+  @ApiErrorResponses([400, 404])
   get(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: SegmentIdParamDto,
@@ -58,7 +72,9 @@ export class SegmentsController {
   }
 
   @Patch(':id')
-  @ApiOperation({ summary: 'Update name, description or condition' })
+  @ApiOp('segments_update', 'Update name, description or condition')
+  @ApiSuccess(200, SegmentView)
+  @ApiErrorResponses([400, 404, 413, 422])
   update(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: SegmentIdParamDto,
@@ -68,7 +84,9 @@ export class SegmentsController {
   }
 
   @Delete(':id')
-  @ApiOperation({ summary: 'Delete a segment (409 while another segment refers to it)' })
+  @ApiOp('segments_delete', 'Delete a segment (409 while another segment refers to it)')
+  @ApiDeletedSuccess()
+  @ApiErrorResponses([400, 404, 409], { 409: 'CONFLICT: the membership rule of another segment names this one' })
   delete(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: SegmentIdParamDto,
@@ -77,7 +95,9 @@ export class SegmentsController {
   }
 
   @Get(':id/contacts')
-  @ApiOperation({ summary: 'List the contacts matching the segment now (contact list envelope)' })
+  @ApiOp('segments_listContacts', 'List the contacts matching the segment now (contact list envelope)')
+  @ApiListSuccess(ContactView)
+  @ApiErrorResponses([400, 404])
   members(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: SegmentIdParamDto,

@@ -1,21 +1,29 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
-import { ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiParam, ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
+import { ApiErrorResponses, ApiKeyProtected, ApiListSuccess, ApiOp, ApiSuccess } from '../common/openapi/decorators';
 import { EmailResponse, ListEmailsQueryDto } from './dto/email.dto';
 import { EmailsService } from './emails.service';
 
 @ApiTags('emails')
+@ApiKeyProtected()
 @Controller('emails')
 export class EmailsController {
   constructor(private readonly emails: EmailsService) {}
 
   @Get()
+  @ApiOp('emails_list', 'List email records, newest first (filters status, contactId, campaignId)')
+  @ApiListSuccess(EmailResponse)
+  @ApiErrorResponses([400])
   list(@CurrentProject() project: CurrentProjectInfo, @Query() query: ListEmailsQueryDto) {
     return this.emails.list(project.id, query);
   }
 
   @Get(':id')
-  @ApiOkResponse({ type: EmailResponse })
+  @ApiOp('emails_get', 'Get one email record with its delivery status')
+  @ApiParam({ name: 'id', format: 'uuid' })
+  @ApiSuccess(200, EmailResponse)
+  @ApiErrorResponses([404])
   get(@CurrentProject() project: CurrentProjectInfo, @Param('id') id: string) {
     return this.emails.get(project.id, id);
   }

@@ -1,14 +1,17 @@
 import { Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
-import { ApiExcludeController } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { NoApiKey } from '../common/auth/auth.decorators';
 import { ApiException } from '../common/errors/api-exception';
 import { RawResponse } from '../common/http/envelope';
+import { ApiErrorResponses, ApiNoKey, ApiOp } from '../common/openapi/decorators';
 import { UnsubscribeService } from './unsubscribe.service';
 
 /** Pages for people, not API clients: HTML, no key, links signed with APP_SECRET. */
-@ApiExcludeController()
+@ApiTags('unsubscribe')
 @NoApiKey()
+@ApiNoKey()
+@ApiErrorResponses([500])
 @RawResponse()
 @Controller('unsubscribe')
 export class UnsubscribeController {
@@ -16,6 +19,10 @@ export class UnsubscribeController {
 
   /** Confirmation page; a GET never changes anything (link scanners follow GETs). */
   @Get(':token')
+  @ApiOp('unsubscribe_page', 'The confirmation page of an unsubscribe link (HTML; changes nothing)')
+  @ApiParam({ name: 'token', description: 'The signed token of the link in the email' })
+  @ApiResponse({ status: 200, description: 'The page', content: { 'text/html': { schema: { type: 'string' } } } })
+  @ApiResponse({ status: 404, description: 'A forged or altered token: a page saying the link is not valid', content: { 'text/html': { schema: { type: 'string' } } } })
   async confirm(@Param('token') token: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
     return page(reply, () => this.unsubscribes.describe(token), (c) =>
       c.subscribed
@@ -28,6 +35,15 @@ export class UnsubscribeController {
   /** RFC 8058 one-click (`List-Unsubscribe=One-Click` form body) and the page's button. */
   @Post(':token')
   @HttpCode(200)
+  @ApiOp('unsubscribe_confirm', 'Unsubscribe: RFC 8058 one-click (List-Unsubscribe=One-Click) and the page button (HTML)')
+  @ApiParam({ name: 'token', description: 'The signed token of the link in the email' })
+  @ApiConsumes('application/x-www-form-urlencoded')
+  @ApiBody({
+    required: false,
+    schema: { type: 'object', properties: { 'List-Unsubscribe': { type: 'string', enum: ['One-Click'] } } },
+  })
+  @ApiResponse({ status: 200, description: 'Unsubscribed (also when already unsubscribed)', content: { 'text/html': { schema: { type: 'string' } } } })
+  @ApiResponse({ status: 404, description: 'A forged or altered token: nothing changes', content: { 'text/html': { schema: { type: 'string' } } } })
   async unsubscribe(@Param('token') token: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
     return page(reply, () => this.unsubscribes.unsubscribe(token), (c) =>
       `<h1>Unsubscribed</h1><p><b>${escapeHtml(c.email)}</b> will not receive marketing email any more.</p>`,

@@ -4,7 +4,7 @@ import { PaginationQueryDto } from '../../common/pagination/pagination';
 import { DomainStatus } from '../domain.entity';
 
 export class ListDomainsQueryDto extends PaginationQueryDto {
-  @ApiPropertyOptional({ enum: DomainStatus })
+  @ApiPropertyOptional({ enum: DomainStatus, enumName: 'DomainStatus' })
   @IsOptional()
   @IsEnum(DomainStatus)
   status?: DomainStatus;

@@ -33,7 +33,7 @@ export class EventNameView {
   @ApiProperty()
   name: string;
 
-  @ApiProperty({ description: 'Events of this name the project currently holds' })
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Events of this name the project currently holds' })
   count: number;
 
   @ApiProperty({ format: 'date-time' })

@@ -34,7 +34,7 @@ export class CreateSegmentDto {
   @MaxLength(200)
   name: string;
 
-  @ApiPropertyOptional({ nullable: true, maxLength: 1000 })
+  @ApiPropertyOptional({ type: String, nullable: true, maxLength: 1000 })
   @IsOptional()
   @IsString()
   @MaxLength(1000)
@@ -55,6 +55,7 @@ export class UpdateSegmentDto {
   name?: string;
 
   @ApiPropertyOptional({
+    type: String,
     nullable: true,
     maxLength: 1000,
     description: 'null removes the description',

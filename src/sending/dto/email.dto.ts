@@ -4,7 +4,7 @@ import { PaginationQueryDto } from '../../common/pagination/pagination';
 import { EmailSource, EmailStatus } from '../email.entity';
 
 export class ListEmailsQueryDto extends PaginationQueryDto {
-  @ApiPropertyOptional({ enum: EmailStatus })
+  @ApiPropertyOptional({ enum: EmailStatus, enumName: 'EmailStatus' })
   @IsOptional()
   @IsEnum(EmailStatus)
   status?: EmailStatus;
@@ -22,16 +22,16 @@ export class ListEmailsQueryDto extends PaginationQueryDto {
 
 export class EmailResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty() to: string;
-  @ApiProperty() from: string;
+  @ApiProperty({ format: 'email' }) to: string;
+  @ApiProperty({ format: 'email' }) from: string;
   @ApiProperty() subject: string;
-  @ApiProperty({ enum: EmailStatus }) status: EmailStatus;
-  @ApiProperty({ enum: EmailSource }) source: EmailSource;
+  @ApiProperty({ enum: EmailStatus, enumName: 'EmailStatus' }) status: EmailStatus;
+  @ApiProperty({ enum: EmailSource, enumName: 'EmailSource' }) source: EmailSource;
   @ApiProperty({ format: 'uuid' }) contactId: string;
   @ApiProperty({ format: 'uuid', nullable: true, type: String }) templateId: string | null;
   @ApiProperty({ format: 'uuid', nullable: true, type: String }) campaignId: string | null;
   @ApiProperty({ nullable: true, type: String }) messageId: string | null;
-  @ApiProperty() attempts: number;
+  @ApiProperty({ type: 'integer', minimum: 0 }) attempts: number;
   @ApiProperty({ nullable: true, type: String }) error: string | null;
   @ApiProperty({
     nullable: true,

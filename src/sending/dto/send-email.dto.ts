@@ -153,7 +153,12 @@ export class SendEmailDto {
   @ContactDataField('Render variables, also merged into each contact as in /v1/track. At most 64 KB')
   data?: Record<string, unknown>;
 
-  @ApiPropertyOptional({ description: 'Sender: an email or {email, name?}; defaults to the template sender' })
+  @ApiPropertyOptional({
+    description: "Sender: an email or {email, name?}; defaults to the template's, then the project's defaultFrom",
+    // type Object: without it Swagger adds the reflected MailboxDto as an allOf beside the oneOf.
+    type: Object,
+    oneOf: [{ type: 'string', format: 'email' }, { $ref: '#/components/schemas/MailboxDto' }],
+  })
   @IsOptional()
   @Transform(({ value }: { value: unknown }) => toMailbox(value))
   @IsObject({ message: 'from must be an email or {email, name?}' })
@@ -214,9 +219,9 @@ export class SendEmailDto {
 
 export class SentEmailItem {
   @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty() to: string;
+  @ApiProperty({ format: 'email' }) to: string;
   @ApiProperty({ format: 'uuid', description: 'contact id' }) contact: string;
-  @ApiProperty({ enum: ['QUEUED', 'SUPPRESSED'] }) status: string;
+  @ApiProperty({ type: String, enum: ['QUEUED', 'SUPPRESSED'] }) status: string;
 }
 
 export class SendResponse {

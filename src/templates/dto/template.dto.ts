@@ -37,25 +37,25 @@ export class CreateTemplateDto {
   @IsLiquidTemplate()
   body: string;
 
-  @ApiProperty({ enum: TemplateType })
+  @ApiProperty({ enum: TemplateType, enumName: 'TemplateType' })
   @IsEnum(TemplateType)
   type: TemplateType;
 
-  @ApiPropertyOptional({ format: 'email', description: 'Default sender; its domain must be verified to send' })
+  @ApiPropertyOptional({ type: String, format: 'email', nullable: true, description: 'Default sender; its domain must be verified to send' })
   @IsOptional()
   @Transform(toNormalizedEmail)
   @IsEmail()
   @MaxLength(320)
   from?: string | null;
 
-  @ApiPropertyOptional({ maxLength: 200 })
+  @ApiPropertyOptional({ type: String, maxLength: 200, nullable: true })
   @IsOptional()
   @IsString()
   @MaxLength(200)
   @NoLineBreaks()
   fromName?: string | null;
 
-  @ApiPropertyOptional({ format: 'email' })
+  @ApiPropertyOptional({ type: String, format: 'email', nullable: true })
   @IsOptional()
   @Transform(toNormalizedEmail)
   @IsEmail()
@@ -72,7 +72,7 @@ export class UpdateTemplateDto extends IntersectionType(
 ) {}
 
 export class ListTemplatesQueryDto extends PaginationQueryDto {
-  @ApiPropertyOptional({ enum: TemplateType })
+  @ApiPropertyOptional({ enum: TemplateType, enumName: 'TemplateType' })
   @IsOptional()
   @IsEnum(TemplateType)
   type?: TemplateType;
@@ -95,16 +95,16 @@ export class PreviewTemplateDto {
 }
 
 export class TemplateResponse {
-  @ApiProperty() id: string;
+  @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty() name: string;
-  @ApiProperty() subject: string;
-  @ApiProperty() body: string;
-  @ApiProperty({ enum: TemplateType }) type: TemplateType;
-  @ApiPropertyOptional({ nullable: true }) from: string | null;
-  @ApiPropertyOptional({ nullable: true }) fromName: string | null;
-  @ApiPropertyOptional({ nullable: true }) replyTo: string | null;
-  @ApiProperty() createdAt: string;
-  @ApiProperty() updatedAt: string;
+  @ApiProperty({ description: 'Liquid' }) subject: string;
+  @ApiProperty({ description: 'HTML with Liquid' }) body: string;
+  @ApiProperty({ enum: TemplateType, enumName: 'TemplateType' }) type: TemplateType;
+  @ApiProperty({ type: String, nullable: true }) from: string | null;
+  @ApiProperty({ type: String, nullable: true }) fromName: string | null;
+  @ApiProperty({ type: String, nullable: true }) replyTo: string | null;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiProperty({ format: 'date-time' }) updatedAt: string;
 }
 
 export class TemplatePreviewResponse {
