@@ -1,6 +1,15 @@
 import { applyDecorators, Type } from '@nestjs/common';
-import { ApiExtension, ApiExtraModels, ApiOperation, ApiResponse, getSchemaPath } from '@nestjs/swagger';
-import type { ReferenceObject, SchemaObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import {
+  ApiExtension,
+  ApiExtraModels,
+  ApiOperation,
+  ApiResponse,
+  getSchemaPath,
+} from '@nestjs/swagger';
+import type {
+  ReferenceObject,
+  SchemaObject,
+} from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { DeletedResponse, ErrorEnvelopeResponse } from './error-envelope.response';
 
 /**
@@ -41,7 +50,11 @@ export function pageOf(item: Schema): SchemaObject {
         description: 'Pass as `cursor` for the next page; null on the last page',
       },
       hasMore: { type: 'boolean' },
-      total: { type: 'integer', minimum: 0, description: 'Items matching the filters, all pages together' },
+      total: {
+        type: 'integer',
+        minimum: 0,
+        description: 'Items matching the filters, all pages together',
+      },
     },
   };
 }
@@ -51,15 +64,26 @@ function ref(type: Type<unknown>): ReferenceObject {
 }
 
 /** A JSON success response: `{success: true, data: <type>}` with the real status. */
-export function ApiSuccess(status: 200 | 201 | 202, type: Type<unknown>, description?: string): MethodDecorator {
+export function ApiSuccess(
+  status: 200 | 201 | 202,
+  type: Type<unknown>,
+  description?: string,
+): MethodDecorator {
   return applyDecorators(
     ApiExtraModels(type),
-    ApiResponse({ status, description: description ?? defaultSuccessDescription(status), schema: successEnvelope(ref(type)) }),
+    ApiResponse({
+      status,
+      description: description ?? defaultSuccessDescription(status),
+      schema: successEnvelope(ref(type)),
+    }),
   );
 }
 
 /** A list: `{success: true, data: {items: [<item>], nextCursor, hasMore, total}}`, status 200. */
-export function ApiListSuccess(item: Type<unknown>, description = 'One page, newest first'): MethodDecorator {
+export function ApiListSuccess(
+  item: Type<unknown>,
+  description = 'One page, newest first',
+): MethodDecorator {
   return applyDecorators(
     ApiExtraModels(item),
     ApiResponse({ status: 200, description, schema: successEnvelope(pageOf(ref(item))) }),
@@ -97,7 +121,10 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
  * apply to every operation; `descriptions` overrides the generic text where
  * an operation gives more specific codes (e.g. 403 DOMAIN_NOT_VERIFIED).
  */
-export function ApiErrorResponses(statuses: ErrorStatus[], descriptions: Partial<Record<ErrorStatus, string>> = {}): Decorator {
+export function ApiErrorResponses(
+  statuses: ErrorStatus[],
+  descriptions: Partial<Record<ErrorStatus, string>> = {},
+): Decorator {
   return applyDecorators(
     ApiExtraModels(ErrorEnvelopeResponse),
     ...statuses.map((status) =>
@@ -121,6 +148,9 @@ export function ApiNoKey(): Decorator {
 }
 
 /** A request body whose schema depends on its media type (JSON or CSV imports). */
-export function ApiRequestContent(content: Record<string, Schema>, description?: string): MethodDecorator {
+export function ApiRequestContent(
+  content: Record<string, Schema>,
+  description?: string,
+): MethodDecorator {
   return ApiExtension(REQUEST_CONTENT_EXTENSION, { description, content }) as MethodDecorator;
 }

@@ -38,7 +38,8 @@ const TAGS: Array<[string, string]> = [
 
 const HEADERS = {
   'X-Request-Id': {
-    description: "The request's id: the caller's X-Request-Id when sane, otherwise generated; also error.requestId",
+    description:
+      "The request's id: the caller's X-Request-Id when sane, otherwise generated; also error.requestId",
     required: true,
     schema: { type: 'string' },
   },
@@ -88,10 +89,15 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setVersion('1')
     .setLicense('MIT', 'https://opensource.org/licenses/MIT')
     .addServer('/', 'The server that serves this document')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: KEY_DESCRIPTION }, SECURITY_SCHEME)
+    .addBearerAuth(
+      { type: 'http', scheme: 'bearer', description: KEY_DESCRIPTION },
+      SECURITY_SCHEME,
+    )
     .addSecurityRequirements(SECURITY_SCHEME);
   for (const [name, description] of TAGS) builder.addTag(name, description);
-  const document = SwaggerModule.createDocument(app, builder.build(), { operationIdFactory: operationIdFor });
+  const document = SwaggerModule.createDocument(app, builder.build(), {
+    operationIdFactory: operationIdFor,
+  });
   return finishDocument(document);
 }
 
@@ -102,7 +108,10 @@ export function finishDocument(document: OpenAPIObject): OpenAPIObject {
   // Nest's addBearerAuth says JWT by default; the keys are opaque strings.
   const scheme = document.components.securitySchemes?.[SECURITY_SCHEME];
   if (scheme && 'bearerFormat' in scheme) delete scheme.bearerFormat;
-  document.components.headers = { ...(document.components.headers ?? {}), ...structuredClone(HEADERS) } as never;
+  document.components.headers = {
+    ...(document.components.headers ?? {}),
+    ...structuredClone(HEADERS),
+  } as never;
   for (const schema of Object.values(document.components.schemas ?? {})) unwrapSingleAllOf(schema);
   const strict = new Set<string>();
   for (const item of Object.values(document.paths)) {
@@ -112,21 +121,31 @@ export function finishDocument(document: OpenAPIObject): OpenAPIObject {
       const keyless = op[NO_KEY_EXTENSION] === true;
       delete op[NO_KEY_EXTENSION];
       if (keyless) op.security = [];
-      const content = op[REQUEST_CONTENT_EXTENSION] as { description?: string; content: Record<string, SchemaObject | ReferenceObject> } | undefined;
+      const content = op[REQUEST_CONTENT_EXTENSION] as
+        | { description?: string; content: Record<string, SchemaObject | ReferenceObject> }
+        | undefined;
       if (content) {
         delete op[REQUEST_CONTENT_EXTENSION];
         op.requestBody = {
           required: true,
           ...(content.description ? { description: content.description } : {}),
-          content: Object.fromEntries(Object.entries(content.content).map(([type, schema]) => [type, { schema }])),
+          content: Object.fromEntries(
+            Object.entries(content.content).map(([type, schema]) => [type, { schema }]),
+          ),
         };
       }
       for (const [status, response] of Object.entries(op.responses)) {
         if (!response || '$ref' in response) continue;
-        const headers: Record<string, ReferenceObject> = { 'X-Request-Id': headerRef('X-Request-Id') };
-        if (!keyless && /^2/.test(status)) for (const name of RATE_LIMIT_HEADERS) headers[name] = headerRef(name);
+        const headers: Record<string, ReferenceObject> = {
+          'X-Request-Id': headerRef('X-Request-Id'),
+        };
+        if (!keyless && /^2/.test(status))
+          for (const name of RATE_LIMIT_HEADERS) headers[name] = headerRef(name);
         if (status === '429') headers['Retry-After'] = headerRef('Retry-After');
-        (response as ResponseObject).headers = { ...headers, ...((response as ResponseObject).headers ?? {}) };
+        (response as ResponseObject).headers = {
+          ...headers,
+          ...((response as ResponseObject).headers ?? {}),
+        };
       }
       const body = op.requestBody && !('$ref' in op.requestBody) ? op.requestBody : undefined;
       const json = body?.content['application/json']?.schema;
@@ -143,7 +162,11 @@ export function finishDocument(document: OpenAPIObject): OpenAPIObject {
 function unwrapSingleAllOf(schema: SchemaObject | ReferenceObject): void {
   if ('$ref' in schema) return;
   for (const [name, property] of Object.entries(schema.properties ?? {})) {
-    if (!('$ref' in property) && Object.keys(property).length === 1 && property.allOf?.length === 1) {
+    if (
+      !('$ref' in property) &&
+      Object.keys(property).length === 1 &&
+      property.allOf?.length === 1
+    ) {
       schema.properties![name] = property.allOf[0];
     } else {
       unwrapSingleAllOf(property);
@@ -157,7 +180,11 @@ function headerRef(name: keyof typeof HEADERS): ReferenceObject {
 }
 
 /** Request bodies: every object schema with properties gets `additionalProperties: false`, through $refs. */
-function refuseUnknownFields(document: OpenAPIObject, schema: SchemaObject | ReferenceObject, seen: Set<string>): void {
+function refuseUnknownFields(
+  document: OpenAPIObject,
+  schema: SchemaObject | ReferenceObject,
+  seen: Set<string>,
+): void {
   if ('$ref' in schema) {
     const name = schema.$ref.replace('#/components/schemas/', '');
     if (seen.has(name)) return;
@@ -168,7 +195,8 @@ function refuseUnknownFields(document: OpenAPIObject, schema: SchemaObject | Ref
   }
   if (schema.properties) {
     schema.additionalProperties ??= false;
-    for (const property of Object.values(schema.properties)) refuseUnknownFields(document, property, seen);
+    for (const property of Object.values(schema.properties))
+      refuseUnknownFields(document, property, seen);
   }
   if (schema.items) refuseUnknownFields(document, schema.items, seen);
   for (const list of [schema.oneOf, schema.anyOf, schema.allOf]) {

@@ -23,7 +23,8 @@ void everyFieldCodeListed;
 export class FieldErrorResponse {
   @ApiProperty({
     example: 'to[1].email',
-    description: 'Dotted path with indexes into the body, or the name of the query or path parameter',
+    description:
+      'Dotted path with indexes into the body, or the name of the query or path parameter',
   })
   field: string;
 
@@ -51,7 +52,9 @@ export class ErrorDetailResponse {
   @ApiProperty({ type: 'integer', example: 422, description: 'The HTTP status of the response' })
   statusCode: number;
 
-  @ApiProperty({ description: 'Also in the X-Request-Id response header and in the server log line' })
+  @ApiProperty({
+    description: 'Also in the X-Request-Id response header and in the server log line',
+  })
   requestId: string;
 
   @ApiPropertyOptional({

@@ -6,7 +6,11 @@ export class ImportRowErrorResponse {
   @ApiProperty({ type: 'integer', minimum: 1, description: '1-based position among the data rows' })
   row: number;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: 'CSV only: the line the record starts on (the header is line 1)' })
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    description: 'CSV only: the line the record starts on (the header is line 1)',
+  })
   line?: number;
 
   @ApiProperty({ type: String, nullable: true })
@@ -45,7 +49,10 @@ export class ContactImportResponse {
   @ApiProperty({ type: 'integer', minimum: 0 })
   failed: number;
 
-  @ApiProperty({ type: [ImportRowErrorResponse], description: 'The first errors (bounded), in row order' })
+  @ApiProperty({
+    type: [ImportRowErrorResponse],
+    description: 'The first errors (bounded), in row order',
+  })
   errors: ImportRowErrorResponse[];
 
   @ApiProperty({ format: 'date-time' })
@@ -63,10 +70,16 @@ export class ImportContactRowDto {
   @ApiProperty({ example: 'ada@example.com' })
   email: string;
 
-  @ApiPropertyOptional({ description: 'Omitted: new contacts are subscribed, existing ones keep their state' })
+  @ApiPropertyOptional({
+    description: 'Omitted: new contacts are subscribed, existing ones keep their state',
+  })
   subscribed?: boolean;
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'Merged into contact.data; at most 64 KB' })
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'Merged into contact.data; at most 64 KB',
+  })
   data?: Record<string, unknown>;
 }
 

@@ -42,7 +42,10 @@ export class ApiKeyResponse {
   @ApiProperty({ type: String, enum: ['secret', 'public'] })
   type: 'secret' | 'public';
 
-  @ApiProperty({ example: 'sk_3f1c', description: 'The first characters of the key, to recognise it' })
+  @ApiProperty({
+    example: 'sk_3f1c',
+    description: 'The first characters of the key, to recognise it',
+  })
   prefix: string;
 
   @ApiProperty()
