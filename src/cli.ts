@@ -7,6 +7,8 @@ import { AppConfig, ConfigValidationError, environmentWithDotEnv, loadConfig } f
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { prepareDatabase } from './database/prepare-database';
+import { SealedKeysModule } from './domains/sealed-keys.module';
+import { SealedKeysService, UnreadableSealedKeysError } from './domains/sealed-keys.service';
 import { workerHealth } from './health/worker-health';
 import { ApiKeyType } from './projects/api-key.entity';
 import { ProjectsModule } from './projects/projects.module';
@@ -25,6 +27,8 @@ Commands:
   keys revoke <keyId>
   keys list <projectId>
   health worker                             exit 0 when a worker process here consumes every queue (container health check)
+  secrets rotate                            re-seal stored secrets (DKIM keys) under the current APP_SECRET;
+                                            earlier secrets are read from APP_SECRET_PREVIOUS
 
 --json prints one JSON document on stdout. API keys are shown once, on creation.`;
 
@@ -33,7 +37,7 @@ class UsageError extends Error {}
 @Module({})
 class CliModule {
   static register(config: AppConfig) {
-    return { module: CliModule, imports: [ConfigModule.forRoot(config), DatabaseModule, RedisModule, ProjectsModule] };
+    return { module: CliModule, imports: [ConfigModule.forRoot(config), DatabaseModule, RedisModule, ProjectsModule, SealedKeysModule] };
   }
 }
 
@@ -50,7 +54,7 @@ async function run(config: AppConfig, positionals: string[], name: string | unde
   const app = await NestFactory.createApplicationContext(CliModule.register(config), { logger: ['error'] });
   try {
     const projects = app.get(ProjectsService);
-    return await dispatch(projects, group, action, arg, name, type);
+    return await dispatch(projects, app.get(SealedKeysService), group, action, arg, name, type);
   } finally {
     await app.close();
   }
@@ -58,6 +62,7 @@ async function run(config: AppConfig, positionals: string[], name: string | unde
 
 async function dispatch(
   projects: ProjectsService,
+  sealedKeys: SealedKeysService,
   group: string | undefined,
   action: string | undefined,
   arg: string | undefined,
@@ -107,6 +112,15 @@ async function dispatch(
         text: keys.map((k) => `${k.id}  ${k.type.padEnd(6)}  ${k.prefix}…  ${k.revoked ? 'revoked' : 'active'}`).join('\n') || 'No keys',
       };
     }
+    case 'secrets rotate': {
+      const rotated = await sealedKeys.rotate();
+      return {
+        json: rotated,
+        text:
+          `Re-sealed ${rotated.resealed} DKIM key(s) under the current APP_SECRET; ${rotated.alreadyCurrent} already were.\n` +
+          'Stored keys no longer need APP_SECRET_PREVIOUS; keep it set while unsubscribe links signed with an earlier secret should keep working.',
+      };
+    }
     default:
       throw new UsageError(`Unknown command: ${[group, action].filter(Boolean).join(' ') || '(none)'}`);
   }
@@ -145,7 +159,12 @@ async function main(): Promise<number> {
       emit({ error: { code: 'USAGE', message: error.message } }, `${error.message}\n\n${USAGE}`, values.json ? process.stdout : process.stderr);
       return 2;
     }
-    const code = error instanceof ApiException ? error.code : error instanceof ConfigValidationError ? 'CONFIG' : 'ERROR';
+    const code =
+      error instanceof ApiException || error instanceof UnreadableSealedKeysError
+        ? error.code
+        : error instanceof ConfigValidationError
+          ? 'CONFIG'
+          : 'ERROR';
     const message = error instanceof Error ? error.message : String(error);
     emit({ error: { code, message } }, `Error: ${message}`, values.json ? process.stdout : process.stderr);
     return 1;

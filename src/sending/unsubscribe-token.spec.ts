@@ -29,4 +29,19 @@ describe('UnsubscribeTokens', () => {
     expect(tokens.verify('not-a-token')).toBeNull();
     expect(tokens.verify('')).toBeNull();
   });
+
+  it('after a rotation, verifies tokens of a previous secret and signs with the current one', () => {
+    const oldToken = tokens.sign(target);
+    const rotated = new UnsubscribeTokens('the-new-secret-that-is-long-enough-for-tests-03', [
+      'a-secret-that-is-long-enough-for-the-tests-0001',
+    ]);
+    expect(rotated.verify(oldToken)).toEqual(target);
+    const newToken = rotated.sign(target);
+    expect(newToken).not.toBe(oldToken);
+    expect(rotated.verify(newToken)).toEqual(target);
+    // Signed with the new secret: verifiers that only know the old one refuse it.
+    expect(tokens.verify(newToken)).toBeNull();
+    // Dropping the old secret from the list ends its links.
+    expect(new UnsubscribeTokens('the-new-secret-that-is-long-enough-for-tests-03').verify(oldToken)).toBeNull();
+  });
 });

@@ -26,7 +26,9 @@ export class UnsubscribeTokens {
 
   constructor(appSecret: string, previousSecrets: readonly string[] = []) {
     this.key = unsubscribeKey(appSecret);
-    this.previousKeys = previousSecrets.filter((previous) => previous !== appSecret).map(unsubscribeKey);
+    this.previousKeys = previousSecrets
+      .filter((previous) => previous !== appSecret)
+      .map(unsubscribeKey);
   }
 
   sign(target: UnsubscribeTarget): string {
@@ -46,7 +48,8 @@ export class UnsubscribeTokens {
     if (raw.length !== 1 + 48 + MAC_BYTES || raw[0] !== VERSION) return null;
     const payload = raw.subarray(0, 49);
     const mac = raw.subarray(49);
-    if (![this.key, ...this.previousKeys].some((key) => timingSafeEqual(this.mac(payload, key), mac))) return null;
+    const keys = [this.key, ...this.previousKeys];
+    if (!keys.some((key) => timingSafeEqual(this.mac(payload, key), mac))) return null;
     // Re-encoding must give the same text: rejects non-canonical base64 variants of a valid token.
     if (raw.toString('base64url') !== token) return null;
     const emailId = stringifyUuid(payload.subarray(33, 49));

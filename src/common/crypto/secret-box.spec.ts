@@ -49,8 +49,26 @@ describe('SecretBox', () => {
     );
   });
 
+  it('after a rotation, opens boxes of a previous secret and seals only under the current one', () => {
+    const old = box.seal('payload', 'row-1');
+    const rotated = SecretBox.fromSecret(OTHER_SECRET, 'dkim-private-key', [SECRET]);
+    expect(rotated.openString(old, 'row-1')).toBe('payload');
+    expect(rotated.unseal(old, 'row-1').current).toBe(false);
+
+    const fresh = rotated.seal('payload', 'row-1');
+    expect(rotated.unseal(fresh, 'row-1')).toEqual({ plaintext: Buffer.from('payload'), current: true });
+    // Sealed under the new secret: the old secret alone no longer opens it.
+    expect(() => box.open(fresh, 'row-1')).toThrow('does not open');
+    // A previous secret does not loosen the other checks.
+    expect(() => rotated.open(old, 'row-2')).toThrow('does not open');
+    expect(() => SecretBox.fromSecret(OTHER_SECRET, 'dkim-private-key').open(old, 'row-1')).toThrow(
+      'does not open',
+    );
+  });
+
   it('rejects short secrets and garbage boxes', () => {
     expect(() => SecretBox.fromSecret('too-short', 'x')).toThrow('at least 32');
+    expect(() => SecretBox.fromSecret(SECRET, 'x', ['too-short'])).toThrow('at least 32');
     expect(() => box.open(Buffer.from('nope'))).toThrow('not a sealed box');
   });
 

@@ -18,6 +18,11 @@ import {
  * - Box layout: version (1 byte, 0x01) | IV (12 bytes) | GCM tag (16 bytes) |
  *   ciphertext. Optional associated data (e.g. the owning row's id) binds a box
  *   to its row: a ciphertext copied to another row no longer opens.
+ * - Rotation: boxes are always sealed under the current secret, and open under
+ *   it or any previous one (APP_SECRET_PREVIOUS), so a new secret can be put in
+ *   place before `secrets rotate` has re-sealed what the old one sealed. The
+ *   GCM tag tells the keys apart: a wrong key fails authentication, it never
+ *   yields garbage.
  */
 export class SecretBox {
   private static readonly VERSION = 0x01;
@@ -26,13 +31,30 @@ export class SecretBox {
   private static readonly HEADER_BYTES = 1 + SecretBox.IV_BYTES + SecretBox.TAG_BYTES;
   private static readonly keyCache = new Map<string, Buffer>();
 
-  private constructor(private readonly key: Buffer) {}
+  private constructor(
+    private readonly key: Buffer,
+    private readonly previousKeys: readonly Buffer[],
+  ) {}
 
-  /** A box for one purpose; `label` is a fixed context string such as "dkim-private-key". */
-  static fromSecret(secret: string, label: string): SecretBox {
-    if (secret.length < 32) throw new Error('SecretBox: the secret must be at least 32 characters');
+  /**
+   * A box for one purpose; `label` is a fixed context string such as
+   * "dkim-private-key". `previousSecrets` only open boxes, never seal them.
+   */
+  static fromSecret(
+    secret: string,
+    label: string,
+    previousSecrets: readonly string[] = [],
+  ): SecretBox {
+    if ([secret, ...previousSecrets].some((candidate) => candidate.length < 32)) {
+      throw new Error('SecretBox: the secret must be at least 32 characters');
+    }
     if (!/^[a-z0-9:._-]{1,64}$/.test(label)) throw new Error('SecretBox: invalid label');
-    return new SecretBox(deriveKey(secret, label, SecretBox.keyCache));
+    return new SecretBox(
+      deriveKey(secret, label, SecretBox.keyCache),
+      previousSecrets
+        .filter((previous) => previous !== secret)
+        .map((previous) => deriveKey(previous, label, SecretBox.keyCache)),
+    );
   }
 
   seal(plaintext: Buffer | string, associatedData?: string): Buffer {
@@ -46,14 +68,41 @@ export class SecretBox {
     return Buffer.concat([Buffer.from([SecretBox.VERSION]), iv, cipher.getAuthTag(), body]);
   }
 
-  /** Throws when the box was altered, sealed under another secret or label, or with other associated data. */
+  /**
+   * Throws when the box was altered, sealed under a secret that is neither the
+   * current nor a previous one, under another label, or with other associated data.
+   */
   open(box: Buffer, associatedData?: string): Buffer {
+    return this.unseal(box, associatedData).plaintext;
+  }
+
+  openString(box: Buffer, associatedData?: string): string {
+    return this.open(box, associatedData).toString('utf8');
+  }
+
+  /**
+   * Like open, and says whether the current secret sealed the box: `current`
+   * false means only a previous secret opens it, so it is due for re-sealing.
+   */
+  unseal(box: Buffer, associatedData?: string): { plaintext: Buffer; current: boolean } {
     if (box.length < SecretBox.HEADER_BYTES || box[0] !== SecretBox.VERSION) {
       throw new Error('SecretBox: not a sealed box');
     }
+    const current = this.openWith(this.key, box, associatedData);
+    if (current) return { plaintext: current, current: true };
+    for (const key of this.previousKeys) {
+      const plaintext = this.openWith(key, box, associatedData);
+      if (plaintext) return { plaintext, current: false };
+    }
+    // Node's message says nothing useful and must not leak details; one clear error instead.
+    throw new Error('SecretBox: the box does not open with the current or a previous key');
+  }
+
+  /** The plaintext, or null when the GCM tag does not check out under this key. */
+  private openWith(key: Buffer, box: Buffer, associatedData: string | undefined): Buffer | null {
     const iv = box.subarray(1, 1 + SecretBox.IV_BYTES);
     const tag = box.subarray(1 + SecretBox.IV_BYTES, SecretBox.HEADER_BYTES);
-    const decipher = createDecipheriv('aes-256-gcm', this.key, iv);
+    const decipher = createDecipheriv('aes-256-gcm', key, iv);
     decipher.setAuthTag(tag);
     if (associatedData !== undefined) decipher.setAAD(Buffer.from(associatedData, 'utf8'));
     try {
@@ -62,13 +111,8 @@ export class SecretBox {
         decipher.final(),
       ]);
     } catch {
-      // Node's message says nothing useful and must not leak details; one clear error instead.
-      throw new Error('SecretBox: the box does not open with this key');
+      return null;
     }
-  }
-
-  openString(box: Buffer, associatedData?: string): string {
-    return this.open(box, associatedData).toString('utf8');
   }
 }
 
