@@ -12,7 +12,8 @@ export class CreateContactDto {
   @ContactEmailField()
   email: string;
 
-  @ApiPropertyOptional({ default: true })
+  // The default is stated in words: generators (openapi-typescript 7) make a property with `default` required in requests.
+  @ApiPropertyOptional({ description: 'Defaults to true' })
   @IsOptional()
   @IsBoolean()
   subscribed?: boolean;

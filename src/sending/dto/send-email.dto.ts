@@ -211,7 +211,8 @@ export class SendEmailDto {
   @IsBoolean()
   subscribed?: boolean;
 
-  @ApiPropertyOptional({ enum: ['html', 'markdown'], default: 'html' })
+  // The default is stated in words: generators (openapi-typescript 7) make a property with `default` required in requests.
+  @ApiPropertyOptional({ enum: ['html', 'markdown'], description: 'How body is written: html (the default) or markdown (rendered to HTML after Liquid)' })
   @IsOptional()
   @IsIn(['html', 'markdown'])
   type?: 'html' | 'markdown';
