@@ -42,6 +42,8 @@ describe('First run on the embedded default (outbox, no DNS)', () => {
     expect(parsed.html).toContain('It works');
     expect(parsed.messageId).toBe(`<${email.id}@my-laptop.test>`);
     expect(raw).not.toMatch(/^DKIM-Signature:/im);
+    const listed = await app.request({ method: 'GET', url: '/emails', key: project.secretKey });
+    expect(listed.body.data.items.find((e: { id: string }) => e.id === email.id)).toMatchObject({ dkimSigned: false });
   });
 
   it('uses the project default sender when neither the request nor the template has one', async () => {

@@ -74,7 +74,7 @@ export class EmailsRepository {
       .createQueryBuilder('e')
       .select([
         'e.id', 'e.projectId', 'e.contactId', 'e.templateId', 'e.campaignId', 'e.source', 'e.toEmail', 'e.fromEmail',
-        'e.subject', 'e.status', 'e.messageId', 'e.attempts', 'e.error', 'e.queuedAt', 'e.sentAt', 'e.openedAt',
+        'e.subject', 'e.status', 'e.messageId', 'e.attempts', 'e.error', 'e.dkimSigned', 'e.queuedAt', 'e.sentAt', 'e.openedAt',
         'e.clickedAt', 'e.bouncedAt', 'e.createdAt',
       ])
       .where('e.project_id = :projectId', { projectId });
