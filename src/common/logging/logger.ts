@@ -13,12 +13,14 @@ export const REDACTED_PATHS = [
   'privateKey',
   'password',
   'appSecret',
+  'appSecretPrevious',
   '*.apiKey',
   '*.secretKey',
   '*.publicKey',
   '*.privateKey',
   '*.password',
   '*.appSecret',
+  '*.appSecretPrevious',
   '*.dkimPrivateKey',
 ];
 
