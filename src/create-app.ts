@@ -93,7 +93,13 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   app.enableShutdownHooks();
   app.enableCors(corsOptions(config.corsOrigins));
   setupOpenApi(app);
-  await app.init();
-  if (runsWorkers(config)) await app.get(QueueWorkersService).start();
+  try {
+    await app.init();
+    if (runsWorkers(config)) await app.get(QueueWorkersService).start();
+  } catch (error) {
+    // A refused boot (e.g. sealed keys no secret opens) must not leave pools and Redis clients open.
+    await app.close().catch(() => undefined);
+    throw error;
+  }
   return app;
 }

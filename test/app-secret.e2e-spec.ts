@@ -147,6 +147,21 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
       expect(output).not.toContain('PRIVATE KEY');
     }
     expect(await sealedKeys()).toEqual(before);
+
+    // In process too (createApp, as the tests and main.ts boot): refused, and nothing left connected.
+    const connections = async () => {
+      const client = new Client({ connectionString: PG_ADMIN_URL });
+      await client.connect();
+      try {
+        const res = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [t.db.name]);
+        return res.rows[0].n;
+      } finally {
+        await client.end();
+      }
+    };
+    const idle = await connections();
+    await expect(startApp({ APP_SECRET: SECRET_B })).rejects.toThrow(/APP_SECRET_PREVIOUS/);
+    expect(await connections()).toBe(idle);
   }, 60_000);
 
   it('with the old secret in APP_SECRET_PREVIOUS: starts (warning to rotate), sends DKIM-signed mail, old links work', async () => {
