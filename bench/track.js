@@ -6,7 +6,7 @@
  * insert event in one transaction) issued directly with pg at the same
  * concurrency and the same pool size as the app (20). The baseline writes one
  * track per statement, as the issue defines it; the service shares statements
- * between concurrent tracks (group commit, src/events/track-writer.ts).
+ * between concurrent tracks (group commit, src/tracking/track-writer.ts).
  *
  *   npm run bench:track            (builds first)
  *   BENCH_SECONDS=15 npm run bench:track
@@ -18,7 +18,7 @@ const { v7: uuidv7 } = require('uuid');
 const { DIST, closedLoop, createBenchDatabase, createProject, startApp } = require('./support');
 
 // The baseline runs the service's own statement and data rule, from the build under test.
-const { UPSERT_CONTACT_AND_INSERT_EVENT } = require(join(DIST, 'events/track.repository.js'));
+const { UPSERT_CONTACT_AND_INSERT_EVENT } = require(join(DIST, 'tracking/track.repository.js'));
 const { toTrackedDataPatch } = require(join(DIST, 'contacts/contact-data.js'));
 
 const CONCURRENCY = 64;

@@ -5,11 +5,10 @@ import { AppConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { EventsModule } from './events/events.module';
-import { TrackModule } from './events/track.module';
+import { TrackModule } from './tracking/track.module';
 import { DomainsModule } from './domains/domains.module';
 import { HealthModule } from './health/health.module';
-import { ProjectSettingsModule } from './projects/project-settings.module';
-import { ProjectsModule } from './projects/projects.module';
+import { ProjectSettingsModule } from './project-settings/project-settings.module';
 import { QueueModule } from './queue/queue.module';
 import { RedisModule } from './queue/redis.module';
 import { SegmentsModule } from './segments/segments.module';
@@ -30,7 +29,6 @@ export class AppModule {
         RedisModule,
         QueueModule.forRoot(config),
         CommonModule,
-        ProjectsModule,
         ...FEATURE_MODULES,
       ],
     };

@@ -10,7 +10,7 @@ import { prepareDatabase } from './database/prepare-database';
 import { SealedKeysModule } from './domains/sealed-keys.module';
 import { SealedKeysService, UnreadableSealedKeysError } from './domains/sealed-keys.service';
 import { workerHealth } from './health/worker-health';
-import { ApiKeyType } from './projects/api-key.entity';
+import { ApiKeyType } from './common/auth/api-key.crypto';
 import { ProjectsModule } from './projects/projects.module';
 import { ProjectsService } from './projects/projects.service';
 import { RedisModule } from './queue/redis.module';

@@ -4,8 +4,8 @@ import {
   TrackBatchMismatchError,
   TrackRepository,
   TrackWrite,
-} from '../src/events/track.repository';
-import { TrackWriter } from '../src/events/track-writer';
+} from '../src/tracking/track.repository';
+import { TrackWriter } from '../src/tracking/track-writer';
 import { holdContactLocks, lockWaiters } from './support/locks';
 import { setupTestApp, TestApp, TestProject } from './support/test-app';
 

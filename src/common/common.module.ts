@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ApiKeyGuard } from './auth/api-key.guard';
+import { AuthModule } from './auth/auth.module';
 import { AllExceptionsFilter } from './errors/all-exceptions.filter';
 import { RateLimitService } from './rate-limit/rate-limit.service';
 import { AppValidationPipe } from './validation/validation.pipe';
@@ -11,6 +12,7 @@ import { AppValidationPipe } from './validation/validation.pipe';
  */
 @Global()
 @Module({
+  imports: [AuthModule],
   providers: [
     RateLimitService,
     { provide: APP_GUARD, useClass: ApiKeyGuard },

@@ -1,22 +1,8 @@
-import { isEmail } from 'class-validator';
 import { isPlainObject } from '../common/validation/json-text';
 
 /** Contract: `data` is a JSON object of at most 64 KB. */
 export const MAX_CONTACT_DATA_BYTES = 64 * 1024;
 
-/** Stored form of every address: trimmed and lower-cased, so uniqueness is case-insensitive. */
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
-
-/** The one email rule of the contacts feature (API bodies and import rows alike). */
-export function isValidEmail(email: string): boolean {
-  return email.length <= 320 && isEmail(email, { allow_display_name: false, require_tld: true });
-}
-
-export function jsonByteSize(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
-}
 
 /**
  * How a `data` object changes a contact (top-level merge):

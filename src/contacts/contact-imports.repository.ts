@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { ContactImport, ImportRowError, ImportStatus } from './contact-import.entity';
 import type { RawImportRow } from './import-rows';
-import { queryRows } from './query-rows';
+import { queryRows } from '../database/query-rows';
 
 const IMPORT_COLUMNS = `i.id, i.project_id AS "projectId", i.status, i.format, i.total, i.processed, i.created,
   i.updated, i.failed, i.errors, i.chunk_count AS "chunkCount", i.next_chunk AS "nextChunk",

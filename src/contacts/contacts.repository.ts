@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { newId } from '../database/id';
 import type { DataPatch } from './contact-data';
 import type { ContactRow } from './contact.view';
-import { queryRows } from './query-rows';
+import { queryRows } from '../database/query-rows';
 
 /** Columns of `contacts` under the names of ContactRow. */
 const ROW_FIELDS = [

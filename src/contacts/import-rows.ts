@@ -1,15 +1,10 @@
 import { parse } from 'csv-parse/sync';
 import type { FieldError } from '../common/errors/api-exception';
-import { findJsonTextProblem, isPlainObject, RESERVED_KEYS } from '../common/validation/json-text';
+import { isValidEmail, normalizeEmail } from '../common/validation/email';
+import { findJsonTextProblem, isPlainObject, jsonByteSize, RESERVED_KEYS } from '../common/validation/json-text';
 import type { BulkContactInput } from './contacts.repository';
 import type { ImportRowError } from './contact-import.entity';
-import {
-  isValidEmail,
-  jsonByteSize,
-  MAX_CONTACT_DATA_BYTES,
-  normalizeEmail,
-  toDataPatch,
-} from './contact-data';
+import { MAX_CONTACT_DATA_BYTES, toDataPatch } from './contact-data';
 
 /** JSON imports: `{contacts:[...]}` with at most this many rows. */
 export const MAX_JSON_IMPORT_ROWS = 10_000;

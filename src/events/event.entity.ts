@@ -1,5 +1,4 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
-import { Contact } from '../contacts/contact.entity';
 import { BaseEntity } from '../database/base.entity';
 
 /**
@@ -23,9 +22,13 @@ export class Event extends BaseEntity {
   @Column('uuid')
   contactId: string;
 
-  @ManyToOne(() => Contact, { onDelete: 'CASCADE' })
+  /**
+   * The foreign key to contacts, named rather than imported: the event store
+   * sits below contacts (which records its subscription events through it).
+   */
+  @ManyToOne('Contact', { onDelete: 'CASCADE' })
   @JoinColumn({ name: 'contact_id' })
-  contact?: Contact;
+  contact?: unknown;
 
   /** The email record this event is about (email.* events). No FK: emails belong to the sending feature. */
   @Column({ type: 'uuid', nullable: true })

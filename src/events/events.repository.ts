@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { queryRows } from '../contacts/query-rows';
+import { queryRows } from '../database/query-rows';
 import { newId } from '../database/id';
 import type { EventRow } from './event.view';
 

@@ -1,6 +1,6 @@
 import { ApiException } from '../common/errors/api-exception';
 import { AppConfig } from '../config/config';
-import { probeWorkerHeartbeat, workerHeartbeatPath } from './worker-heartbeat';
+import { probeWorkerHeartbeat, workerHeartbeatPath } from '../queue/worker-heartbeat';
 
 /**
  * `node dist/cli.js health worker`: whether a worker process on this machine

@@ -1,5 +1,5 @@
 import { environmentWithDotEnv, loadConfig } from '../config/config';
-import { probeWorkerHeartbeat, workerHeartbeatPath } from './worker-heartbeat';
+import { probeWorkerHeartbeat, workerHeartbeatPath } from '../queue/worker-heartbeat';
 
 /**
  * `node dist/health/worker-probe.js`: the container health check of a worker

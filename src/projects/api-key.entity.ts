@@ -1,11 +1,7 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
 import { BaseEntity } from '../database/base.entity';
+import { ApiKeyType } from '../common/auth/api-key.crypto';
 import { Project } from './project.entity';
-
-export enum ApiKeyType {
-  SECRET = 'SECRET',
-  PUBLIC = 'PUBLIC',
-}
 
 /** Only the SHA-256 of a key is stored; the key itself is shown once, at creation. */
 @Entity('api_keys')

@@ -1,15 +1,14 @@
-import { Global, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { ApiKeyCache } from './api-key-cache';
+import { AuthModule } from '../common/auth/auth.module';
 import { ApiKey } from './api-key.entity';
 import { Project } from './project.entity';
 import { ProjectsService } from './projects.service';
 
-/** Global: the API-key guard, registered app-wide, needs ProjectsService everywhere. */
-@Global()
+/** Projects and their keys (administration: the CLI, GET/PATCH /project); authentication is common/auth. */
 @Module({
-  imports: [TypeOrmModule.forFeature([Project, ApiKey])],
-  providers: [ProjectsService, ApiKeyCache],
+  imports: [TypeOrmModule.forFeature([Project, ApiKey]), AuthModule],
+  providers: [ProjectsService],
   exports: [ProjectsService],
 })
 export class ProjectsModule {}

@@ -10,7 +10,7 @@ import {
   HEARTBEAT_PING_TIMEOUT_MS,
   WorkerHeartbeat,
   workerHeartbeatPath,
-} from '../health/worker-heartbeat';
+} from './worker-heartbeat';
 import { REDIS } from './redis.module';
 
 /**
@@ -26,7 +26,7 @@ import { REDIS } from './redis.module';
  * SENT, an import chunk) would be redone by the next worker.
  *
  * While the workers run, a heartbeat file says whether every one of them is
- * consuming its queue: the worker health probe reads it (health/worker-heartbeat.ts).
+ * consuming its queue: the worker health probe reads it (queue/worker-heartbeat.ts).
  * It is removed first on shutdown.
  */
 @Injectable()

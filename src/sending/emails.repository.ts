@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { Page, paginate } from '../common/pagination/pagination';
-import { queryRows } from '../contacts/query-rows';
+import { queryRows } from '../database/query-rows';
 import { ListEmailsQueryDto } from './dto/email.dto';
 import { EmailAttachment } from './email-attachment.entity';
 import { Email, EmailAttachmentRef, EmailStatus } from './email.entity';

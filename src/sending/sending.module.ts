@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { ContactsModule } from '../contacts/contacts.module';
+import { ProjectsModule } from '../projects/projects.module';
 import { DomainsModule } from '../domains/domains.module';
 import { EventsModule } from '../events/events.module';
 import { TemplatesModule } from '../templates/templates.module';
@@ -31,6 +32,7 @@ import { UnsubscribeService } from './unsubscribe.service';
     ContactsModule,
     EventsModule,
     DomainsModule,
+    ProjectsModule,
   ],
   controllers: [SendController, EmailsController, UnsubscribeController],
   providers: [

@@ -13,13 +13,3 @@ export function IsLiquidTemplate(options?: ValidationOptions): PropertyDecorator
     options,
   );
 }
-
-/** No CR or LF: header injection guard for subjects and header values. */
-export function NoLineBreaks(options?: ValidationOptions): PropertyDecorator {
-  return constraint(
-    'noLineBreaks',
-    '$property must not contain line breaks',
-    (value) => typeof value !== 'string' || !/[\r\n]/.test(value),
-    options,
-  );
-}

@@ -1,11 +1,10 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
-import { hashApiKey, isWellFormedKey } from '../../projects/api-key.crypto';
-import { ApiKeyType } from '../../projects/api-key.entity';
-import { ProjectsService } from '../../projects/projects.service';
 import { ApiException } from '../errors/api-exception';
 import { RateLimitService, RateLimitState } from '../rate-limit/rate-limit.service';
+import { ApiKeyType, hashApiKey, isWellFormedKey } from './api-key.crypto';
+import { ApiKeyAuthenticator } from './api-key-authenticator';
 import { AUTH_MODE_KEY, AuthenticatedRequest, AuthMode } from './auth.decorators';
 
 /**
@@ -17,7 +16,7 @@ import { AUTH_MODE_KEY, AuthenticatedRequest, AuthMode } from './auth.decorators
 export class ApiKeyGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
-    private readonly projects: ProjectsService,
+    private readonly authenticator: ApiKeyAuthenticator,
     private readonly rateLimits: RateLimitService,
   ) {}
 
@@ -39,13 +38,13 @@ export class ApiKeyGuard implements CanActivate {
     // One Redis round trip: this IP's failed-auth count, the auth epoch, and the
     // project's counter when this process already knows the key's project (a key
     // never changes project). Postgres is asked only when the key is not cached.
-    const knownProject = keyHash ? this.projects.knownProjectOf(keyHash) : null;
+    const knownProject = keyHash ? this.authenticator.knownProjectOf(keyHash) : null;
     const gate = await this.rateLimits.gate(ip, knownProject);
     // An address over its failed-auth budget learns nothing about the key it sent.
     if (gate.ipBlocked) {
       throw tooManyRequests(reply, gate.ipBlocked, 'Too many failed authentication attempts from this address');
     }
-    const auth = keyHash ? await this.projects.authenticate(keyHash, gate.epoch) : null;
+    const auth = keyHash ? await this.authenticator.authenticate(keyHash, gate.epoch) : null;
     if (!match) {
       await this.rateLimits.recordAuthFailure(ip);
       throw new ApiException(401, 'MISSING_API_KEY', 'Missing API key: send "Authorization: Bearer <key>"');

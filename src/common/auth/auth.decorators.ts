@@ -1,6 +1,6 @@
 import { createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import type { AuthenticatedKey } from '../../projects/projects.service';
+import type { AuthenticatedKey } from './authenticated-key';
 
 export const AUTH_MODE_KEY = 'mailwright:auth-mode';
 export type AuthMode = 'secret' | 'public-allowed' | 'none';

@@ -11,6 +11,11 @@ export const MAX_JSON_DEPTH = 32;
 // eslint-disable-next-line no-control-regex -- NUL is exactly what this looks for
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
+/** Size of a value serialised as JSON, in UTF-8 bytes (the unit of the `data` limits). */
+export function jsonByteSize(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
+}
+
 /** A JSON object: not an array, not null. */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

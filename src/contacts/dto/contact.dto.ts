@@ -2,7 +2,8 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsOptional, IsString, IsUUID, MaxLength } from 'class-validator';
 import { PaginationQueryDto } from '../../common/pagination/pagination';
-import { ContactDataField, ContactEmailField, toBooleanQuery } from './validators';
+import { toBooleanQuery } from '../../common/validation/validators';
+import { ContactDataField, ContactEmailField } from './validators';
 
 export class CreateContactDto {
   @ApiProperty({

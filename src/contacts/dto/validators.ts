@@ -3,27 +3,9 @@ import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsOptional, IsString, MaxLength, ValidationOptions } from 'class-validator';
 import { constraint } from '../../common/validation/constraint';
-import { isReservedEventName } from '../../events/event-names';
-import { isPlainObject } from '../../common/validation/json-text';
-import { isValidEmail, jsonByteSize, MAX_CONTACT_DATA_BYTES, normalizeEmail } from '../contact-data';
-
-/**
- * Serialised size limit for free-form objects (`data`). Constraint name
- * `maxJsonSize` maps to the field code `too_big`.
- */
-export function MaxJsonSize(bytes: number, options?: ValidationOptions): PropertyDecorator {
-  return constraint(
-    'maxJsonSize',
-    `$property must be at most ${bytes / 1024} KB as JSON`,
-    (value) => value === undefined || jsonByteSize(value) <= bytes,
-    options,
-  );
-}
-
-/** A plain JSON object (not an array, not null). Constraint `isObject` → `invalid_type`. */
-export function IsJsonObject(options?: ValidationOptions): PropertyDecorator {
-  return constraint('isObject', '$property must be a JSON object', isPlainObject, options);
-}
+import { isValidEmail } from '../../common/validation/email';
+import { IsJsonObject, MaxJsonSize, rawJsonValue, trimString } from '../../common/validation/validators';
+import { MAX_CONTACT_DATA_BYTES } from '../contact-data';
 
 /** The contacts feature's email rule; constraint `isEmail` → `invalid_string`. */
 export function IsContactEmail(options?: ValidationOptions): PropertyDecorator {
@@ -31,56 +13,6 @@ export function IsContactEmail(options?: ValidationOptions): PropertyDecorator {
     'isEmail',
     '$property must be a valid email address',
     (value) => typeof value === 'string' && isValidEmail(value),
-    options,
-  );
-}
-
-/** Names starting `email.`, `contact.` or `segment.` belong to the system; constraint → `reserved_event`. */
-export function NotReservedEvent(options?: ValidationOptions): PropertyDecorator {
-  return constraint(
-    'notReservedEvent',
-    '$property must not start with "email.", "contact." or "segment." (reserved for system events)',
-    (value) => typeof value !== 'string' || !isReservedEventName(value),
-    options,
-  );
-}
-
-/** Query-string booleans: "true"/"false" (and 1/0) become booleans; anything else stays and fails IsBoolean. */
-export function toBooleanQuery({ value }: { value: unknown }): unknown {
-  if (value === 'true' || value === '1') return true;
-  if (value === 'false' || value === '0') return false;
-  return value;
-}
-
-/** Trims strings; leaves other types for the type check to refuse. */
-export function trimString({ value }: { value: unknown }): unknown {
-  return typeof value === 'string' ? value.trim() : value;
-}
-
-/** Addresses (send recipients, template senders): normalizeEmail; other types stay for the type check to refuse. */
-export function toNormalizedEmail({ value }: { value: unknown }): unknown {
-  return typeof value === 'string' ? normalizeEmail(value) : value;
-}
-
-/**
- * Free-form `data` is taken exactly as parsed. Without this, class-transformer
- * rebuilds nested objects and silently drops keys named like Object.prototype
- * members ("constructor", "toString", "valueOf"…).
- */
-export function rawJsonValue({ obj, key }: { obj: Record<string, unknown>; key: string }): unknown {
-  return obj[key];
-}
-
-/**
- * Identifiers (event names) are one line of printable text: no C0 control
- * characters (CR, LF, TAB, NUL…) or DEL. Constraint `noLineBreaks` → `invalid_string`.
- */
-export function NoControlCharacters(options?: ValidationOptions): PropertyDecorator {
-  return constraint(
-    'noLineBreaks',
-    '$property must not contain control characters such as CR, LF, TAB or NUL',
-    // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
-    (value) => typeof value !== 'string' || !/[\u0000-\u001f\u007f]/.test(value),
     options,
   );
 }

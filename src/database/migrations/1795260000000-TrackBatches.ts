@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * The batch statement of POST /v1/track's group commit (src/events/track-writer.ts)
+ * The batch statement of POST /v1/track's group commit (src/tracking/track-writer.ts)
  * as a function, for one reason: `SET lock_timeout` on the function applies to
  * that statement alone, in one round trip. A batch that meets a contact locked
  * by someone else (an import chunk, a send) gives up after 100 ms instead of

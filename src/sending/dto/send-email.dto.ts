@@ -21,8 +21,9 @@ import {
 } from 'class-validator';
 import { constraint } from '../../common/validation/constraint';
 import { isPlainObject } from '../../common/validation/json-text';
-import { ContactDataField, IsJsonObject, MaxJsonSize, rawJsonValue, toNormalizedEmail } from '../../contacts/dto/validators';
-import { IsLiquidTemplate, NoLineBreaks } from '../../templates/template-validators';
+import { IsJsonObject, MaxJsonSize, NoLineBreaks, rawJsonValue, toNormalizedEmail } from '../../common/validation/validators';
+import { ContactDataField } from '../../contacts/dto/validators';
+import { IsLiquidTemplate } from '../../templates/template-validators';
 
 /** An address with an optional display name: `{email, name?}`. */
 export class MailboxDto {

@@ -10,8 +10,9 @@ import {
   MaxLength,
 } from 'class-validator';
 import { PaginationQueryDto } from '../../common/pagination/pagination';
-import { ContactDataField, toNormalizedEmail, trimString } from '../../contacts/dto/validators';
-import { IsLiquidTemplate, NoLineBreaks } from '../template-validators';
+import { NoLineBreaks, toNormalizedEmail, trimString } from '../../common/validation/validators';
+import { ContactDataField } from '../../contacts/dto/validators';
+import { IsLiquidTemplate } from '../template-validators';
 import { TemplateType } from '../template.entity';
 
 export class CreateTemplateDto {

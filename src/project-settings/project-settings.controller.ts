@@ -6,13 +6,13 @@ import { Page, PaginationQueryDto } from '../common/pagination/pagination';
 import { ApiKeyResponse, ProjectResponse } from './dto/project.response';
 import { UpdateProjectDto } from './dto/update-project.dto';
 import { ProjectSettingsService } from './project-settings.service';
-import { ApiKeyView, ProjectsService, ProjectView } from './projects.service';
+import { ApiKeyView, ProjectsService, ProjectView } from '../projects/projects.service';
 
 /** The calling key's own project: lets a client check its key and see its keys. */
 @ApiTags('project')
 @ApiKeyProtected()
 @Controller('project')
-export class ProjectsController {
+export class ProjectSettingsController {
   constructor(
     private readonly projects: ProjectsService,
     private readonly settings: ProjectSettingsService,

@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { normalizeEmail, toTrackedDataPatch } from '../contacts/contact-data';
+import { normalizeEmail } from '../common/validation/email';
+import { toTrackedDataPatch } from '../contacts/contact-data';
 import { ContactsService } from '../contacts/contacts.service';
 import type { TrackEventDto, TrackResultView } from './dto/track.dto';
-import type { EventRow } from './event.view';
-import { EventsService } from './events.service';
-import type { NewEvent } from './events.repository';
+import type { EventRow } from '../events/event.view';
+import { EventsService } from '../events/events.service';
+import type { NewEvent } from '../events/events.repository';
 import { TrackWriter } from './track-writer';
 
 /** POST /v1/track: contact upsert and event(s) in one transaction, listeners after commit. */

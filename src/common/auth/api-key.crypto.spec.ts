@@ -1,5 +1,4 @@
-import { ApiKeyType } from './api-key.entity';
-import { generateApiKey, hashApiKey, hashesEqual, isWellFormedKey, keyTypeOf } from './api-key.crypto';
+import { ApiKeyType, generateApiKey, hashApiKey, hashesEqual, isWellFormedKey, keyTypeOf } from './api-key.crypto';
 
 describe('API key crypto', () => {
   it('generates prefixed keys with at least 128 random bits', () => {

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ContactsModule } from '../contacts/contacts.module';
-import { EventsModule } from './events.module';
+import { EventsModule } from '../events/events.module';
 import { TrackController } from './track.controller';
 import { TrackRepository } from './track.repository';
 import { TrackService } from './track.service';

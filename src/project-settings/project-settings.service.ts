@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ApiException } from '../common/errors/api-exception';
 import { DomainsService } from '../domains/domains.service';
 import { UpdateProjectDto } from './dto/update-project.dto';
-import { ProjectsService, ProjectView } from './projects.service';
+import { ProjectsService, ProjectView } from '../projects/projects.service';
 
 /**
  * A key's own project settings (PATCH /project). Apart from ProjectsService

@@ -1,5 +1,10 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { ApiKeyType } from './api-key.entity';
+
+/** The two kinds of key: secret keys work everywhere, public keys only on POST /v1/track. */
+export enum ApiKeyType {
+  SECRET = 'SECRET',
+  PUBLIC = 'PUBLIC',
+}
 
 /** 24 random bytes = 192 bits after the prefix. */
 const KEY_BYTES = 24;

@@ -1,7 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
 import { IsNotEmpty, IsObject, IsString, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
-import { trimString } from '../../contacts/dto/validators';
+import { trimString } from '../../common/validation/validators';
 import { MailboxDto } from '../../sending/dto/send-email.dto';
 
 export class UpdateProjectDto {

@@ -1,10 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { AppConfig } from '../config/config';
-import { APP_CONFIG } from '../config/config.module';
-import { RateLimitService } from '../common/rate-limit/rate-limit.service';
-import { REDIS } from '../queue/redis.module';
-import type { AuthenticatedKey } from './projects.service';
+import { AppConfig } from '../../config/config';
+import { APP_CONFIG } from '../../config/config.module';
+import { REDIS } from '../../queue/redis.module';
+import { RateLimitService } from '../rate-limit/rate-limit.service';
+import type { AuthenticatedKey } from './authenticated-key';
 
 /** How long a resolved key may be reused without going back to Postgres. */
 const TTL_MS = 30_000;

@@ -1,12 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
-import {
-  ContactDataField,
-  ContactEmailField,
-  NoControlCharacters,
-  NotReservedEvent,
-} from '../../contacts/dto/validators';
-import { MAX_EVENT_NAME_LENGTH } from '../event-names';
+import { NoControlCharacters } from '../../common/validation/validators';
+import { ContactDataField, ContactEmailField } from '../../contacts/dto/validators';
+import { MAX_EVENT_NAME_LENGTH } from '../../events/event-names';
+import { NotReservedEvent } from '../../events/dto/event-name.validators';
 
 export class TrackEventDto {
   @ApiProperty({ example: 'ada@example.com' })

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { DataPatch } from '../contacts/contact-data';
-import { queryRows } from '../contacts/query-rows';
+import { queryRows } from '../database/query-rows';
 import { newId } from '../database/id';
 
 export interface TrackedRow {
