@@ -1,4 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
 import { AppConfig, runsWorkers } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { EmailsRepository } from './emails.repository';
@@ -23,6 +25,7 @@ export class DeliveryRecovery implements OnApplicationBootstrap, OnApplicationSh
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: EmailsRepository,
     private readonly emails: EmailsService,
   ) {}
@@ -41,9 +44,9 @@ export class DeliveryRecovery implements OnApplicationBootstrap, OnApplicationSh
     if (this.running) return 0;
     this.running = true;
     try {
-      const stale = await this.repository.findStaleQueued(staleAfterMinutes, SWEEP_BATCH);
+      const stale = await this.repository.findStaleQueued(this.dataSource.manager, staleAfterMinutes, SWEEP_BATCH);
       await this.emails.enqueue(stale);
-      await this.repository.deleteExpiredIdempotencyKeys();
+      await this.repository.deleteExpiredIdempotencyKeys(this.dataSource.manager);
       return stale.length;
     } catch (error) {
       this.logger.warn({ err: error }, 'delivery recovery sweep failed; the next one retries');

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { EntityManager } from 'typeorm';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { ContactsService } from '../contacts/contacts.service';
 import { senderDomainOf } from '../domains/domain-name';
@@ -39,6 +40,7 @@ export class DeliveryService {
   private readonly logger = new Logger(DeliveryService.name);
 
   constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: EmailsRepository,
     private readonly transport: MailTransport,
     private readonly domains: DomainsService,
@@ -47,10 +49,10 @@ export class DeliveryService {
   ) {}
 
   async deliver(emailId: string, lastAttempt: boolean): Promise<DeliveryOutcome> {
-    const email = await this.repository.claim(emailId);
+    const email = await this.repository.claim(this.dataSource.manager, emailId);
     if (!email) return 'skipped';
     if (email.status === EmailStatus.SUPPRESSED) {
-      await this.repository.releaseAttachments(this.repository.manager, email.attachments);
+      await this.repository.releaseAttachments(this.dataSource.manager, email.attachments);
       return 'suppressed';
     }
 
@@ -66,7 +68,10 @@ export class DeliveryService {
     // Unsigned (sender null) only where REQUIRE_VERIFIED_SENDER is off: the outbox default.
     const messageId = `${email.id}@${sender?.domain ?? senderDomainOf(email.fromEmail)}`;
     try {
-      const contents = await this.repository.attachmentContents(email.attachments.map((a) => a.id));
+      const contents = await this.repository.attachmentContents(
+        this.dataSource.manager,
+        email.attachments.map((a) => a.id),
+      );
       await this.transport.send({
         messageId,
         from: { email: email.fromEmail, name: email.fromName },
@@ -93,7 +98,7 @@ export class DeliveryService {
         await this.finishFailed(email, description);
         return 'failed';
       }
-      await this.repository.requeue(email.id, description);
+      await this.repository.requeue(this.dataSource.manager, email.id, description);
       throw new TransientDeliveryError(description);
     }
 
@@ -103,7 +108,7 @@ export class DeliveryService {
 
   /** The job is gone for good (stalled too often, unexpected errors): the row must not stay open. */
   async failLost(emailId: string, reason: string): Promise<void> {
-    const recorded = await this.repository.transaction(async (manager) => {
+    const recorded = await this.dataSource.transaction(async (manager) => {
       const row = await this.repository.failIfOpen(manager, emailId, reason);
       if (!row) return null;
       await this.repository.releaseAttachments(manager, row.attachments);
@@ -154,7 +159,7 @@ export class DeliveryService {
     eventData: Record<string, unknown>,
     extra?: (manager: EntityManager) => Promise<void>,
   ): Promise<void> {
-    const event = await this.repository.transaction(async (manager): Promise<EventRow | null> => {
+    const event = await this.dataSource.transaction(async (manager): Promise<EventRow | null> => {
       if (!(await this.repository.finish(manager, email.id, status, fields))) return null;
       await this.repository.releaseAttachments(manager, email.attachments);
       if (extra) await extra(manager);

@@ -1,10 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager } from 'typeorm';
+import type { EntityManager } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { Page, paginate } from '../common/pagination/pagination';
+import { keysetRows } from '../database/keyset-rows';
 import { queryRows } from '../database/query-rows';
-import { ListEmailsQueryDto } from './dto/email.dto';
 import { EmailAttachment } from './email-attachment.entity';
 import { Email, EmailAttachmentRef, EmailStatus } from './email.entity';
 import { IdempotencyKey } from './idempotency-key.entity';
@@ -42,18 +40,44 @@ export interface FinishFields {
   dkimSigned?: boolean;
 }
 
-/** Every query of the sending feature: emails, their attachments and idempotency keys. */
+export interface EmailListFilter {
+  status?: EmailStatus;
+  contactId?: string;
+  campaignId?: string;
+}
+
+/** What an email that has just become final still holds: its event and its attachments. */
+export interface FailedEmail {
+  projectId: string;
+  contactId: string;
+  toEmail: string;
+  attachments: EmailAttachmentRef[];
+}
+
+/** An open row the recovery sweep re-enqueues (what EmailsService.enqueue needs). */
+export interface StaleEmail {
+  id: string;
+  priority: number;
+  status: EmailStatus;
+}
+
+/** GET /emails items: the record without its rendered content or headers. */
+const LIST_FIELDS = [
+  'e.id', 'e.projectId', 'e.contactId', 'e.templateId', 'e.campaignId', 'e.source', 'e.toEmail', 'e.fromEmail',
+  'e.subject', 'e.status', 'e.messageId', 'e.attempts', 'e.error', 'e.dkimSigned', 'e.queuedAt', 'e.sentAt', 'e.openedAt',
+  'e.clickedAt', 'e.bouncedAt', 'e.createdAt',
+];
+
+/** The condition of an idempotency key past its lifetime, for the claim and the housekeeping alike. */
+const IDEMPOTENCY_KEY_EXPIRED = `created_at < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})`;
+
+/**
+ * Every statement of the sending feature: emails, their attachments and
+ * idempotency keys. Each method runs on the handle it is given: the caller's
+ * transaction, or `dataSource.manager` for a statement on its own.
+ */
 @Injectable()
 export class EmailsRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
-
-  get manager(): EntityManager {
-    return this.dataSource.manager;
-  }
-
-  transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
-    return this.dataSource.transaction(work);
-  }
 
   async insertEmails(manager: EntityManager, rows: Email[]): Promise<void> {
     if (rows.length === 0) return;
@@ -68,24 +92,26 @@ export class EmailsRepository {
     await manager.createQueryBuilder().insert().into(EmailAttachment).values(rows).updateEntity(false).execute();
   }
 
-  async list(projectId: string, query: ListEmailsQueryDto): Promise<Page<Email>> {
-    const qb = this.manager
-      .getRepository(Email)
-      .createQueryBuilder('e')
-      .select([
-        'e.id', 'e.projectId', 'e.contactId', 'e.templateId', 'e.campaignId', 'e.source', 'e.toEmail', 'e.fromEmail',
-        'e.subject', 'e.status', 'e.messageId', 'e.attempts', 'e.error', 'e.dkimSigned', 'e.queuedAt', 'e.sentAt', 'e.openedAt',
-        'e.clickedAt', 'e.bouncedAt', 'e.createdAt',
-      ])
+  /** GET /emails: newest first, keyset after `afterId`, served by (project_id, id) and the status/contact indexes. */
+  list(
+    manager: EntityManager,
+    projectId: string,
+    filter: EmailListFilter,
+    afterId: string | null,
+    limit: number,
+  ): Promise<{ rows: Email[]; total: number }> {
+    const qb = manager
+      .createQueryBuilder(Email, 'e')
+      .select(LIST_FIELDS)
       .where('e.project_id = :projectId', { projectId });
-    if (query.status) qb.andWhere('e.status = :status', { status: query.status });
-    if (query.contactId) qb.andWhere('e.contact_id = :contactId', { contactId: query.contactId });
-    if (query.campaignId) qb.andWhere('e.campaign_id = :campaignId', { campaignId: query.campaignId });
-    return paginate(qb, 'e.id', query, (row) => row);
+    if (filter.status) qb.andWhere('e.status = :status', { status: filter.status });
+    if (filter.contactId) qb.andWhere('e.contact_id = :contactId', { contactId: filter.contactId });
+    if (filter.campaignId) qb.andWhere('e.campaign_id = :campaignId', { campaignId: filter.campaignId });
+    return keysetRows(qb, 'e.id', afterId, limit);
   }
 
-  findOne(projectId: string, id: string): Promise<Email | null> {
-    return this.manager.getRepository(Email).findOne({ where: { id, projectId } });
+  findById(manager: EntityManager, projectId: string, id: string): Promise<Email | null> {
+    return manager.findOne(Email, { where: { id, projectId } });
   }
 
   /**
@@ -94,9 +120,9 @@ export class EmailsRepository {
    * SUPPRESSED when the contact is suppressed, or unsubscribed and the mail is
    * marketing. Final rows are not touched: null means "nothing to do".
    */
-  async claim(emailId: string): Promise<ClaimedEmail | null> {
+  async claim(manager: EntityManager, emailId: string): Promise<ClaimedEmail | null> {
     const rows = await queryRows<ClaimedEmail>(
-      this.manager,
+      manager,
       `UPDATE emails e
           SET status = CASE WHEN c.suppressed OR (e.marketing AND NOT c.subscribed)
                             THEN 'SUPPRESSED'::email_status ELSE 'SENDING'::email_status END,
@@ -115,10 +141,10 @@ export class EmailsRepository {
     return rows[0] ?? null;
   }
 
-  async attachmentContents(ids: string[]): Promise<Map<string, Buffer>> {
+  async attachmentContents(manager: EntityManager, ids: string[]): Promise<Map<string, Buffer>> {
     if (ids.length === 0) return new Map();
     const rows = await queryRows<{ id: string; content: Buffer }>(
-      this.manager,
+      manager,
       'SELECT id, content FROM email_attachments WHERE id = ANY($1::uuid[])',
       [ids],
     );
@@ -150,16 +176,17 @@ export class EmailsRepository {
   }
 
   /** A transient failure: back to QUEUED until BullMQ runs the next attempt. */
-  async requeue(emailId: string, error: string): Promise<void> {
-    await this.manager.query(
+  async requeue(manager: EntityManager, emailId: string, error: string): Promise<void> {
+    await queryRows(
+      manager,
       `UPDATE emails SET status = 'QUEUED', error = $2, updated_at = now() WHERE id = $1 AND status = 'SENDING'`,
       [emailId, error],
     );
   }
 
   /** The attempt that just failed was the last one, or the job was lost: FAILED unless already final. */
-  async failIfOpen(manager: EntityManager, emailId: string, error: string): Promise<{ projectId: string; contactId: string; toEmail: string; attachments: EmailAttachmentRef[] } | null> {
-    const rows = await queryRows<{ projectId: string; contactId: string; toEmail: string; attachments: EmailAttachmentRef[] }>(
+  async failIfOpen(manager: EntityManager, emailId: string, error: string): Promise<FailedEmail | null> {
+    const rows = await queryRows<FailedEmail>(
       manager,
       `UPDATE emails SET status = 'FAILED', error = $2, updated_at = now()
         WHERE id = $1 AND status IN ('QUEUED', 'SENDING')
@@ -176,8 +203,8 @@ export class EmailsRepository {
   async releaseAttachments(manager: EntityManager, refs: EmailAttachmentRef[]): Promise<void> {
     if (refs.length === 0) return;
     const ids = refs.map((r) => r.id);
-    await manager.query('UPDATE email_attachments SET pending = pending - 1 WHERE id = ANY($1::uuid[])', [ids]);
-    await manager.query('DELETE FROM email_attachments WHERE id = ANY($1::uuid[]) AND pending <= 0', [ids]);
+    await queryRows(manager, 'UPDATE email_attachments SET pending = pending - 1 WHERE id = ANY($1::uuid[])', [ids]);
+    await queryRows(manager, 'DELETE FROM email_attachments WHERE id = ANY($1::uuid[]) AND pending <= 0', [ids]);
   }
 
   /**
@@ -200,7 +227,7 @@ export class EmailsRepository {
        ON CONFLICT (project_id, key) DO UPDATE
          SET id = EXCLUDED.id, request_hash = EXCLUDED.request_hash, response_status = NULL,
              response_body = NULL, created_at = now()
-         WHERE k.created_at < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})
+         WHERE k.${IDEMPOTENCY_KEY_EXPIRED}
        RETURNING id`,
       [id, projectId, key, requestHash],
     );
@@ -215,7 +242,7 @@ export class EmailsRepository {
   }
 
   async storeIdempotentResponse(manager: EntityManager, id: string, status: number, body: unknown): Promise<void> {
-    await manager.getRepository(IdempotencyKey).update({ id }, { responseStatus: status, responseBody: body as object });
+    await manager.update(IdempotencyKey, { id }, { responseStatus: status, responseBody: body as object });
   }
 
   /**
@@ -224,9 +251,9 @@ export class EmailsRepository {
    * re-adds them with the same job id, which BullMQ ignores when the job
    * exists. Those without one (a crash between commit and enqueue) get it.
    */
-  async findStaleQueued(minutes: number, limit: number): Promise<Array<{ id: string; priority: number; status: EmailStatus }>> {
-    return queryRows(
-      this.manager,
+  findStaleQueued(manager: EntityManager, minutes: number, limit: number): Promise<StaleEmail[]> {
+    return queryRows<StaleEmail>(
+      manager,
       `SELECT id, priority, status FROM emails
         WHERE status = 'QUEUED' AND queued_at < now() - make_interval(mins => $1)
         ORDER BY queued_at LIMIT $2`,
@@ -235,10 +262,10 @@ export class EmailsRepository {
   }
 
   /** Housekeeping: keys past their 24 hours. */
-  async deleteExpiredIdempotencyKeys(): Promise<number> {
+  async deleteExpiredIdempotencyKeys(manager: EntityManager): Promise<number> {
     const rows = await queryRows<{ id: string }>(
-      this.manager,
-      `DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS}) RETURNING id`,
+      manager,
+      `DELETE FROM idempotency_keys WHERE ${IDEMPOTENCY_KEY_EXPIRED} RETURNING id`,
     );
     return rows.length;
   }

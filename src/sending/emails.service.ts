@@ -1,9 +1,10 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
 import { Queue } from 'bullmq';
-import { EntityManager } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
-import { Page } from '../common/pagination/pagination';
+import { decodeCursor, Page, pageOf } from '../common/pagination/pagination';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { isUuid, newId } from '../database/id';
@@ -75,6 +76,7 @@ export class EmailsService {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectQueue(QUEUES.DELIVERY) private readonly queue: Queue<DeliveryJobData>,
+    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: EmailsRepository,
     private readonly templates: TemplatesService,
     private readonly events: EventsService,
@@ -175,12 +177,20 @@ export class EmailsService {
   }
 
   async list(projectId: string, query: ListEmailsQueryDto): Promise<Page<EmailResponse>> {
-    const page = await this.repository.list(projectId, query);
-    return { ...page, items: page.items.map(toEmailResponse) };
+    const limit = query.limit ?? 20;
+    const afterId = query.cursor ? decodeCursor(query.cursor) : null;
+    const { rows, total } = await this.repository.list(
+      this.dataSource.manager,
+      projectId,
+      { status: query.status, contactId: query.contactId, campaignId: query.campaignId },
+      afterId,
+      limit,
+    );
+    return pageOf(rows, limit, total, toEmailResponse, (row) => row.id);
   }
 
   async get(projectId: string, id: string): Promise<EmailResponse> {
-    const row = isUuid(id) ? await this.repository.findOne(projectId, id) : null;
+    const row = isUuid(id) ? await this.repository.findById(this.dataSource.manager, projectId, id) : null;
     if (!row) throw ApiException.notFound('email', id);
     return toEmailResponse(row);
   }

@@ -1,4 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs';
 import { ApiException, FieldError } from '../common/errors/api-exception';
 import type { ContactRow } from '../contacts/contact.view';
@@ -35,6 +37,7 @@ interface ResolvedSend {
 @Injectable()
 export class SendService {
   constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: EmailsRepository,
     private readonly emails: EmailsService,
     private readonly templates: TemplatesService,
@@ -51,7 +54,7 @@ export class SendService {
 
     // Recipients are locked in email order, but an import chunk (two ordered passes) can still
     // close a lock cycle with a send; the transaction is then rolled back and run again.
-    const { response, emails, published } = await retryOnDeadlock(() => this.repository.transaction(async (manager) => {
+    const { response, emails, published } = await retryOnDeadlock(() => this.dataSource.transaction(async (manager) => {
       const idempotencyRowId = newId();
       if (idempotency) {
         const stored = await this.repository.claimIdempotencyKey(

@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { ContactsModule } from '../contacts/contacts.module';
 import { ProjectsModule } from '../projects/projects.module';
 import { DomainsModule } from '../domains/domains.module';
@@ -8,12 +7,9 @@ import { TemplatesModule } from '../templates/templates.module';
 import { DeliveryProcessor } from './delivery.processor';
 import { DeliveryRecovery } from './delivery-recovery';
 import { DeliveryService } from './delivery.service';
-import { EmailAttachment } from './email-attachment.entity';
-import { Email } from './email.entity';
 import { EmailsController } from './emails.controller';
 import { EmailsRepository } from './emails.repository';
 import { EmailsService } from './emails.service';
-import { IdempotencyKey } from './idempotency-key.entity';
 import { MailTransport } from './mail-transport';
 import { SendController } from './send.controller';
 import { SendService } from './send.service';
@@ -27,7 +23,6 @@ import { UnsubscribeService } from './unsubscribe.service';
  */
 @Module({
   imports: [
-    TypeOrmModule.forFeature([Email, EmailAttachment, IdempotencyKey]),
     TemplatesModule,
     ContactsModule,
     EventsModule,

@@ -1,10 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { ContactsService } from '../contacts/contacts.service';
 import { EventsService } from '../events/events.service';
-import { EmailsRepository } from './emails.repository';
 import { UnsubscribeTarget, UnsubscribeTokens } from './unsubscribe-token';
 
 export interface UnsubscribePage {
@@ -19,7 +20,7 @@ export class UnsubscribeService {
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
-    private readonly repository: EmailsRepository,
+    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly contacts: ContactsService,
     private readonly events: EventsService,
   ) {
@@ -41,7 +42,7 @@ export class UnsubscribeService {
    */
   async unsubscribe(token: string): Promise<UnsubscribePage> {
     const target = this.verify(token);
-    const outcome = await this.repository.transaction((manager) =>
+    const outcome = await this.dataSource.transaction((manager) =>
       this.contacts.unsubscribe(manager, target.projectId, target.contactId, {
         emailId: target.emailId,
         data: { source: 'unsubscribe-link', ...(target.emailId ? { emailId: target.emailId } : {}) },
