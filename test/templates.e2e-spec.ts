@@ -48,6 +48,30 @@ describe('Templates', () => {
     expect((await req('GET', `/templates/${id}`)).status).toBe(404);
   });
 
+  it('deletes a template once: of 50 concurrent DELETEs one answers 200, the rest 404 TEMPLATE_NOT_FOUND', async () => {
+    const created = await req('POST', '/templates', { name: 'Once', subject: 's', body: 'b', type: 'TRANSACTIONAL' });
+    const id = created.body.data.id;
+    const answers = await Promise.all(Array.from({ length: 50 }, () => req('DELETE', `/templates/${id}`)));
+    const ok = answers.filter((a) => a.status === 200);
+    expect(ok).toHaveLength(1);
+    expect(ok[0].body.data).toEqual({ id, deleted: true });
+    const rest = answers.filter((a) => a.status !== 200);
+    expect(rest.map((a) => a.status)).toEqual(Array(49).fill(404));
+    expect(new Set(rest.map((a) => a.body.error.code))).toEqual(new Set(['TEMPLATE_NOT_FOUND']));
+  });
+
+  it('does not bring back a template deleted during a PATCH: the PATCH answers 404', async () => {
+    const created = await req('POST', '/templates', { name: 'Gone', subject: 's', body: 'b', type: 'TRANSACTIONAL' });
+    const id = created.body.data.id;
+    const [patched, deleted] = await Promise.all([
+      req('PATCH', `/templates/${id}`, { name: 'Renamed' }),
+      req('DELETE', `/templates/${id}`),
+    ]);
+    expect(deleted.status).toBe(200);
+    expect([200, 404]).toContain(patched.status);
+    expect((await req('GET', `/templates/${id}`)).status).toBe(404);
+  });
+
   it('refuses Liquid that does not parse (422 invalid_template on subject or body), on create and update', async () => {
     const bad = await req('POST', '/templates', { name: 'Bad', subject: 'Hi {{ name', body: '{% for %}', type: 'MARKETING' });
     expect(bad.status).toBe(422);

@@ -1,8 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { EntityManager, Repository } from 'typeorm';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { DeletedResponse } from '../common/openapi/error-envelope.response';
 import { ApiException } from '../common/errors/api-exception';
-import { Page, paginate } from '../common/pagination/pagination';
+import { decodeCursor, Page, pageOf } from '../common/pagination/pagination';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { ContactsService } from '../contacts/contacts.service';
@@ -17,6 +18,7 @@ import {
 } from './dto/template.dto';
 import { Template } from './template.entity';
 import { buildRenderContext, RenderedContent, RenderSource, TemplateRenderer, TemplateRenderError } from './template-renderer';
+import { TemplatesRepository } from './templates.repository';
 
 /** What rendering needs to know about a recipient. */
 export interface RenderRecipient {
@@ -29,14 +31,15 @@ export interface RenderRecipient {
 @Injectable()
 export class TemplatesService {
   constructor(
-    @InjectRepository(Template) private readonly templates: Repository<Template>,
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly templates: TemplatesRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly renderer: TemplateRenderer,
     private readonly contacts: ContactsService,
   ) {}
 
   async create(projectId: string, dto: CreateTemplateDto): Promise<TemplateResponse> {
-    const row = this.templates.create({
+    const row = await this.templates.insert(this.dataSource.manager, {
       id: newId(),
       projectId,
       name: dto.name,
@@ -47,16 +50,20 @@ export class TemplatesService {
       fromName: dto.fromName ?? null,
       replyTo: dto.replyTo ?? null,
     });
-    return toTemplateResponse(await this.templates.save(row));
+    return toTemplateResponse(row);
   }
 
   async list(projectId: string, query: ListTemplatesQueryDto): Promise<Page<TemplateResponse>> {
-    const qb = this.templates.createQueryBuilder('t').where('t.project_id = :projectId', { projectId });
-    if (query.type) qb.andWhere('t.type = :type', { type: query.type });
-    if (query.search) {
-      qb.andWhere(`t.name ILIKE :search ESCAPE '\\'`, { search: `%${escapeLike(query.search)}%` });
-    }
-    return paginate(qb, 't.id', query, toTemplateResponse);
+    const limit = query.limit ?? 20;
+    const afterId = query.cursor ? decodeCursor(query.cursor) : null;
+    const { rows, total } = await this.templates.list(
+      this.dataSource.manager,
+      projectId,
+      { type: query.type, search: query.search },
+      afterId,
+      limit,
+    );
+    return pageOf(rows, limit, total, toTemplateResponse, (row) => row.id);
   }
 
   async get(projectId: string, id: string): Promise<TemplateResponse> {
@@ -64,21 +71,19 @@ export class TemplatesService {
   }
 
   async update(projectId: string, id: string, dto: UpdateTemplateDto): Promise<TemplateResponse> {
-    const row = await this.findOrFail(projectId, id);
-    if (dto.name !== undefined) row.name = dto.name;
-    if (dto.subject !== undefined) row.subject = dto.subject;
-    if (dto.body !== undefined) row.body = dto.body;
-    if (dto.type !== undefined) row.type = dto.type;
-    if (dto.from !== undefined) row.fromEmail = dto.from;
-    if (dto.fromName !== undefined) row.fromName = dto.fromName;
-    if (dto.replyTo !== undefined) row.replyTo = dto.replyTo;
-    return toTemplateResponse(await this.templates.save(row));
+    return this.dataSource.transaction(async (manager) => {
+      const row = isUuid(id) ? await this.templates.lockById(manager, projectId, id) : null;
+      if (!row) throw ApiException.notFound('template', id);
+      applyChanges(row, dto);
+      return toTemplateResponse(await this.templates.update(manager, row));
+    });
   }
 
-  async remove(projectId: string, id: string): Promise<{ id: string; deleted: true }> {
-    const row = await this.findOrFail(projectId, id);
-    await this.templates.delete({ id: row.id, projectId });
-    return { id: row.id, deleted: true };
+  /** One statement: of concurrent deletes of one template, one answers 200 and the rest 404. */
+  async delete(projectId: string, id: string): Promise<DeletedResponse> {
+    const deleted = isUuid(id) && (await this.templates.delete(this.dataSource.manager, projectId, id));
+    if (!deleted) throw ApiException.notFound('template', id);
+    return { id, deleted: true };
   }
 
   /** Renders a stored template for a contact (or a sample one) without sending anything. */
@@ -100,9 +105,8 @@ export class TemplatesService {
   }
 
   /** The stored template of this project, or 404 TEMPLATE_NOT_FOUND. */
-  async findOrFail(projectId: string, id: string, manager?: EntityManager): Promise<Template> {
-    const repo = manager ? manager.getRepository(Template) : this.templates;
-    const row = isUuid(id) ? await repo.findOne({ where: { id, projectId } }) : null;
+  async findOrFail(projectId: string, id: string): Promise<Template> {
+    const row = isUuid(id) ? await this.templates.findById(this.dataSource.manager, projectId, id) : null;
     if (!row) throw ApiException.notFound('template', id);
     return row;
   }
@@ -144,6 +148,13 @@ export function toTemplateResponse(row: Template): TemplateResponse {
   };
 }
 
-function escapeLike(value: string): string {
-  return value.replace(/[\\%_]/g, (c) => `\\${c}`);
+/** PATCH semantics: absent fields stay; from, fromName and replyTo may be cleared with null. */
+function applyChanges(row: Template, dto: UpdateTemplateDto): void {
+  if (dto.name !== undefined) row.name = dto.name;
+  if (dto.subject !== undefined) row.subject = dto.subject;
+  if (dto.body !== undefined) row.body = dto.body;
+  if (dto.type !== undefined) row.type = dto.type;
+  if (dto.from !== undefined) row.fromEmail = dto.from;
+  if (dto.fromName !== undefined) row.fromName = dto.fromName;
+  if (dto.replyTo !== undefined) row.replyTo = dto.replyTo;
 }
