@@ -558,6 +558,21 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     expect(record(again, 'DKIM').value).not.toBe(record(domain, 'DKIM').value);
   });
 
+  it('deletes a domain once: of 50 concurrent DELETEs one answers 200, the rest 404 DOMAIN_NOT_FOUND', async () => {
+    const domain = (await create('once.example')).body.data;
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        app.request({ method: 'DELETE', url: `/domains/${domain.id}`, key: project.secretKey }),
+      ),
+    );
+    const ok = answers.filter((a) => a.status === 200);
+    expect(ok).toHaveLength(1);
+    expect(ok[0].body.data).toEqual({ id: domain.id, deleted: true });
+    const rest = answers.filter((a) => a.status !== 200);
+    expect(rest.map((a) => a.status)).toEqual(Array(49).fill(404));
+    expect(new Set(rest.map((a) => a.body.error.code))).toEqual(new Set(['DOMAIN_NOT_FOUND']));
+  });
+
   it('answers 400 for an id that is not a UUID and 404 for an unknown one', async () => {
     const bad = await get('not-a-uuid');
     expect(bad.status).toBe(400);

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Brackets, Repository } from 'typeorm';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
 import { DnsTxtResolver, TxtLookup } from './dns-txt-resolver';
 import {
   DnsRecordError,
@@ -22,6 +22,7 @@ import {
   RecordVerdict,
 } from './domain-records';
 import { DOMAIN_CHECK_SCHEDULE, DomainCheckSchedule } from './domains.constants';
+import { DomainsRepository } from './domains.repository';
 
 type Verdict = RecordVerdict | 'ERROR';
 
@@ -51,14 +52,15 @@ export class DomainVerificationService {
   private readonly logger = new Logger(DomainVerificationService.name);
 
   constructor(
-    @InjectRepository(Domain) private readonly domains: Repository<Domain>,
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly domains: DomainsRepository,
     private readonly resolver: DnsTxtResolver,
     @Inject(DOMAIN_CHECK_SCHEDULE) readonly schedule: DomainCheckSchedule,
   ) {}
 
   /** Reloads the domain and checks it; null when it was deleted meanwhile. */
   async checkById(domainId: string, now = new Date()): Promise<Domain | null> {
-    const row = await this.domains.findOne({ where: { id: domainId } });
+    const row = await this.domains.reload(this.dataSource.manager, domainId);
     return row ? this.check(row, now) : null;
   }
 
@@ -110,16 +112,14 @@ export class DomainVerificationService {
         : row.verifiedAt;
     // The creation check, a POST /verify and the sweep may overlap: a background check that
     // finishes after a later-started one must not overwrite that fresher answer with older DNS data.
-    const update = this.domains
-      .createQueryBuilder()
-      .update(Domain)
-      .set({ status, recordStatuses, recordProblems, lastCheckedAt: now, verifiedAt })
-      .where('id = :id', { id: row.id });
-    if (!authoritative)
-      update.andWhere('(last_checked_at IS NULL OR last_checked_at < :now)', { now });
-    const written = await update.execute();
-    if (!written.affected) {
-      return (await this.domains.findOne({ where: { id: row.id } })) ?? row;
+    const written = await this.domains.saveCheck(
+      this.dataSource.manager,
+      row.id,
+      { status, recordStatuses, recordProblems, lastCheckedAt: now, verifiedAt },
+      authoritative ? null : now,
+    );
+    if (!written) {
+      return (await this.domains.reload(this.dataSource.manager, row.id)) ?? row;
     }
     if (status !== row.status) {
       this.logger.log(
@@ -145,22 +145,7 @@ export class DomainVerificationService {
    */
   async sweep(now = new Date()): Promise<SweepResult> {
     const dueBefore = new Date(now.getTime() - this.schedule.verifiedEveryMs);
-    const rows = await this.domains
-      .createQueryBuilder('d')
-      .where('d.status = :pending', { pending: DomainStatus.PENDING })
-      .orWhere(
-        new Brackets((qb) =>
-          qb
-            .where('d.status = :verified', { verified: DomainStatus.VERIFIED })
-            .andWhere('(d.last_checked_at IS NULL OR d.last_checked_at <= :dueBefore)', {
-              dueBefore,
-            }),
-        ),
-      )
-      .orderBy('d.last_checked_at', 'ASC', 'NULLS FIRST')
-      .addOrderBy('d.id', 'ASC')
-      .take(this.schedule.batchSize)
-      .getMany();
+    const rows = await this.domains.findDueForCheck(this.dataSource.manager, dueBefore, this.schedule.batchSize);
     const result: SweepResult = { checked: 0, verified: 0, failed: 0 };
     let next = 0;
     const worker = async (): Promise<void> => {

@@ -1,8 +1,6 @@
 import { Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { DnsTxtResolver } from './dns-txt-resolver';
 import { DomainCheckScheduler } from './domain-check.scheduler';
-import { Domain } from './domain.entity';
 import { DomainVerificationService } from './domain-verification.service';
 import { DEFAULT_DOMAIN_CHECK_SCHEDULE, DOMAIN_CHECK_SCHEDULE } from './domains.constants';
 import { DomainsController } from './domains.controller';
@@ -13,7 +11,7 @@ import { SealedKeysModule } from './sealed-keys.module';
 
 /** Sending domains. Exports DomainsService: assertCanSend is the sender check of every sending path. */
 @Module({
-  imports: [TypeOrmModule.forFeature([Domain]), SealedKeysModule],
+  imports: [SealedKeysModule],
   controllers: [DomainsController],
   providers: [
     DomainsService,

@@ -1,8 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { SecretBox } from '../common/crypto/secret-box';
 import { DKIM_KEY_BOX } from './domains.constants';
+import { DomainsRepository, SealedKeyRow } from './domains.repository';
 
 /** A domain row whose sealed key is named in messages (never the key itself). */
 export interface SealedKeyOwner {
@@ -23,12 +24,6 @@ export interface SealedKeysAudit {
 export interface RotationResult {
   resealed: number;
   alreadyCurrent: number;
-}
-
-interface SealedRow {
-  id: string;
-  domain: string;
-  dkim_private_key_sealed: Buffer;
 }
 
 /** Rows per round trip: bounds memory (a sealed 2048-bit key is ~1.7 kB) whatever the number of domains. */
@@ -53,20 +48,22 @@ export class UnreadableSealedKeysError extends Error {
 /**
  * The secrets stored sealed under APP_SECRET (today the DKIM private key of
  * each domain, bound to its row id): whether they still open, and re-sealing
- * them under the current secret after a rotation. Raw SQL over the needed
- * columns only: the entity hides the sealed column from ordinary reads.
+ * them under the current secret after a rotation. The rows come from
+ * DomainsRepository's sealed-key statements, which read only the columns
+ * needed (the entity hides the sealed column from ordinary reads).
  */
 @Injectable()
 export class SealedKeysService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(DKIM_KEY_BOX) private readonly keyBox: SecretBox,
+    private readonly domains: DomainsRepository,
   ) {}
 
   /** Tries every stored key; nothing is written. */
   async audit(): Promise<SealedKeysAudit> {
     const audit: SealedKeysAudit = { current: 0, previous: 0, unreadable: [] };
-    await this.eachPage(this.dataSource.manager, '', (rows) => {
+    await this.eachPage(this.dataSource.manager, false, (rows) => {
       for (const row of rows) {
         const opened = this.tryUnseal(row);
         if (!opened) audit.unreadable.push({ id: row.id, domain: row.domain });
@@ -89,7 +86,7 @@ export class SealedKeysService {
     return this.dataSource.transaction(async (manager) => {
       const result: RotationResult = { resealed: 0, alreadyCurrent: 0 };
       const unreadable: SealedKeyOwner[] = [];
-      await this.eachPage(manager, 'FOR UPDATE', async (rows) => {
+      await this.eachPage(manager, true, async (rows) => {
         const ids: string[] = [];
         const boxes: Buffer[] = [];
         for (const row of rows) {
@@ -109,11 +106,7 @@ export class SealedKeysService {
         // Pages written before an unreadable key turns up are undone by the refusal below
         // (rollback); once one has, writing more is pointless.
         if (ids.length && !unreadable.length) {
-          await manager.query(
-            `UPDATE domains d SET dkim_private_key_sealed = v.sealed
-             FROM unnest($1::uuid[], $2::bytea[]) AS v(id, sealed) WHERE d.id = v.id`,
-            [ids, boxes],
-          );
+          await this.domains.replaceSealedKeys(manager, ids, boxes);
           result.resealed += ids.length;
         }
       });
@@ -127,7 +120,7 @@ export class SealedKeysService {
     });
   }
 
-  private tryUnseal(row: SealedRow): { plaintext: Buffer; current: boolean } | null {
+  private tryUnseal(row: SealedKeyRow): { plaintext: Buffer; current: boolean } | null {
     try {
       return this.keyBox.unseal(row.dkim_private_key_sealed, row.id);
     } catch {
@@ -135,19 +128,15 @@ export class SealedKeysService {
     }
   }
 
-  /** Every domain row in id order, a page at a time (keyset pagination, so no row is skipped or seen twice). */
+  /** Every domain row in id order, a page at a time; `lock` holds them until the transaction ends. */
   private async eachPage(
     manager: EntityManager,
-    lock: '' | 'FOR UPDATE',
-    visit: (rows: SealedRow[]) => void | Promise<void>,
+    lock: boolean,
+    visit: (rows: SealedKeyRow[]) => void | Promise<void>,
   ): Promise<void> {
     let after: string | null = null;
     for (;;) {
-      const rows: SealedRow[] = await manager.query(
-        `SELECT id, domain, dkim_private_key_sealed FROM domains
-         WHERE $1::uuid IS NULL OR id > $1::uuid ORDER BY id LIMIT ${PAGE_SIZE} ${lock}`,
-        [after],
-      );
+      const rows = await this.domains.sealedKeysPage(manager, after, PAGE_SIZE, lock);
       if (!rows.length) return;
       await visit(rows);
       if (rows.length < PAGE_SIZE) return;
