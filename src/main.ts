@@ -1,8 +1,9 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import { AppConfig, ConfigValidationError, environmentWithDotEnv, loadConfig, mailDestination, runsApi } from './config/config';
+import { AppConfig, ConfigValidationError, environmentWithDotEnv, loadConfig, mailDestination, runsApi, runsWorkers } from './config/config';
 import { createApp } from './create-app';
 import { prepareDatabase } from './database/prepare-database';
+import { clearStaleHeartbeat, workerHeartbeatPath } from './queue/worker-heartbeat';
 
 /** The one line a newcomer reads: where the API is, its docs, the role, where mail goes. */
 function announce(config: AppConfig): void {
@@ -34,6 +35,7 @@ async function bootstrap(): Promise<void> {
     }
     throw error;
   }
+  if (runsWorkers(config)) clearStaleHeartbeat(workerHeartbeatPath(config.queuePrefix));
   await prepareDatabase(config.databaseUrl);
   const app = await createApp(config);
   if (runsApi(config)) {

@@ -148,7 +148,9 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     }
     expect(await sealedKeys()).toEqual(before);
 
-    // In process too (createApp, as the tests and main.ts boot): refused, and nothing left connected.
+    // In process too (createApp, as the tests and main.ts boot): refused, and no Postgres connection left
+    // open. (Redis clients are closed by the same app.close(); a server-wide CLIENT LIST count would be
+    // disturbed by the test files running beside this one.)
     const connections = async () => {
       const client = new Client({ connectionString: PG_ADMIN_URL });
       await client.connect();

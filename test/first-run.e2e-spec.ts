@@ -256,6 +256,7 @@ describe('REQUIRE_VERIFIED_SENDER=true without SMTP', () => {
       error: { code: 'DOMAIN_NOT_VERIFIED', message: 'The sender domain "my-laptop.test" is not a domain of this project' },
     });
     expect(res.body.error.suggestion).toContain('POST /domains');
+    expect(res.body.error.suggestion).toContain('REQUIRE_VERIFIED_SENDER=false'); // outbox mode: the developer's switch
     expect((await ctx.app.request({ method: 'GET', url: '/emails', key: project.secretKey })).body.data.total).toBe(0);
 
     // A PENDING domain: the answer says so and points at its records.

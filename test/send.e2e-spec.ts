@@ -403,6 +403,9 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     const res = await t.send({ to: 'x@example.org', from: 'someone@unverified.test', subject: 's', body: 'b' });
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('DOMAIN_NOT_VERIFIED');
+    // With SMTP the caller is a tenant: no hint about switching the check off.
+    expect(res.body.error.suggestion).toContain('POST /domains');
+    expect(res.body.error.suggestion).not.toContain('REQUIRE_VERIFIED_SENDER');
     const other = await t.app.createProject('Other');
     const foreign = await t.app.request({
       method: 'POST',

@@ -62,6 +62,10 @@ describe('loadConfig', () => {
     expect(loadConfig({ REQUIRE_VERIFIED_SENDER: 'true' }, dir).requireVerifiedSender).toBe(true);
     expect(loadConfig({ SMTP_URL: 'smtp://mail.example.com', REQUIRE_VERIFIED_SENDER: 'false' }, dir).requireVerifiedSender).toBe(false);
     expect(() => loadConfig({ REQUIRE_VERIFIED_SENDER: 'maybe' }, dir)).toThrow(/REQUIRE_VERIFIED_SENDER/);
+    // An api-only process cannot see the workers' SMTP_URL: strict unless told otherwise.
+    expect(loadConfig({ APP_ROLE: 'api' }, dir).requireVerifiedSender).toBe(true);
+    expect(loadConfig({ APP_ROLE: 'api', REQUIRE_VERIFIED_SENDER: 'false' }, dir).requireVerifiedSender).toBe(false);
+    expect(loadConfig({ APP_ROLE: 'worker' }, dir).requireVerifiedSender).toBe(false);
   });
 
   it('reads CORS_ORIGINS as origins and refuses paths and wildcards', () => {

@@ -31,6 +31,8 @@ export interface AppConfig {
   apiRateLimitPerMinute: number;
   /** Contacts per chunk of a bulk import: one transaction and one resume point each. */
   importBatchSize: number;
+  /** Interval of the delivery and import recovery schedulers (queue/recovery.ts). */
+  recoveryEveryMs: number;
   authFailureLimitPerMinute: number;
   dnsServers: string[];
   appSecret: string;
@@ -53,6 +55,8 @@ export class ConfigValidationError extends Error {
 }
 
 type Env = Record<string, string | undefined>;
+
+export const DEFAULT_QUEUE_PREFIX = 'mailwright';
 
 /** Reads one variable; empty strings count as unset so `FOO=` falls back to the default. */
 function read(env: Env, name: string): string | undefined {
@@ -180,9 +184,10 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   const nodeEnv = r.string('NODE_ENV', 'development');
   const port = r.int('PORT', 3000, 1, 65535);
   const smtpUrl = r.url('SMTP_URL', null, ['smtp:', 'smtps:']);
+  const role = r.oneOf('APP_ROLE', 'all', ROLES);
   const config: AppConfig = {
     nodeEnv,
-    role: r.oneOf('APP_ROLE', 'all', ROLES),
+    role,
     port,
     host: r.string('HOST', '0.0.0.0'),
     databaseUrl:
@@ -191,7 +196,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
         'postgresql:',
       ]) ?? '',
     redisUrl: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']) ?? '',
-    queuePrefix: r.string('QUEUE_PREFIX', 'mailwright'),
+    queuePrefix: r.string('QUEUE_PREFIX', DEFAULT_QUEUE_PREFIX),
     publicUrl: (r.url('PUBLIC_URL', `http://localhost:${port}`, ['http:', 'https:']) ?? '').replace(
       /\/+$/,
       '',
@@ -203,11 +208,14 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     deliveryBackoffMs: r.int('DELIVERY_BACKOFF_MS', 15_000, 1, 3_600_000),
     apiRateLimitPerMinute: r.int('API_RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
     importBatchSize: r.int('IMPORT_BATCH_SIZE', 1000, 1, 10_000),
+    recoveryEveryMs: r.int('RECOVERY_EVERY_MS', 60_000, 100, 24 * 3_600_000),
     authFailureLimitPerMinute: r.int('AUTH_FAILURE_LIMIT_PER_MINUTE', 30, 1, 10_000_000),
     dnsServers: parseDnsServers(r, r.optional('DNS_SERVERS')),
     appSecret: '',
     appSecretPrevious: parseList(r.optional('APP_SECRET_PREVIOUS')),
-    requireVerifiedSender: r.bool('REQUIRE_VERIFIED_SENDER', smtpUrl !== null),
+    // An api-only process sends nothing, so its SMTP_URL says nothing about the workers': it
+    // requires verified senders unless told otherwise, or it would accept mail they then fail.
+    requireVerifiedSender: r.bool('REQUIRE_VERIFIED_SENDER', smtpUrl !== null || role === 'api'),
     corsOrigins: parseCorsOrigins(r, r.optional('CORS_ORIGINS')),
     logLevel: r.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
     trustProxy: r.bool('TRUST_PROXY', false),

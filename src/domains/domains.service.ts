@@ -13,12 +13,13 @@ import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { newId } from '../database/id';
 import { sqlState, SQLSTATE } from '../database/postgres-errors';
+import { DOMAIN_JOBS, DomainCheckJobData, domainCheckJobId } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
 import { Domain, DomainStatus } from './domain.entity';
 import { normalizeDomainName, senderDomainOf } from './domain-name';
 import { recordViews } from './domain-records';
 import { DomainVerificationService } from './domain-verification.service';
-import { DKIM_KEY_BOX, DOMAIN_JOBS } from './domains.constants';
+import { DKIM_KEY_BOX } from './domains.constants';
 import { DomainsRepository, NewDomain, SenderRow } from './domains.repository';
 import { DomainResponse } from './dto/domain.response';
 import { ListDomainsQueryDto } from './dto/list-domains.query';
@@ -46,7 +47,7 @@ export class DomainsService {
     private readonly domains: DomainsRepository,
     @Inject(DKIM_KEY_BOX) private readonly keyBox: SecretBox,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectQueue(QUEUES.DOMAINS) private readonly queue: Queue,
+    @InjectQueue(QUEUES.DOMAINS) private readonly queue: Queue<DomainCheckJobData, unknown, typeof DOMAIN_JOBS.CHECK>,
     private readonly verification: DomainVerificationService,
   ) {}
 
@@ -161,7 +162,7 @@ export class DomainsService {
       };
     }
     if (domain && !this.config.requireVerifiedSender) return null;
-    throw senderNotVerified(domain, row);
+    throw senderNotVerified(domain, row, this.config.smtpUrl === null);
   }
 
   private async findOwned(projectId: string, id: string): Promise<Domain> {
@@ -179,7 +180,7 @@ export class DomainsService {
       await this.queue.add(
         DOMAIN_JOBS.CHECK,
         { domainId },
-        { jobId: `check-${domainId}`, attempts: 3 },
+        { jobId: domainCheckJobId(domainId), attempts: 3 },
       );
     } catch (error) {
       this.logger.warn(
@@ -206,7 +207,9 @@ const UNVERIFIED_HINT =
   'For local development without SMTP_URL, REQUIRE_VERIFIED_SENDER=false lets any sender through (unsigned, to the outbox).';
 
 /** 403 DOMAIN_NOT_VERIFIED: what state the domain is in, and the next step out of it. */
-function senderNotVerified(domain: string | null, row: SenderRow | null): ApiException {
+function senderNotVerified(domain: string | null, row: SenderRow | null, outboxMode: boolean): ApiException {
+  // Only where nothing leaves the machine: with SMTP, the caller is a tenant and the check is anti-spoofing.
+  const hint = outboxMode ? ` ${UNVERIFIED_HINT}` : '';
   if (!domain) {
     return new ApiException(403, 'DOMAIN_NOT_VERIFIED', 'The sender address has no domain part', {
       suggestion: 'Send from an address on a verified domain of this project, such as hello@example.com.',
@@ -214,7 +217,7 @@ function senderNotVerified(domain: string | null, row: SenderRow | null): ApiExc
   }
   if (!row) {
     return new ApiException(403, 'DOMAIN_NOT_VERIFIED', `The sender domain "${domain}" is not a domain of this project`, {
-      suggestion: `Add it with POST /domains {"domain":"${domain}"}, publish the DNS records it answers and call POST /domains/{id}/verify. ${UNVERIFIED_HINT}`,
+      suggestion: `Add it with POST /domains {"domain":"${domain}"}, publish the DNS records it answers and call POST /domains/{id}/verify.${hint}`,
     });
   }
   const why =
@@ -222,7 +225,7 @@ function senderNotVerified(domain: string | null, row: SenderRow | null): ApiExc
       ? 'its DNS records were not found within 72 hours, or were removed'
       : 'its DNS records have not been found yet';
   return new ApiException(403, 'DOMAIN_NOT_VERIFIED', `The sender domain "${domain}" is ${row.status}: ${why}`, {
-    suggestion: `GET /domains/${row.id} shows each record with what DNS answers; publish the missing ones, then call POST /domains/${row.id}/verify. ${UNVERIFIED_HINT}`,
+    suggestion: `GET /domains/${row.id} shows each record with what DNS answers; publish the missing ones, then call POST /domains/${row.id}/verify.${hint}`,
   });
 }
 

@@ -90,6 +90,23 @@ function removeHeartbeat(path: string, pid: number): void {
   }
 }
 
+/**
+ * At boot, before anything else: a heartbeat left by a process that is gone,
+ * or by an earlier process that had this very pid (a restarted container
+ * numbers its processes the same way), must not vouch for this one while it
+ * is still migrating. A live other worker's file is left alone.
+ */
+export function clearStaleHeartbeat(path: string): void {
+  const current = readHeartbeat(path);
+  if (current === null) return;
+  if (current !== 'unreadable' && current.pid !== process.pid && processAlive(current.pid)) return;
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
+}
+
 /** Whether a process with this id exists (EPERM: it does, under another user). */
 export function processAlive(pid: number): boolean {
   try {

@@ -26,9 +26,7 @@ export class UnsubscribeTokens {
 
   constructor(appSecret: string, previousSecrets: readonly string[] = []) {
     this.key = unsubscribeKey(appSecret);
-    this.previousKeys = previousSecrets
-      .filter((previous) => previous !== appSecret)
-      .map(unsubscribeKey);
+    this.previousKeys = previousSecrets.map(unsubscribeKey);
   }
 
   sign(target: UnsubscribeTarget): string {

@@ -36,7 +36,10 @@ export interface ServiceProcess {
   exited: Promise<number | string | null>;
 }
 
-/** Starts `node dist/main.js` with the given environment (no other env leaks in but PATH/HOME). */
+/**
+ * Starts `node dist/main.js` with the given environment (no other variable of the test's
+ * environment leaks in but PATH/HOME; a `.env` in `cwd` is read, as the service always does).
+ */
 export function startService(env: Record<string, string>, cwd = ROOT): ServiceProcess {
   const child = spawn(process.execPath, [DIST_MAIN], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },

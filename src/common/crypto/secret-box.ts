@@ -51,9 +51,7 @@ export class SecretBox {
     if (!/^[a-z0-9:._-]{1,64}$/.test(label)) throw new Error('SecretBox: invalid label');
     return new SecretBox(
       deriveKey(secret, label, SecretBox.keyCache),
-      previousSecrets
-        .filter((previous) => previous !== secret)
-        .map((previous) => deriveKey(previous, label, SecretBox.keyCache)),
+      previousSecrets.map((previous) => deriveKey(previous, label, SecretBox.keyCache)),
     );
   }
 
