@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  clearStaleHeartbeat,
   ConsumptionReport,
   HEARTBEAT_MAX_AGE_MS,
   probeWorkerHeartbeat,
@@ -113,6 +114,22 @@ describe('worker heartbeat', () => {
     writeHeartbeat(path, { pid: process.pid + 1, at: Date.now(), queues: [], problems: [] });
     await heartbeat.stop();
     expect(existsSync(path)).toBe(true);
+  });
+  it('is cleared at boot when left by a gone process or an earlier one with this pid, kept for a live other worker', () => {
+    const beat = (pid: number) => writeHeartbeat(path, { pid, at: Date.now(), queues: ['delivery'], problems: [] });
+    beat(process.pid); // a restarted container: the new process got the old one's pid
+    clearStaleHeartbeat(path);
+    expect(existsSync(path)).toBe(false);
+    beat(2 ** 22 + 17); // above Linux's pid_max: no such process
+    clearStaleHeartbeat(path);
+    expect(existsSync(path)).toBe(false);
+    beat(process.ppid); // another live worker of this prefix on the machine
+    clearStaleHeartbeat(path);
+    expect(existsSync(path)).toBe(true);
+    writeFileSync(path, 'not json');
+    clearStaleHeartbeat(path);
+    expect(existsSync(path)).toBe(false);
+    clearStaleHeartbeat(path); // nothing there: nothing to do
   });
 });
 
