@@ -3,10 +3,11 @@ import { ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
 import { ApiErrorResponses, ApiKeyProtected, ApiListSuccess, ApiOp, ApiSuccess } from '../common/openapi/decorators';
 import { Page, PaginationQueryDto } from '../common/pagination/pagination';
-import { ApiKeyResponse, ProjectResponse } from './dto/project.response';
 import { UpdateProjectDto } from './dto/update-project.dto';
 import { ProjectSettingsService } from './project-settings.service';
-import { ApiKeyView, ProjectsService, ProjectView } from '../projects/projects.service';
+import { ApiKeyResponse } from '../projects/dto/api-key.response';
+import { ProjectResponse } from '../projects/dto/project.response';
+import { ProjectsService } from '../projects/projects.service';
 
 /** The calling key's own project: lets a client check its key and see its keys. */
 @ApiTags('project')
@@ -21,7 +22,7 @@ export class ProjectSettingsController {
   @Get()
   @ApiOp('project_get', "The calling key's project (a cheap way to check a key)")
   @ApiSuccess(200, ProjectResponse)
-  get(@CurrentProject() project: CurrentProjectInfo): Promise<ProjectView> {
+  get(@CurrentProject() project: CurrentProjectInfo): Promise<ProjectResponse> {
     return this.projects.getProject(project.id);
   }
 
@@ -31,7 +32,7 @@ export class ProjectSettingsController {
   @ApiErrorResponses([400, 403, 413, 422], {
     403: 'DOMAIN_NOT_VERIFIED (defaultFrom on a domain that is not verified while REQUIRE_VERIFIED_SENDER holds), PROJECT_DISABLED, or FORBIDDEN (a pk_ key)',
   })
-  update(@CurrentProject() project: CurrentProjectInfo, @Body() body: UpdateProjectDto): Promise<ProjectView> {
+  update(@CurrentProject() project: CurrentProjectInfo, @Body() body: UpdateProjectDto): Promise<ProjectResponse> {
     return this.settings.update(project.id, body);
   }
 
@@ -39,7 +40,7 @@ export class ProjectSettingsController {
   @ApiOp('project_listKeys', "The project's API keys (prefixes only; never the secret)")
   @ApiListSuccess(ApiKeyResponse)
   @ApiErrorResponses([400])
-  keys(@CurrentProject() project: CurrentProjectInfo, @Query() query: PaginationQueryDto): Promise<Page<ApiKeyView>> {
+  keys(@CurrentProject() project: CurrentProjectInfo, @Query() query: PaginationQueryDto): Promise<Page<ApiKeyResponse>> {
     return this.projects.pageKeys(project.id, query);
   }
 }

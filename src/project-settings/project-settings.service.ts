@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { ApiException } from '../common/errors/api-exception';
 import { DomainsService } from '../domains/domains.service';
 import { UpdateProjectDto } from './dto/update-project.dto';
-import { ProjectsService, ProjectView } from '../projects/projects.service';
+import { ProjectResponse } from '../projects/dto/project.response';
+import { ProjectsService } from '../projects/projects.service';
 
 /**
  * A key's own project settings (PATCH /project). Apart from ProjectsService
@@ -16,7 +17,7 @@ export class ProjectSettingsService {
     private readonly domains: DomainsService,
   ) {}
 
-  async update(projectId: string, dto: UpdateProjectDto): Promise<ProjectView> {
+  async update(projectId: string, dto: UpdateProjectDto): Promise<ProjectResponse> {
     if (dto.name === undefined && dto.defaultFrom === undefined) {
       throw ApiException.validation([{ field: 'name', message: 'give name, defaultFrom or both', code: 'required' }]);
     }
