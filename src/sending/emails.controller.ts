@@ -2,7 +2,8 @@ import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiParam, ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
 import { ApiErrorResponses, ApiKeyProtected, ApiListSuccess, ApiOp, ApiSuccess } from '../common/openapi/decorators';
-import { EmailResponse, ListEmailsQueryDto } from './dto/email.dto';
+import { EmailResponse } from './dto/email.response';
+import { ListEmailsQueryDto } from './dto/list-emails.query';
 import { EmailsService } from './emails.service';
 
 @ApiTags('emails')

@@ -3,7 +3,8 @@ import { ApiHeader, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
 import { ApiErrorResponses, ApiKeyProtected, ApiOp, ApiSuccess } from '../common/openapi/decorators';
-import { SendEmailDto, SendResponse } from './dto/send-email.dto';
+import { SendEmailDto } from './dto/send-email.dto';
+import { SendResponse } from './dto/send.response';
 import { parseIdempotencyKey, requestHash } from './idempotency';
 import { SendService } from './send.service';
 

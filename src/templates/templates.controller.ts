@@ -13,10 +13,9 @@ import {
   CreateTemplateDto,
   ListTemplatesQueryDto,
   PreviewTemplateDto,
-  TemplatePreviewResponse,
-  TemplateResponse,
   UpdateTemplateDto,
 } from './dto/template.dto';
+import { TemplatePreviewResponse, TemplateResponse } from './dto/template.response';
 import { TemplatesService } from './templates.service';
 
 @ApiTags('templates')

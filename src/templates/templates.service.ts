@@ -12,10 +12,9 @@ import {
   CreateTemplateDto,
   ListTemplatesQueryDto,
   PreviewTemplateDto,
-  TemplatePreviewResponse,
-  TemplateResponse,
   UpdateTemplateDto,
 } from './dto/template.dto';
+import { TemplatePreviewResponse, TemplateResponse } from './dto/template.response';
 import { Template } from './template.entity';
 import { buildRenderContext, RenderedContent, RenderSource, TemplateRenderer, TemplateRenderError } from './template-renderer';
 import { TemplatesRepository } from './templates.repository';

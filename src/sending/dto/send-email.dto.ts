@@ -218,17 +218,3 @@ export class SendEmailDto {
   @IsIn(['html', 'markdown'])
   type?: 'html' | 'markdown';
 }
-
-export class SentEmailItem {
-  @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty({ format: 'email' }) to: string;
-  @ApiProperty({ format: 'uuid', description: 'contact id' }) contact: string;
-  @ApiProperty({ type: String, enum: ['QUEUED', 'SUPPRESSED'] }) status: string;
-}
-
-export class SendResponse {
-  @ApiProperty({ format: 'uuid', description: 'contact id of the first recipient' }) contact: string;
-  @ApiProperty({ format: 'uuid', description: 'email.queued event id of the first recipient' }) event: string;
-  @ApiProperty({ format: 'date-time' }) timestamp: string;
-  @ApiProperty({ type: [SentEmailItem] }) emails: SentEmailItem[];
-}

@@ -94,22 +94,3 @@ export class PreviewTemplateDto {
   @IsUUID()
   contactId?: string;
 }
-
-export class TemplateResponse {
-  @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty() name: string;
-  @ApiProperty({ description: 'Liquid' }) subject: string;
-  @ApiProperty({ description: 'HTML with Liquid' }) body: string;
-  @ApiProperty({ enum: TemplateType, enumName: 'TemplateType' }) type: TemplateType;
-  @ApiProperty({ type: String, nullable: true }) from: string | null;
-  @ApiProperty({ type: String, nullable: true }) fromName: string | null;
-  @ApiProperty({ type: String, nullable: true }) replyTo: string | null;
-  @ApiProperty({ format: 'date-time' }) createdAt: string;
-  @ApiProperty({ format: 'date-time' }) updatedAt: string;
-}
-
-export class TemplatePreviewResponse {
-  @ApiProperty() subject: string;
-  @ApiProperty() html: string;
-  @ApiProperty() text: string;
-}

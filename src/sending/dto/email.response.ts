@@ -1,25 +1,7 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsEnum, IsOptional, IsUUID } from 'class-validator';
-import { PaginationQueryDto } from '../../common/pagination/pagination';
+import { ApiProperty } from '@nestjs/swagger';
 import { EmailSource, EmailStatus } from '../email.entity';
 
-export class ListEmailsQueryDto extends PaginationQueryDto {
-  @ApiPropertyOptional({ enum: EmailStatus, enumName: 'EmailStatus' })
-  @IsOptional()
-  @IsEnum(EmailStatus)
-  status?: EmailStatus;
-
-  @ApiPropertyOptional({ format: 'uuid' })
-  @IsOptional()
-  @IsUUID()
-  contactId?: string;
-
-  @ApiPropertyOptional({ format: 'uuid' })
-  @IsOptional()
-  @IsUUID()
-  campaignId?: string;
-}
-
+/** An email record (GET /emails, GET /emails/{id}); without its rendered content. */
 export class EmailResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ format: 'email' }) to: string;
