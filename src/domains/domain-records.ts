@@ -1,4 +1,5 @@
-import { DnsRecordError, DnsRecordPurpose, DnsRecordStatus, RecordProblems, RecordStatuses } from './domain.entity';
+import { DnsRecordPurpose, DnsRecordStatus, RecordProblems, RecordStatuses } from './domain.entity';
+import type { DomainRecordResponse } from './dto/domain.response';
 
 /** What the user publishes, as shown in the domain's `records`. */
 export interface ExpectedRecord {
@@ -7,14 +8,6 @@ export interface ExpectedRecord {
   value: string;
   purpose: DnsRecordPurpose;
   required: boolean;
-}
-
-export interface DomainRecordView extends ExpectedRecord {
-  status: DnsRecordStatus;
-  /** Not verified after a check: the TXT values seen at the name, when there were any. */
-  found?: string[];
-  /** Not verified after a check: why. */
-  error?: DnsRecordError;
 }
 
 export interface DomainKeyFacts {
@@ -63,7 +56,7 @@ export function expectedRecords(facts: DomainKeyFacts): ExpectedRecord[] {
   ];
 }
 
-export function recordViews(facts: DomainKeyFacts, statuses: RecordStatuses, problems: RecordProblems = {}): DomainRecordView[] {
+export function recordResponses(facts: DomainKeyFacts, statuses: RecordStatuses, problems: RecordProblems = {}): DomainRecordResponse[] {
   return expectedRecords(facts).map((record) => {
     const status = statuses[record.purpose] ?? DnsRecordStatus.PENDING;
     const problem = status === DnsRecordStatus.VERIFIED ? undefined : problems[record.purpose];

@@ -17,7 +17,7 @@ import { DOMAIN_JOBS, DomainCheckJobData, domainCheckJobId } from '../queue/jobs
 import { QUEUES } from '../queue/queue.constants';
 import { Domain, DomainStatus } from './domain.entity';
 import { normalizeDomainName, senderDomainOf } from './domain-name';
-import { recordViews } from './domain-records';
+import { recordResponses } from './domain-records';
 import { DomainVerificationService } from './domain-verification.service';
 import { DKIM_KEY_BOX } from './domains.constants';
 import { DomainsRepository, NewDomain, SenderRow } from './domains.repository';
@@ -196,7 +196,7 @@ export function toDomainResponse(row: Domain): DomainResponse {
     id: row.id,
     domain: row.domain,
     status: row.status,
-    records: recordViews(row, row.recordStatuses ?? {}, row.recordProblems ?? {}),
+    records: recordResponses(row, row.recordStatuses ?? {}, row.recordProblems ?? {}),
     lastCheckedAt: row.lastCheckedAt ? row.lastCheckedAt.toISOString() : null,
     verifiedAt: row.verifiedAt ? row.verifiedAt.toISOString() : null,
     createdAt: row.createdAt.toISOString(),
