@@ -3,6 +3,7 @@ import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { isUuid } from '../../database/id';
+import { keysetRows } from '../../database/keyset-rows';
 import { ApiException } from '../errors/api-exception';
 
 /** Query parameters every list endpoint accepts; feature query DTOs extend it. */
@@ -60,10 +61,8 @@ export async function paginate<E extends ObjectLiteral, T>(
   toItem: (row: E) => T,
 ): Promise<Page<T>> {
   const limit = query.limit ?? 20;
-  const total = await qb.clone().orderBy().getCount();
-  const pageQb = qb.clone();
-  if (query.cursor) pageQb.andWhere(`${idColumn} < :__cursor`, { __cursor: decodeCursor(query.cursor) });
-  const rows = await pageQb.orderBy(idColumn, 'DESC').take(limit + 1).getMany();
+  const afterId = query.cursor ? decodeCursor(query.cursor) : null;
+  const { rows, total } = await keysetRows(qb, idColumn, afterId, limit);
   return pageOf(rows, limit, total, toItem, (row) => (row as unknown as { id: string }).id);
 }
 
