@@ -11,7 +11,7 @@ import { EmailsService } from '../src/sending/emails.service';
 import { QUEUES } from '../src/queue/queue.constants';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
 import { verifyDomainForTest } from './support/domains';
-import { SendingTest, startSendingTest, verifyDkim, waitForEmailStatus } from './support/sending';
+import { insertEmailsWithoutJobs, SendingTest, startSendingTest, verifyDkim, waitForEmailStatus } from './support/sending';
 import { setupTestApp } from './support/test-app';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -26,34 +26,7 @@ function rawHeader(raw: Buffer, name: string): string | null {
 describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', () => {
   let t: SendingTest;
 
-  /**
-   * Email rows committed the way campaigns and workflows create them (compose,
-   * then insert in a transaction) but without their jobs: the test decides
-   * whether and when they are enqueued.
-   */
-  const insertWithoutJobs = (to: string, sources: EmailSource[]): Promise<Email[]> => {
-    const emails = t.app.app.get(EmailsService);
-    return t.app.app.get(DataSource).transaction(async (manager) => {
-      const { contact } = await t.app.app
-        .get(ContactsService)
-        .upsertByEmail(manager, t.project.id, to, { defaultSubscribed: false });
-      const rows: Email[] = [];
-      for (const source of sources) {
-        rows.push(
-          await emails.compose({
-            projectId: t.project.id,
-            contact,
-            source,
-            marketing: false,
-            from: { email: 'hello@acme.test' },
-            content: { subject: source, body: '<p>x</p>' },
-          }),
-        );
-      }
-      await emails.insert(manager, rows);
-      return rows;
-    });
-  };
+  const insertWithoutJobs = (to: string, sources: EmailSource[]): Promise<Email[]> => insertEmailsWithoutJobs(t, to, sources);
 
   beforeAll(async () => {
     t = await startSendingTest('Delivery', { DELIVERY_BACKOFF_MS: '100', DELIVERY_ATTEMPTS: '4' });
@@ -174,7 +147,7 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     );
     const live = await t.send({ ...body, subject: 'Live' }, { 'idempotency-key': 'still-live' });
     expect(live.status).toBe(200);
-    await t.app.app.get(DeliveryRecovery).sweep();
+    await t.app.app.get(DeliveryRecovery).recover();
     const keys = await dataSource.query('SELECT key FROM idempotency_keys WHERE project_id = $1 ORDER BY key', [t.project.id]);
     expect(keys.map((k: { key: string }) => k.key)).not.toContain('daily-digest');
     expect(keys.map((k: { key: string }) => k.key)).toContain('still-live');
@@ -200,12 +173,12 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     // The process "died" before enqueue: nothing is delivered until the sweep finds the row.
     await sleep(300);
     expect(t.smtp.accepted).toBe(0);
-    expect(await t.app.app.get(DeliveryRecovery).sweep(0)).toBeGreaterThanOrEqual(1);
+    expect((await t.app.app.get(DeliveryRecovery).recover(0)).found).toBeGreaterThanOrEqual(1);
     const record = await waitForEmailStatus(t.app, t.project.secretKey, email.id, ['SENT']);
     expect(record.attempts).toBe(1);
     expect(t.smtp.messagesTo('orphan@example.org')).toHaveLength(1);
     // Sweeping again re-adds nothing that is not QUEUED.
-    await t.app.app.get(DeliveryRecovery).sweep(0);
+    await t.app.app.get(DeliveryRecovery).recover(0);
     await sleep(300);
     expect(t.smtp.messagesTo('orphan@example.org')).toHaveLength(1);
   });

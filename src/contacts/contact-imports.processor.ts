@@ -1,8 +1,9 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger } from '@nestjs/common';
-import type { Job } from 'bullmq';
+import { IMPORT_JOBS, ImportQueueJob } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
-import { ContactImportsService, ImportJobData } from './contact-imports.service';
+import { ContactImportsRecovery } from './contact-imports.recovery';
+import { ContactImportsService } from './contact-imports.service';
 
 /**
  * Runs imports in worker roles. A short lock makes a killed worker's import
@@ -18,25 +19,21 @@ import { ContactImportsService, ImportJobData } from './contact-imports.service'
 export class ContactImportsProcessor extends WorkerHost {
   private readonly logger = new Logger(ContactImportsProcessor.name);
 
-  constructor(private readonly imports: ContactImportsService) {
+  constructor(
+    private readonly imports: ContactImportsService,
+    private readonly recovery: ContactImportsRecovery,
+  ) {
     super();
   }
 
-  async process(job: Job<ImportJobData>): Promise<void> {
+  async process(job: ImportQueueJob): Promise<void | { found: number }> {
+    if (job.name === IMPORT_JOBS.RECOVER) return this.recovery.recover();
     await this.imports.process(job.data.importId);
   }
 
-  /** The worker is connected (worker roles only): pick up imports whose enqueue may have been lost. */
-  @OnWorkerEvent('ready')
-  async onReady(): Promise<void> {
-    await this.imports.recoverUnfinished().catch((error: unknown) => {
-      this.logger.warn({ err: error }, 'Could not re-enqueue unfinished imports');
-    });
-  }
-
   @OnWorkerEvent('failed')
-  async onFailed(job: Job<ImportJobData> | undefined, error: Error): Promise<void> {
-    if (!job) return;
+  async onFailed(job: ImportQueueJob | undefined, error: Error): Promise<void> {
+    if (!job || job.name !== IMPORT_JOBS.IMPORT) return;
     const attempts = job.opts.attempts ?? 1;
     this.logger.warn(
       { err: error, importId: job.data.importId, attempt: job.attemptsMade },

@@ -8,10 +8,12 @@ import { decodeCursor, Page, pageOf, PaginationQueryDto } from '../common/pagina
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { newId } from '../database/id';
+import { IMPORT_JOBS, ImportJobData } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
 import { ImportRowError, ImportStatus } from './contact-import.entity';
-import { ContactImportsRepository, ImportRow } from './contact-imports.repository';
+import { ContactImportsRepository } from './contact-imports.repository';
 import { BulkContactInput, ContactsRepository } from './contacts.repository';
+import { ContactImportResponse, toContactImportResponse } from './dto/contact-import.response';
 import {
   ImportBodyError,
   MAX_REPORTED_ERRORS,
@@ -21,42 +23,6 @@ import {
   rowsFromJson,
   validateImportRow,
 } from './import-rows';
-
-export const IMPORT_JOB = 'import-contacts';
-
-export interface ImportJobData {
-  importId: string;
-}
-
-export interface ContactImportView {
-  id: string;
-  status: ImportStatus;
-  total: number;
-  processed: number;
-  created: number;
-  updated: number;
-  failed: number;
-  errors: ImportRowError[];
-  createdAt: string;
-  updatedAt: string;
-  finishedAt: string | null;
-}
-
-function toImportView(row: ImportRow): ContactImportView {
-  return {
-    id: row.id,
-    status: row.status,
-    total: row.total,
-    processed: row.processed,
-    created: row.created,
-    updated: row.updated,
-    failed: row.failed,
-    errors: row.errors,
-    createdAt: row.createdAt.toISOString(),
-    updatedAt: row.updatedAt.toISOString(),
-    finishedAt: row.finishedAt ? row.finishedAt.toISOString() : null,
-  };
-}
 
 /**
  * Bulk import. The request stores the raw rows durably (chunks of
@@ -71,14 +37,14 @@ export class ContactImportsService {
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectQueue(QUEUES.IMPORTS) private readonly queue: Queue<ImportJobData>,
+    @InjectQueue(QUEUES.IMPORTS) private readonly queue: Queue<ImportJobData, unknown, typeof IMPORT_JOBS.IMPORT>,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly imports: ContactImportsRepository,
     private readonly contacts: ContactsRepository,
   ) {}
 
   /** POST /contacts/import: a JSON body (object) or CSV text (string, from the text/csv parser), by content type. */
-  async start(projectId: string, body: unknown, format: 'csv' | 'json'): Promise<ContactImportView> {
+  async start(projectId: string, body: unknown, format: 'csv' | 'json'): Promise<ContactImportResponse> {
     let rows: RawImportRow[];
     try {
       rows = format === 'csv' ? rowsFromCsv(typeof body === 'string' ? body : '') : rowsFromJson(body);
@@ -97,33 +63,37 @@ export class ContactImportsService {
       this.imports.create(manager, { id: newId(), projectId, format, total: rows.length }, chunks),
     );
     await this.enqueue(created.id);
-    return toImportView(created);
+    return toContactImportResponse(created);
   }
 
-  async get(projectId: string, id: string): Promise<ContactImportView> {
+  async get(projectId: string, id: string): Promise<ContactImportResponse> {
     const row = await this.imports.find(this.dataSource.manager, projectId, id);
     if (!row) throw ApiException.notFound('import', id);
-    return toImportView(row);
+    return toContactImportResponse(row);
   }
 
   /** GET /contacts/imports: the list envelope, newest first. */
-  async list(projectId: string, query: PaginationQueryDto): Promise<Page<ContactImportView>> {
+  async list(projectId: string, query: PaginationQueryDto): Promise<Page<ContactImportResponse>> {
     const limit = query.limit ?? 20;
     const before = query.cursor ? decodeCursor(query.cursor) : null;
     const { rows, total } = await this.imports.page(this.dataSource.manager, projectId, limit, before);
-    return pageOf(rows, limit, total, toImportView, (row) => row.id);
+    return pageOf(rows, limit, total, toContactImportResponse, (row) => row.id);
   }
 
   async enqueue(importId: string): Promise<void> {
-    await this.queue.add(IMPORT_JOB, { importId }, { jobId: importId });
+    await this.queue.add(IMPORT_JOBS.IMPORT, { importId }, { jobId: importId });
   }
 
-  /** Worker start: re-enqueue unfinished imports (the job id makes this a no-op when the job exists). */
-  async recoverUnfinished(): Promise<void> {
+  /**
+   * The imports queue's recovery (ContactImportsRecovery): re-enqueues every
+   * unfinished import; the job id makes this a no-op when its job exists.
+   */
+  async recoverUnfinished(): Promise<{ found: number }> {
     const ids = await this.imports.unfinishedIds(this.dataSource.manager);
     for (const id of ids) await this.enqueue(id);
     if (ids.length > 0)
       this.logger.log({ imports: ids.length }, 'Re-enqueued unfinished contact imports');
+    return { found: ids.length };
   }
 
   /** The job: chunk after chunk until the cursor reaches the end. Repeating it does nothing twice. */

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { EventsModule } from '../events/events.module';
 import { ContactImportsController } from './contact-imports.controller';
 import { ContactImportsProcessor } from './contact-imports.processor';
+import { ContactImportsRecovery } from './contact-imports.recovery';
 import { ContactImportsRepository } from './contact-imports.repository';
 import { ContactImportsService } from './contact-imports.service';
 import { ContactsController } from './contacts.controller';
@@ -19,6 +20,7 @@ import { ContactsService } from './contacts.service';
     ContactImportsService,
     ContactImportsRepository,
     ContactImportsProcessor,
+    ContactImportsRecovery,
   ],
   exports: [ContactsService],
 })

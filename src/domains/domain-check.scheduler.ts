@@ -1,43 +1,31 @@
-import { InjectQueue } from '@nestjs/bullmq';
-import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { Queue } from 'bullmq';
-import { AppConfig, runsWorkers } from '../config/config';
-import { APP_CONFIG } from '../config/config.module';
+import { Inject, Injectable } from '@nestjs/common';
 import { QUEUES } from '../queue/queue.constants';
-import {
-  DOMAIN_CHECK_SCHEDULE,
-  DOMAIN_JOBS,
-  DOMAIN_SWEEP_SCHEDULER_ID,
-  DomainCheckSchedule,
-} from './domains.constants';
+import { QueueRecovery } from '../queue/recovery';
+import { DomainVerificationService, SweepResult } from './domain-verification.service';
+import { DOMAIN_CHECK_SCHEDULE, DomainCheckSchedule } from './domains.constants';
 
 /**
- * Registers the repeating sweep once per worker start. upsertJobScheduler with
- * a fixed id is idempotent: many worker processes sharing a Redis prefix end
- * up with one scheduler, and one SWEEP job per interval between them.
+ * The repeating sweep is the domains queue's recovery scheduler
+ * (queue/recovery.ts): every `sweepEveryMs`, once across all workers, a
+ * SWEEP job checks the pending domains (so a domain whose creation check was
+ * lost is checked anyway) and the verified ones that are due.
  */
 @Injectable()
-export class DomainCheckScheduler implements OnApplicationBootstrap {
-  private readonly logger = new Logger(DomainCheckScheduler.name);
+export class DomainCheckScheduler extends QueueRecovery {
+  readonly queue = QUEUES.DOMAINS;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectQueue(QUEUES.DOMAINS) private readonly queue: Queue,
     @Inject(DOMAIN_CHECK_SCHEDULE) private readonly schedule: DomainCheckSchedule,
-  ) {}
+    private readonly verification: DomainVerificationService,
+  ) {
+    super();
+  }
 
-  async onApplicationBootstrap(): Promise<void> {
-    if (!runsWorkers(this.config)) return;
-    await this.queue.upsertJobScheduler(
-      DOMAIN_SWEEP_SCHEDULER_ID,
-      { every: this.schedule.sweepEveryMs },
-      // A sweep that fails is simply replaced by the next one; no retries piling up behind it.
-      {
-        name: DOMAIN_JOBS.SWEEP,
-        data: {},
-        opts: { attempts: 1, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } },
-      },
-    );
-    this.logger.log({ everyMs: this.schedule.sweepEveryMs }, 'domain sweep scheduled');
+  get everyMs(): number {
+    return this.schedule.sweepEveryMs;
+  }
+
+  recover(): Promise<SweepResult> {
+    return this.verification.sweep();
   }
 }

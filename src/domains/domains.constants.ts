@@ -4,17 +4,6 @@ export const DKIM_KEY_BOX = Symbol('DKIM_KEY_BOX');
 /** Context label of that box's key derivation; changing it makes every stored key unreadable. */
 export const DKIM_KEY_BOX_LABEL = 'dkim-private-key';
 
-/** Job names on QUEUES.DOMAINS. */
-export const DOMAIN_JOBS = {
-  /** Check one domain now (after creation). Payload {domainId}; job id `check-<domainId>`. */
-  CHECK: 'check-domain',
-  /** The repeating sweep over pending and due verified domains. No payload. */
-  SWEEP: 'sweep-domains',
-} as const;
-
-/** Id of the BullMQ job scheduler that produces SWEEP jobs; one per deployment (queue prefix). */
-export const DOMAIN_SWEEP_SCHEDULER_ID = 'domains-sweep';
-
 /** Injection token of the check schedule (see DomainCheckSchedule). */
 export const DOMAIN_CHECK_SCHEDULE = Symbol('DOMAIN_CHECK_SCHEDULE');
 

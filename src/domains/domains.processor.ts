@@ -1,22 +1,23 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger } from '@nestjs/common';
-import { Job } from 'bullmq';
+import { DOMAIN_JOBS, DomainQueueJob } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
+import { DomainCheckScheduler } from './domain-check.scheduler';
 import { DomainVerificationService, SweepResult } from './domain-verification.service';
-import { DOMAIN_JOBS } from './domains.constants';
 
 /** Runs domain checks: the one after creation (CHECK) and the repeating sweep (SWEEP). */
 @Processor(QUEUES.DOMAINS, { concurrency: 2 })
 export class DomainsProcessor extends WorkerHost {
   private readonly logger = new Logger(DomainsProcessor.name);
 
-  constructor(private readonly verification: DomainVerificationService) {
+  constructor(
+    private readonly verification: DomainVerificationService,
+    private readonly sweep: DomainCheckScheduler,
+  ) {
     super();
   }
 
-  async process(
-    job: Job<{ domainId?: string }>,
-  ): Promise<{ status?: string } | SweepResult | null> {
+  async process(job: DomainQueueJob): Promise<{ status?: string } | SweepResult | null> {
     switch (job.name) {
       case DOMAIN_JOBS.CHECK: {
         if (!job.data.domainId) return null;
@@ -25,12 +26,12 @@ export class DomainsProcessor extends WorkerHost {
         return row ? { status: row.status } : null;
       }
       case DOMAIN_JOBS.SWEEP: {
-        const result = await this.verification.sweep();
+        const result = await this.sweep.recover();
         if (result.checked > 0) this.logger.log(result, 'domain sweep done');
         return result;
       }
       default:
-        this.logger.warn({ name: job.name }, 'unknown job on the domains queue');
+        this.logger.warn({ name: (job as { name: string }).name }, 'unknown job on the domains queue');
         return null;
     }
   }

@@ -11,6 +11,7 @@ import {
   WorkerHeartbeat,
   workerHeartbeatPath,
 } from './worker-heartbeat';
+import { RecoveryScheduler } from './recovery';
 import { REDIS } from './redis.module';
 
 /**
@@ -28,6 +29,9 @@ import { REDIS } from './redis.module';
  * While the workers run, a heartbeat file says whether every one of them is
  * consuming its queue: the worker health probe reads it (queue/worker-heartbeat.ts).
  * It is removed first on shutdown.
+ *
+ * Once the workers are connected, the recovery schedulers are registered
+ * (queue/recovery.ts): only processes that run workers register them.
  */
 @Injectable()
 export class QueueWorkersService implements BeforeApplicationShutdown {
@@ -42,6 +46,7 @@ export class QueueWorkersService implements BeforeApplicationShutdown {
     private readonly discovery: DiscoveryService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(REDIS) private readonly redis: Redis,
+    private readonly recovery: RecoveryScheduler,
   ) {}
 
   async start(): Promise<string[]> {
@@ -62,11 +67,13 @@ export class QueueWorkersService implements BeforeApplicationShutdown {
       (error) => this.logger.warn({ err: error }, 'cannot write the worker heartbeat'),
     );
     await this.heartbeat.start();
+    await this.recovery.start();
     return workers.map((worker) => worker.name);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     await this.heartbeat?.stop();
+    await this.recovery.stop();
     await Promise.all(this.workers.map((worker) => worker.close()));
   }
 

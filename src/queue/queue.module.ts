@@ -4,6 +4,7 @@ import { DiscoveryModule } from '@nestjs/core';
 import { AppConfig } from '../config/config';
 import { DEFAULT_JOB_OPTIONS, QUEUES } from './queue.constants';
 import { QueueWorkersService } from './queue-workers.service';
+import { RecoveryScheduler } from './recovery';
 import { redisConnectionOptions } from './redis';
 
 /**
@@ -11,6 +12,7 @@ import { redisConnectionOptions } from './redis';
  * `APP_ROLE=api` process holds queues to produce into but runs no processor;
  * see createApp, which registers them for the worker roles. Every queue of
  * QUEUES is registered here once; feature modules inject them with @InjectQueue.
+ * Job names and payloads are in jobs.ts, the recovery schedulers in recovery.ts.
  */
 @Global()
 @Module({})
@@ -28,7 +30,7 @@ export class QueueModule {
         }),
         BullModule.registerQueue(...Object.values(QUEUES).map((name) => ({ name }))),
       ],
-      providers: [QueueWorkersService],
+      providers: [QueueWorkersService, RecoveryScheduler],
       exports: [BullModule, QueueWorkersService],
     };
   }

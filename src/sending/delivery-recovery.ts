@@ -1,58 +1,46 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import { AppConfig, runsWorkers } from '../config/config';
+import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
+import { QUEUES } from '../queue/queue.constants';
+import { QueueRecovery } from '../queue/recovery';
 import { EmailsRepository } from './emails.repository';
 import { EmailsService } from './emails.service';
 
-const SWEEP_EVERY_MS = 60_000;
-const STALE_AFTER_MINUTES = 5;
-const SWEEP_BATCH = 1000;
+/** Open for longer than this, an email may have lost its job (normally it is a retry waiting out its backoff). */
+export const DELIVERY_STALE_AFTER_MINUTES = 5;
+const RECOVERY_BATCH = 1000;
 
 /**
- * Rows are committed before their jobs are added; a crash (or Redis outage)
- * in between would leave QUEUED emails without a job forever. Every worker
- * process sweeps once a minute and re-adds jobs for QUEUED rows older than
- * five minutes (job id = email id: existing jobs are left as they are), and
- * drops expired idempotency keys. Several workers sweeping at once is harmless.
+ * Rows are committed before their jobs are added; a crash (or Redis losing
+ * its data) in between would leave emails open without a job forever. The
+ * delivery queue's recovery scheduler (queue/recovery.ts, RECOVERY_EVERY_MS,
+ * default once a minute across all workers) runs recover(): it re-adds jobs
+ * for QUEUED and SENDING rows open for more than five minutes (job id =
+ * email id: existing jobs are left as they are) and drops expired
+ * idempotency keys. A failed run is not retried; the next one is.
  */
 @Injectable()
-export class DeliveryRecovery implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly logger = new Logger(DeliveryRecovery.name);
-  private timer: NodeJS.Timeout | null = null;
-  private running = false;
+export class DeliveryRecovery extends QueueRecovery {
+  readonly queue = QUEUES.DELIVERY;
+  readonly everyMs: number;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG) config: AppConfig,
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: EmailsRepository,
     private readonly emails: EmailsService,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    if (!runsWorkers(this.config)) return;
-    this.timer = setInterval(() => void this.sweep(), SWEEP_EVERY_MS);
-    this.timer.unref();
+  ) {
+    super();
+    this.everyMs = config.recoveryEveryMs;
   }
 
-  onApplicationShutdown(): void {
-    if (this.timer) clearInterval(this.timer);
-  }
-
-  async sweep(staleAfterMinutes = STALE_AFTER_MINUTES): Promise<number> {
-    if (this.running) return 0;
-    this.running = true;
-    try {
-      const stale = await this.repository.findStaleQueued(this.dataSource.manager, staleAfterMinutes, SWEEP_BATCH);
-      await this.emails.enqueue(stale);
-      await this.repository.deleteExpiredIdempotencyKeys(this.dataSource.manager);
-      return stale.length;
-    } catch (error) {
-      this.logger.warn({ err: error }, 'delivery recovery sweep failed; the next one retries');
-      return 0;
-    } finally {
-      this.running = false;
-    }
+  /** `found`: the open emails found, each re-added unless its job exists. */
+  async recover(staleAfterMinutes = DELIVERY_STALE_AFTER_MINUTES): Promise<{ found: number }> {
+    const stale = await this.repository.findStaleOpen(this.dataSource.manager, staleAfterMinutes, RECOVERY_BATCH);
+    await this.emails.enqueue(stale);
+    await this.repository.deleteExpiredIdempotencyKeys(this.dataSource.manager);
+    return { found: stale.length };
   }
 }

@@ -1,11 +1,12 @@
 import { InjectQueue, OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnModuleInit } from '@nestjs/common';
-import { Job, Queue } from 'bullmq';
+import { Queue } from 'bullmq';
 import { AppConfig, runsWorkers } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
+import { DELIVERY_JOBS, DeliveryQueueJob } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
+import { DeliveryRecovery } from './delivery-recovery';
 import { DeliveryOutcome, DeliveryService, TransientDeliveryError } from './delivery.service';
-import { DeliveryJobData } from './emails.service';
 
 /** Jobs in flight per worker process; each holds one pooled SMTP connection at most. */
 export const DELIVERY_CONCURRENCY = 20;
@@ -30,6 +31,7 @@ export class DeliveryProcessor extends WorkerHost implements OnModuleInit {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectQueue(QUEUES.DELIVERY) private readonly queue: Queue,
     private readonly delivery: DeliveryService,
+    private readonly recovery: DeliveryRecovery,
   ) {
     super();
   }
@@ -43,14 +45,15 @@ export class DeliveryProcessor extends WorkerHost implements OnModuleInit {
     if (runsWorkers(this.config)) await this.queue.setGlobalRateLimit(this.config.emailRatePerSecond, 1000);
   }
 
-  async process(job: Job<DeliveryJobData>): Promise<DeliveryOutcome> {
+  async process(job: DeliveryQueueJob): Promise<DeliveryOutcome | { found: number }> {
+    if (job.name === DELIVERY_JOBS.RECOVER) return this.recovery.recover();
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     return this.delivery.deliver(job.data.emailId, lastAttempt);
   }
 
   @OnWorkerEvent('failed')
-  async onFailed(job: Job<DeliveryJobData> | undefined, error: Error): Promise<void> {
-    if (!job) return;
+  async onFailed(job: DeliveryQueueJob | undefined, error: Error): Promise<void> {
+    if (!job || job.name !== DELIVERY_JOBS.DELIVER) return;
     const exhausted = job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/i.test(error.message);
     if (!exhausted || error instanceof TransientDeliveryError) return;
     try {

@@ -134,6 +134,8 @@ export class Email extends BaseEntity {
   @Column({ type: 'timestamptz', nullable: true })
   bouncedAt: Date | null;
 
+  /** Partial index (WHERE status = 'SENDING', hand-written in the migration) for the delivery recovery. */
+  @Index('emails_updated_at_sending_idx', { synchronize: false })
   @UpdateDateColumn({ type: 'timestamptz' })
   updatedAt: Date;
 }

@@ -78,7 +78,6 @@ const IDEMPOTENCY_KEY_EXPIRED = `created_at < now() - make_interval(hours => ${I
  */
 @Injectable()
 export class EmailsRepository {
-
   async insertEmails(manager: EntityManager, rows: Email[]): Promise<void> {
     if (rows.length === 0) return;
     // Chunked: one INSERT per 500 rows keeps the statement under Postgres's parameter limit.
@@ -246,17 +245,24 @@ export class EmailsRepository {
   }
 
   /**
-   * QUEUED rows older than `minutes`: normally each already has a job (a
-   * retry waiting out its backoff, or a long campaign backlog); the sweep
-   * re-adds them with the same job id, which BullMQ ignores when the job
-   * exists. Those without one (a crash between commit and enqueue) get it.
+   * Open rows older than `minutes`, for the delivery recovery: QUEUED since
+   * then, or SENDING untouched since then (an attempt lasts seconds). Normally
+   * each already has a job (a retry waiting out its backoff, a long campaign
+   * backlog, a stalled job about to run again); the recovery re-adds them with
+   * the same job id, which BullMQ ignores when the job exists. Those without
+   * one (a crash between commit and enqueue, Redis restarted empty) get it.
+   * At most `limit` of each status, oldest first, each from its partial index.
    */
-  findStaleQueued(manager: EntityManager, minutes: number, limit: number): Promise<StaleEmail[]> {
+  findStaleOpen(manager: EntityManager, minutes: number, limit: number): Promise<StaleEmail[]> {
     return queryRows<StaleEmail>(
       manager,
-      `SELECT id, priority, status FROM emails
-        WHERE status = 'QUEUED' AND queued_at < now() - make_interval(mins => $1)
-        ORDER BY queued_at LIMIT $2`,
+      `(SELECT id, priority, status FROM emails
+         WHERE status = 'QUEUED' AND queued_at < now() - make_interval(mins => $1)
+         ORDER BY queued_at LIMIT $2)
+       UNION ALL
+       (SELECT id, priority, status FROM emails
+         WHERE status = 'SENDING' AND updated_at < now() - make_interval(mins => $1)
+         ORDER BY updated_at LIMIT $2)`,
       [minutes, limit],
     );
   }

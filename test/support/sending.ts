@@ -1,6 +1,10 @@
 import { promises as dnsPromises } from 'node:dns';
 import type { DKIMResult } from 'mailauth';
 import { dkimVerify } from 'mailauth/lib/dkim/verify';
+import { DataSource } from 'typeorm';
+import { ContactsService } from '../../src/contacts/contacts.service';
+import { Email, EmailSource } from '../../src/sending/email.entity';
+import { EmailsService } from '../../src/sending/emails.service';
 import { startTestDnsServer, TestDnsServer } from './dns-server';
 import { verifyDomainForTest } from './domains';
 import { startTestSmtpServer, TestSmtpServer, TestSmtpServerOptions } from './smtp-server';
@@ -107,4 +111,33 @@ export async function startSendingTest(
       await dns.stop();
     },
   };
+}
+
+/**
+ * Email rows committed the way campaigns and workflows create them (compose,
+ * then insert in a transaction) but without their jobs: the test decides
+ * whether and when they are enqueued, or leaves them to the recovery.
+ */
+export function insertEmailsWithoutJobs(t: SendingTest, to: string, sources: EmailSource[]): Promise<Email[]> {
+  const emails = t.app.app.get(EmailsService);
+  return t.app.app.get(DataSource).transaction(async (manager) => {
+    const { contact } = await t.app.app
+      .get(ContactsService)
+      .upsertByEmail(manager, t.project.id, to, { defaultSubscribed: false });
+    const rows: Email[] = [];
+    for (const source of sources) {
+      rows.push(
+        await emails.compose({
+          projectId: t.project.id,
+          contact,
+          source,
+          marketing: false,
+          from: { email: 'hello@acme.test' },
+          content: { subject: source, body: '<p>x</p>' },
+        }),
+      );
+    }
+    await emails.insert(manager, rows);
+    return rows;
+  });
 }

@@ -1,0 +1,79 @@
+import type { Job } from 'bullmq';
+import { QUEUES, QueueName } from './queue.constants';
+
+/*
+ * The jobs of every queue: their names and payloads, next to the queue names.
+ * Producers and processors import them from here only. Payloads carry ids
+ * only; the processor reloads the row and follows its status. Job ids are the
+ * bare row id or `<kind>-<id>`: BullMQ refuses custom ids containing ':'.
+ */
+
+/** Payload of a recovery job: none, the handler looks for the rows itself. */
+export type RecoveryJobData = Record<string, never>;
+
+/** QUEUES.DELIVERY: one DELIVER job per email, job id = email id. */
+export const DELIVERY_JOBS = {
+  DELIVER: 'deliver',
+  /** Re-adds the jobs of open emails that have none (see RECOVERY_SCHEDULERS). */
+  RECOVER: 'recover-deliveries',
+} as const;
+
+export interface DeliveryJobData {
+  emailId: string;
+}
+
+export type DeliveryQueueJob =
+  | Job<DeliveryJobData, unknown, typeof DELIVERY_JOBS.DELIVER>
+  | Job<RecoveryJobData, unknown, typeof DELIVERY_JOBS.RECOVER>;
+
+/** QUEUES.IMPORTS: one IMPORT job per contact import, job id = import id. */
+export const IMPORT_JOBS = {
+  IMPORT: 'import-contacts',
+  /** Re-adds the jobs of unfinished imports (see RECOVERY_SCHEDULERS). */
+  RECOVER: 'recover-imports',
+} as const;
+
+export interface ImportJobData {
+  importId: string;
+}
+
+export type ImportQueueJob =
+  | Job<ImportJobData, unknown, typeof IMPORT_JOBS.IMPORT>
+  | Job<RecoveryJobData, unknown, typeof IMPORT_JOBS.RECOVER>;
+
+/** QUEUES.DOMAINS. */
+export const DOMAIN_JOBS = {
+  /** Check one domain now (after creation); job id domainCheckJobId(domainId). */
+  CHECK: 'check-domain',
+  /** The repeating sweep over pending and due verified domains; it is this queue's recovery job too. */
+  SWEEP: 'sweep-domains',
+} as const;
+
+export interface DomainCheckJobData {
+  domainId: string;
+}
+
+export type DomainQueueJob =
+  | Job<DomainCheckJobData, unknown, typeof DOMAIN_JOBS.CHECK>
+  | Job<RecoveryJobData, unknown, typeof DOMAIN_JOBS.SWEEP>;
+
+export function domainCheckJobId(domainId: string): string {
+  return `check-${domainId}`;
+}
+
+/**
+ * One recovery scheduler per queue (see recovery.ts): its fixed id, the same
+ * in every worker so upserting it leaves one scheduler per deployment (queue
+ * prefix), and the job it produces on that queue. An id must never change
+ * once deployed: Redis would keep the old scheduler running beside the new.
+ */
+export const RECOVERY_SCHEDULERS = {
+  [QUEUES.DELIVERY]: { id: 'delivery-recovery', jobName: DELIVERY_JOBS.RECOVER },
+  [QUEUES.IMPORTS]: { id: 'imports-recovery', jobName: IMPORT_JOBS.RECOVER },
+  [QUEUES.DOMAINS]: { id: 'domains-sweep', jobName: DOMAIN_JOBS.SWEEP },
+} as const satisfies Partial<Record<QueueName, { id: string; jobName: string }>>;
+
+export type RecoverableQueue = keyof typeof RECOVERY_SCHEDULERS;
+
+/** Id of the domains queue's scheduler (the sweep). */
+export const DOMAIN_SWEEP_SCHEDULER_ID = RECOVERY_SCHEDULERS[QUEUES.DOMAINS].id;
