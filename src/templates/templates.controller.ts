@@ -9,12 +9,10 @@ import {
   ApiOp,
   ApiSuccess,
 } from '../common/openapi/decorators';
-import {
-  CreateTemplateDto,
-  ListTemplatesQueryDto,
-  PreviewTemplateDto,
-  UpdateTemplateDto,
-} from './dto/template.dto';
+import { CreateTemplateDto } from './dto/create-template.dto';
+import { ListTemplatesQueryDto } from './dto/list-templates.query';
+import { PreviewTemplateDto } from './dto/preview-template.dto';
+import { UpdateTemplateDto } from './dto/update-template.dto';
 import { TemplatePreviewResponse, TemplateResponse } from './dto/template.response';
 import { TemplatesService } from './templates.service';
 

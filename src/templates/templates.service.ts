@@ -8,12 +8,10 @@ import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { ContactsService } from '../contacts/contacts.service';
 import { isUuid, newId } from '../database/id';
-import {
-  CreateTemplateDto,
-  ListTemplatesQueryDto,
-  PreviewTemplateDto,
-  UpdateTemplateDto,
-} from './dto/template.dto';
+import { CreateTemplateDto } from './dto/create-template.dto';
+import { ListTemplatesQueryDto } from './dto/list-templates.query';
+import { PreviewTemplateDto } from './dto/preview-template.dto';
+import { UpdateTemplateDto } from './dto/update-template.dto';
 import { TemplatePreviewResponse, TemplateResponse } from './dto/template.response';
 import { Template } from './template.entity';
 import { buildRenderContext, RenderedContent, RenderSource, TemplateRenderer, TemplateRenderError } from './template-renderer';

@@ -1,17 +1,7 @@
-import { ApiProperty, ApiPropertyOptional, IntersectionType, OmitType, PartialType, PickType } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import {
-  IsEmail,
-  IsEnum,
-  IsNotEmpty,
-  IsOptional,
-  IsString,
-  IsUUID,
-  MaxLength,
-} from 'class-validator';
-import { PaginationQueryDto } from '../../common/pagination/pagination';
+import { IsEmail, IsEnum, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
 import { NoLineBreaks, toNormalizedEmail, trimString } from '../../common/validation/validators';
-import { ContactDataField } from '../../contacts/dto/validators';
 import { IsLiquidTemplate } from '../template-validators';
 import { TemplateType } from '../template.entity';
 
@@ -62,35 +52,4 @@ export class CreateTemplateDto {
   @IsEmail()
   @MaxLength(320)
   replyTo?: string | null;
-}
-
-/** The sender fields may be cleared with null; the others may be left out but never nulled. */
-const NULLABLE_FIELDS = ['from', 'fromName', 'replyTo'] as const;
-
-export class UpdateTemplateDto extends IntersectionType(
-  PartialType(OmitType(CreateTemplateDto, NULLABLE_FIELDS), { skipNullProperties: false }),
-  PartialType(PickType(CreateTemplateDto, NULLABLE_FIELDS)),
-) {}
-
-export class ListTemplatesQueryDto extends PaginationQueryDto {
-  @ApiPropertyOptional({ enum: TemplateType, enumName: 'TemplateType' })
-  @IsOptional()
-  @IsEnum(TemplateType)
-  type?: TemplateType;
-
-  @ApiPropertyOptional({ description: 'Case-insensitive substring of the name' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(200)
-  search?: string;
-}
-
-export class PreviewTemplateDto {
-  @ContactDataField('Variables; they win over the contact data keys. At most 64 KB')
-  data?: Record<string, unknown>;
-
-  @ApiPropertyOptional({ format: 'uuid', description: 'Render with this contact\'s data and address' })
-  @IsOptional()
-  @IsUUID()
-  contactId?: string;
 }
