@@ -71,10 +71,10 @@ export class DomainsController {
   @ApiOp('domains_delete', 'Remove a domain; sending from it is refused from then on')
   @ApiDeletedSuccess()
   @ApiErrorResponses([400, 404])
-  delete(
+  remove(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: DomainIdParam,
   ): Promise<{ id: string; deleted: true }> {
-    return this.domains.delete(project.id, params.id);
+    return this.domains.remove(project.id, params.id);
   }
 }

@@ -127,7 +127,7 @@ export class DomainsService {
    * Deleting drops the key too: assertCanSend refuses the domain from the next
    * call on. One statement: of concurrent deletes, one answers 200 and the rest 404.
    */
-  async delete(projectId: string, id: string): Promise<DeletedResponse> {
+  async remove(projectId: string, id: string): Promise<DeletedResponse> {
     if (!(await this.domains.delete(this.dataSource.manager, projectId, id))) {
       throw ApiException.notFound('domain', id);
     }

@@ -61,8 +61,8 @@ export class TemplatesController {
   @ApiParam({ name: 'id', format: 'uuid' })
   @ApiDeletedSuccess()
   @ApiErrorResponses([404])
-  delete(@CurrentProject() project: CurrentProjectInfo, @Param('id') id: string) {
-    return this.templates.delete(project.id, id);
+  remove(@CurrentProject() project: CurrentProjectInfo, @Param('id') id: string) {
+    return this.templates.remove(project.id, id);
   }
 
   @Post(':id/preview')

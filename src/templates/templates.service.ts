@@ -77,7 +77,7 @@ export class TemplatesService {
   }
 
   /** One statement: of concurrent deletes of one template, one answers 200 and the rest 404. */
-  async delete(projectId: string, id: string): Promise<DeletedResponse> {
+  async remove(projectId: string, id: string): Promise<DeletedResponse> {
     const deleted = isUuid(id) && (await this.templates.delete(this.dataSource.manager, projectId, id));
     if (!deleted) throw ApiException.notFound('template', id);
     return { id, deleted: true };
