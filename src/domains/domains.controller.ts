@@ -10,9 +10,9 @@ import {
   ApiSuccess,
 } from '../common/openapi/decorators';
 import { Page } from '../common/pagination/pagination';
+import { IdParamDto } from '../common/validation/id.param';
 import { DomainsService } from './domains.service';
 import { CreateDomainDto } from './dto/create-domain.dto';
-import { DomainIdParam } from './dto/domain-id.param';
 import { DomainResponse } from './dto/domain.response';
 import { ListDomainsQueryDto } from './dto/list-domains.query';
 
@@ -50,7 +50,7 @@ export class DomainsController {
   @ApiErrorResponses([400, 404])
   get(
     @CurrentProject() project: CurrentProjectInfo,
-    @Param() params: DomainIdParam,
+    @Param() params: IdParamDto,
   ): Promise<DomainResponse> {
     return this.domains.get(project.id, params.id);
   }
@@ -62,7 +62,7 @@ export class DomainsController {
   @ApiErrorResponses([400, 404])
   verify(
     @CurrentProject() project: CurrentProjectInfo,
-    @Param() params: DomainIdParam,
+    @Param() params: IdParamDto,
   ): Promise<DomainResponse> {
     return this.domains.verify(project.id, params.id);
   }
@@ -73,7 +73,7 @@ export class DomainsController {
   @ApiErrorResponses([400, 404])
   remove(
     @CurrentProject() project: CurrentProjectInfo,
-    @Param() params: DomainIdParam,
+    @Param() params: IdParamDto,
   ): Promise<{ id: string; deleted: true }> {
     return this.domains.remove(project.id, params.id);
   }

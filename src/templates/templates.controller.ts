@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
 import {
   ApiDeletedSuccess,
@@ -9,6 +9,7 @@ import {
   ApiOp,
   ApiSuccess,
 } from '../common/openapi/decorators';
+import { IdParamDto } from '../common/validation/id.param';
 import { CreateTemplateDto } from './dto/create-template.dto';
 import { ListTemplatesQueryDto } from './dto/list-templates.query';
 import { PreviewTemplateDto } from './dto/preview-template.dto';
@@ -40,38 +41,34 @@ export class TemplatesController {
 
   @Get(':id')
   @ApiOp('templates_get', 'Get a template')
-  @ApiParam({ name: 'id', format: 'uuid' })
   @ApiSuccess(200, TemplateResponse)
   @ApiErrorResponses([404])
-  get(@CurrentProject() project: CurrentProjectInfo, @Param('id') id: string) {
+  get(@CurrentProject() project: CurrentProjectInfo, @Param() { id }: IdParamDto) {
     return this.templates.get(project.id, id);
   }
 
   @Patch(':id')
   @ApiOp('templates_update', 'Update a template; from, fromName and replyTo may be cleared with null')
-  @ApiParam({ name: 'id', format: 'uuid' })
   @ApiSuccess(200, TemplateResponse)
   @ApiErrorResponses([400, 404, 413, 422])
-  update(@CurrentProject() project: CurrentProjectInfo, @Param('id') id: string, @Body() dto: UpdateTemplateDto) {
+  update(@CurrentProject() project: CurrentProjectInfo, @Param() { id }: IdParamDto, @Body() dto: UpdateTemplateDto) {
     return this.templates.update(project.id, id, dto);
   }
 
   @Delete(':id')
   @ApiOp('templates_delete', 'Delete a template')
-  @ApiParam({ name: 'id', format: 'uuid' })
   @ApiDeletedSuccess()
   @ApiErrorResponses([404])
-  remove(@CurrentProject() project: CurrentProjectInfo, @Param('id') id: string) {
+  remove(@CurrentProject() project: CurrentProjectInfo, @Param() { id }: IdParamDto) {
     return this.templates.remove(project.id, id);
   }
 
   @Post(':id/preview')
   @HttpCode(200)
   @ApiOp('templates_preview', 'Render a template with a contact and/or data, without sending')
-  @ApiParam({ name: 'id', format: 'uuid' })
   @ApiSuccess(200, TemplatePreviewResponse)
   @ApiErrorResponses([400, 404, 413, 422])
-  preview(@CurrentProject() project: CurrentProjectInfo, @Param('id') id: string, @Body() dto: PreviewTemplateDto) {
+  preview(@CurrentProject() project: CurrentProjectInfo, @Param() { id }: IdParamDto, @Body() dto: PreviewTemplateDto) {
     return this.templates.preview(project.id, id, dto);
   }
 }

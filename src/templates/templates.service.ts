@@ -7,7 +7,7 @@ import { decodeCursor, Page, pageOf } from '../common/pagination/pagination';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { ContactsService } from '../contacts/contacts.service';
-import { isUuid, newId } from '../database/id';
+import { newId } from '../database/id';
 import { CreateTemplateDto } from './dto/create-template.dto';
 import { ListTemplatesQueryDto } from './dto/list-templates.query';
 import { PreviewTemplateDto } from './dto/preview-template.dto';
@@ -69,7 +69,7 @@ export class TemplatesService {
 
   async update(projectId: string, id: string, dto: UpdateTemplateDto): Promise<TemplateResponse> {
     return this.dataSource.transaction(async (manager) => {
-      const row = isUuid(id) ? await this.templates.lockById(manager, projectId, id) : null;
+      const row = await this.templates.lockById(manager, projectId, id);
       if (!row) throw ApiException.notFound('template', id);
       applyChanges(row, dto);
       return toTemplateResponse(await this.templates.update(manager, row));
@@ -78,7 +78,7 @@ export class TemplatesService {
 
   /** One statement: of concurrent deletes of one template, one answers 200 and the rest 404. */
   async remove(projectId: string, id: string): Promise<DeletedResponse> {
-    const deleted = isUuid(id) && (await this.templates.delete(this.dataSource.manager, projectId, id));
+    const deleted = await this.templates.delete(this.dataSource.manager, projectId, id);
     if (!deleted) throw ApiException.notFound('template', id);
     return { id, deleted: true };
   }
@@ -101,9 +101,9 @@ export class TemplatesService {
     }
   }
 
-  /** The stored template of this project, or 404 TEMPLATE_NOT_FOUND. */
+  /** The stored template of this project, or 404 TEMPLATE_NOT_FOUND. `id` is a UUID (IdParamDto, the DTOs' IsUUID). */
   async findOrFail(projectId: string, id: string): Promise<Template> {
-    const row = isUuid(id) ? await this.templates.findById(this.dataSource.manager, projectId, id) : null;
+    const row = await this.templates.findById(this.dataSource.manager, projectId, id);
     if (!row) throw ApiException.notFound('template', id);
     return row;
   }
