@@ -10,6 +10,7 @@ import { APP_CONFIG } from '../config/config.module';
 import { isUuid, newId } from '../database/id';
 import { EventsService } from '../events/events.service';
 import { EventRow } from '../events/event.view';
+import { DELIVERY_JOBS, DeliveryJobData } from '../queue/jobs';
 import { PRIORITY, QUEUES } from '../queue/queue.constants';
 import { RenderSource } from '../templates/template-renderer';
 import { TemplatesService } from '../templates/templates.service';
@@ -63,20 +64,13 @@ const SOURCE_PRIORITY: Record<EmailSource, number> = {
   [EmailSource.CAMPAIGN]: PRIORITY.CAMPAIGN,
 };
 
-/** Job payload of QUEUES.DELIVERY: the email id only, the processor reloads the row. */
-export interface DeliveryJobData {
-  emailId: string;
-}
-
-export const DELIVERY_JOB = 'deliver';
-
 @Injectable()
 export class EmailsService {
   private readonly tokens: UnsubscribeTokens;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectQueue(QUEUES.DELIVERY) private readonly queue: Queue<DeliveryJobData>,
+    @InjectQueue(QUEUES.DELIVERY) private readonly queue: Queue<DeliveryJobData, unknown, typeof DELIVERY_JOBS.DELIVER>,
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: EmailsRepository,
     private readonly templates: TemplatesService,
@@ -157,15 +151,15 @@ export class EmailsService {
   }
 
   /**
-   * One delivery job per QUEUED email, job id = email id, so enqueueing the
-   * same email twice (a retried campaign batch, a recovery sweep) is a no-op.
-   * Call only after the rows are committed.
+   * One delivery job per open email (QUEUED, or SENDING left by a lost job),
+   * job id = email id, so enqueueing the same email twice (a retried campaign
+   * batch, the recovery) is a no-op. Call only after the rows are committed.
    */
   async enqueue(emails: Array<Pick<Email, 'id' | 'priority' | 'status'>>): Promise<void> {
     const jobs = emails
-      .filter((e) => e.status === EmailStatus.QUEUED)
+      .filter((e) => e.status === EmailStatus.QUEUED || e.status === EmailStatus.SENDING)
       .map((e) => ({
-        name: DELIVERY_JOB,
+        name: DELIVERY_JOBS.DELIVER,
         data: { emailId: e.id },
         opts: {
           jobId: e.id,
