@@ -412,7 +412,7 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
 /**
  * Error probes derived from an operation's first success case and the
  * statuses its document promises: no key (401), a pk_ key (403), an unknown
- * id (404), an id that is not a UUID (400 or 404, whichever is documented),
+ * id (404), an id that is not a UUID (400, on every route with an id),
  * a bad page size (400) and an unknown body field (422).
  */
 function derivedProbes(op: OperationDoc, success: Case): Case[] {
@@ -430,14 +430,13 @@ function derivedProbes(op: OperationDoc, success: Case): Case[] {
         status: 404,
         params: { ...success.params, id: UNKNOWN_ID },
       });
+    // Every id route validates the parameter (IdParamDto) and documents the 400.
+    if (op.parameters?.find((p) => p.name === 'id')?.schema?.format !== 'uuid' || !documented(400))
+      throw new Error(`${op.operationId}: {id} must be a documented UUID parameter with a documented 400`);
     probes.push({
       ...success,
       name: 'id that is not a UUID',
-      status:
-        documented(400) &&
-        op.parameters?.some((p) => p.name === 'id' && p.schema?.format === 'uuid')
-          ? -1
-          : 404,
+      status: 400,
       params: { ...success.params, id: 'not-a-uuid' },
     });
   }
@@ -518,8 +517,8 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
       throw new Error(
         `${where}: status ${res.status} is not documented (documented: ${Object.keys(op.responses).join(', ')})`,
       );
-    if (c.status === -1 ? ![400, 404].includes(res.status) : res.status !== c.status) {
-      throw new Error(`${where}: the case expects ${c.status === -1 ? '400 or 404' : c.status}`);
+    if (res.status !== c.status) {
+      throw new Error(`${where}: the case expects ${c.status}`);
     }
     for (const [name, header] of Object.entries(response.headers ?? {})) {
       const required =

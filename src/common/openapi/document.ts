@@ -1,5 +1,5 @@
 import type { INestApplication } from '@nestjs/common';
-import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { DocumentBuilder, getSchemaPath, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type {
   OperationObject,
   ReferenceObject,
@@ -7,6 +7,7 @@ import type {
   SchemaObject,
 } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { NO_KEY_EXTENSION, REQUEST_CONTENT_EXTENSION } from './decorators';
+import { ErrorEnvelopeResponse } from './error-envelope.response';
 
 export const SECURITY_SCHEME = 'bearer';
 
@@ -121,6 +122,7 @@ export function finishDocument(document: OpenAPIObject): OpenAPIObject {
       const keyless = op[NO_KEY_EXTENSION] === true;
       delete op[NO_KEY_EXTENSION];
       if (keyless) op.security = [];
+      documentBadPathIds(op);
       const content = op[REQUEST_CONTENT_EXTENSION] as
         | { description?: string; content: Record<string, SchemaObject | ReferenceObject> }
         | undefined;
@@ -153,6 +155,33 @@ export function finishDocument(document: OpenAPIObject): OpenAPIObject {
     }
   }
   return document;
+}
+
+const BAD_PATH_ID =
+  'BAD_REQUEST: a path parameter is not a UUID (error.errors[0].field names it), or malformed JSON, an unsupported content type or a bad query parameter';
+
+/**
+ * Every route with a UUID path parameter answers 400 for one that is not a
+ * UUID (IdParamDto); the 400 is documented whether or not the operation's
+ * decorators list it, so a new `{id}` route cannot forget it.
+ */
+function documentBadPathIds(op: OperationObject): void {
+  const uuidInPath = (op.parameters ?? []).some(
+    (p) => !('$ref' in p) && p.in === 'path' && !!p.schema && !('$ref' in p.schema) && p.schema.format === 'uuid',
+  );
+  if (!uuidInPath || op.responses['400']) return;
+  const responses: OperationObject['responses'] = {
+    ...op.responses,
+    '400': {
+      description: BAD_PATH_ID,
+      content: { 'application/json': { schema: { $ref: getSchemaPath(ErrorEnvelopeResponse) } } },
+    },
+  };
+  op.responses = Object.fromEntries(
+    Object.keys(responses)
+      .sort((x, y) => (x === 'default' ? 1 : y === 'default' ? -1 : Number(x) - Number(y)))
+      .map((status) => [status, responses[status]]),
+  );
 }
 
 /**
