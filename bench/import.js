@@ -4,18 +4,18 @@
  * /contacts/import, a child `node dist/main.js` with APP_ROLE=all and its own
  * database), timed from the request to status COMPLETED. Baseline in the same
  * run: the same rows written directly with pg, in the same batch size, with
- * the insert statement the worker uses (jsonb_to_recordset ... ON CONFLICT).
+ * the statement the worker uses (upsert_contacts: jsonb_to_recordset ... ON CONFLICT).
  *
  *   npm run bench:import           (builds first)
  *   BENCH_ROWS=50000 npm run bench:import
  */
 const { join } = require('node:path');
 const { Client } = require('pg');
-const { v7: uuidv7 } = require('uuid');
 const { DIST, createBenchDatabase, createProject, startApp } = require('./support');
 
-// The baseline runs the worker's own insert statement, from the build under test.
-const { BULK_INSERT_NEW_CONTACTS } = require(join(DIST, 'contacts/contacts.repository.js'));
+// The baseline runs the worker's own statement and input, from the build under test.
+const { UPSERT_CONTACTS_COUNTED } = require(join(DIST, 'contacts/contacts.repository.js'));
+const { contactUpsertInput } = require(join(DIST, 'contacts/contact-upsert.js'));
 
 const ROWS = Number(process.env.BENCH_ROWS || 100_000);
 const BATCH = Number(process.env.IMPORT_BATCH_SIZE || 1000);
@@ -60,10 +60,18 @@ async function baselineImport(databaseUrl, projectId) {
     const batch = [];
     for (let i = from; i < Math.min(from + BATCH, ROWS); i++) {
       const r = row(i);
-      batch.push({ id: uuidv7(), email: r.email, subscribed: null, data: { first_name: r.first_name, plan: r.plan, city: r.city } });
+      batch.push(
+        contactUpsertInput(i - from, {
+          projectId,
+          email: r.email,
+          patch: { set: { first_name: r.first_name, plan: r.plan, city: r.city }, remove: [] },
+          subscribed: null,
+          subscribedIfNew: true,
+        }),
+      );
     }
     await client.query('BEGIN');
-    await client.query(BULK_INSERT_NEW_CONTACTS, [projectId, JSON.stringify(batch)]);
+    await client.query(UPSERT_CONTACTS_COUNTED, [JSON.stringify(batch)]);
     await client.query('COMMIT');
   }
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -85,7 +93,7 @@ async function main() {
     const serviceRate = ROWS / service.seconds;
     const baselineRate = ROWS / baseline.seconds;
     console.log(`Import of ${ROWS} contacts (CSV ${(service.bytes / 1e6).toFixed(1)} MB, batches of ${BATCH})`);
-    console.log(`  baseline (pg, same insert): ${baselineRate.toFixed(0).padStart(7)} contacts/s  (${baseline.seconds.toFixed(2)} s)`);
+    console.log(`  baseline (pg, same upsert): ${baselineRate.toFixed(0).padStart(7)} contacts/s  (${baseline.seconds.toFixed(2)} s)`);
     console.log(
       `  service  (POST -> COMPLETED): ${serviceRate.toFixed(0).padStart(5)} contacts/s  (${service.seconds.toFixed(2)} s; 202 after ${service.acceptedAfter.toFixed(2)} s)`,
     );

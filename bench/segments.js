@@ -17,6 +17,7 @@
  * measure again without seeding, BENCH_DIST (build to use, default dist/).
  */
 const { Client } = require('pg');
+const { DataSource } = require('typeorm');
 const { performance } = require('node:perf_hooks');
 const path = require('node:path');
 
@@ -207,18 +208,20 @@ async function main() {
     const { SegmentsRepository } = require(path.join(DIST, 'segments/segments.repository'));
     const conditions = app.get(ConditionsService);
     const repository = app.get(SegmentsRepository);
-    const both = await conditions.compileBoth(CONDITION, projectId);
+    // Outside a transaction, as SegmentsService passes it.
+    const dataSourceManager = app.get(DataSource).manager;
+    const both = await conditions.compileBoth(dataSourceManager, CONDITION, projectId);
     const compiledForCount = both.count;
 
     // The contenders: the app's own count and first page (compiled SQL, windowed page) against hand-written SQL.
     const results = await race([
       { name: 'baseline count', run: async () => Number((await pg.query(`SELECT count(*) FROM contacts c WHERE ${BASELINE_WHERE}`, [projectId])).rows[0].count) },
-      { name: 'compiled count', run: () => conditions.countCompiled(compiledForCount) },
+      { name: 'compiled count', run: () => conditions.countCompiled(dataSourceManager, compiledForCount) },
       {
         name: 'baseline first page',
         run: async () => (await pg.query(`SELECT ${COLUMNS} FROM contacts c WHERE ${BASELINE_WHERE} ORDER BY c.id DESC LIMIT 21`, [projectId])).rows.map((r) => r.id),
       },
-      { name: 'compiled first page', run: async () => (await repository.members(projectId, both, 21)).map((r) => r.id) },
+      { name: 'compiled first page', run: async () => (await repository.members(dataSourceManager, projectId, both, 21)).map((r) => r.id) },
     ]);
     const [baseCount, appCount, basePage, appPage] = results;
     if (baseCount.result !== appCount.result) throw new Error(`Counts differ: ${baseCount.result} vs ${appCount.result}`);

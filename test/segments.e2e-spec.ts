@@ -358,6 +358,8 @@ describe('Segments API', () => {
   });
 
   describe('the shared entry points for campaigns and workflows', () => {
+    // Outside a transaction, as a service that has none passes dataSource.manager.
+    const manager = () => app.app.get(DataSource).manager;
     const condition = () =>
       and(
         r('data.plan', 'equals', 'pro'),
@@ -374,16 +376,17 @@ describe('Segments API', () => {
       for (const c of fixture.slice(0, 40)) {
         expect({
           id: c.id,
-          matches: await conditions.matchesContact(a.id, c.id, condition()),
+          matches: await conditions.matchesContact(manager(), a.id, c.id, condition()),
         }).toEqual({ id: c.id, matches: predicate(c) });
       }
       const member = fixture.find(predicate) as Fixture;
-      expect(await conditions.matchesContact(b.id, member.id, condition())).toBe(false);
+      expect(await conditions.matchesContact(manager(), b.id, member.id, condition())).toBe(false);
     });
 
     it('validate reports paths under the caller prefix, count matches the filter', async () => {
       const conditions = app.app.get(ConditionsService);
       const errors = await conditions.validate(
+        manager(),
         and(r('data.plan', 'equals', 'pro'), or(r('segment', 'in', newId()))),
         {
           projectId: a.id,
@@ -396,12 +399,14 @@ describe('Segments API', () => {
           code: 'custom',
         }),
       ]);
-      expect(await conditions.count(a.id, condition())).toBe(fixture.filter(predicate).length);
+      expect(await conditions.count(manager(), a.id, condition())).toBe(
+        fixture.filter(predicate).length,
+      );
     });
 
     it("compile fits into a larger query after the caller's own parameters", async () => {
       const conditions = app.app.get(ConditionsService);
-      const compiled = await conditions.compile(condition(), {
+      const compiled = await conditions.compile(manager(), condition(), {
         projectId: a.id,
         contactAlias: 'ct',
         paramOffset: 1,
@@ -438,7 +443,7 @@ describe('Segments API', () => {
       async (_shape, makeCondition, matches) => {
         const conditions = app.app.get(ConditionsService);
         const repository = app.app.get(SegmentsRepository);
-        const compiled = await conditions.compileBoth(makeCondition(), a.id);
+        const compiled = await conditions.compileBoth(manager(), makeCondition(), a.id);
         const expected = fixture
           .filter(matches)
           .map((c) => c.id)
@@ -450,7 +455,14 @@ describe('Segments API', () => {
           const ids: string[] = [];
           let before: string | undefined;
           for (;;) {
-            const rows = await repository.members(a.id, compiled, 2, before, firstWindow);
+            const rows = await repository.members(
+              manager(),
+              a.id,
+              compiled,
+              2,
+              before,
+              firstWindow,
+            );
             ids.push(...rows.map((row) => row.id));
             if (rows.length < 2) break;
             before = rows[rows.length - 1].id;

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager } from 'typeorm';
+import type { EntityManager } from 'typeorm';
 import { ApiException, FieldError } from '../common/errors/api-exception';
-import { CompiledCondition, compileCondition, wholeProjectSettings } from './condition-compiler';
+import { CompiledCondition, compileCondition } from './condition-compiler';
 import { validateConditionShape } from './condition-validator';
 import { ConditionGroup, isGroupNode, LIMITS } from './condition.types';
+import { ConditionsRepository, StoredSegment } from './conditions.repository';
 
 export interface ValidateOptions {
   projectId: string;
@@ -12,8 +12,6 @@ export interface ValidateOptions {
   path: string;
   /** The segment being saved, when validating a segment's own condition: it may not refer to itself. */
   selfSegmentId?: string;
-  /** Run the segment lookups inside the caller's transaction. */
-  manager?: EntityManager;
 }
 
 export interface CompileServiceOptions {
@@ -22,36 +20,35 @@ export interface CompileServiceOptions {
   paramOffset?: number;
   /** "count" when the query visits every contact (a count, a campaign audience); see CompileOptions.purpose. */
   purpose?: 'rows' | 'count';
-  manager?: EntityManager;
-}
-
-interface StoredSegment {
-  id: string;
-  condition: ConditionGroup;
-  segment_refs: string[];
 }
 
 /**
  * The one entry point to the condition language for every feature
  * (segments, campaign audience filters, workflow CONDITION steps):
  * validate → 422 errors with paths into the body; compile → a parameterised
- * WHERE fragment over `contacts <alias>`; matchesContact → one contact.
+ * WHERE fragment over `contacts <alias>`; matchesContact → one contact;
+ * count → the audience's size. Every method that reads the database takes
+ * the caller's EntityManager first: its transaction, or `dataSource.manager`.
  */
 @Injectable()
 export class ConditionsService {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(private readonly conditions: ConditionsRepository) {}
 
   /**
    * Every problem of a condition, structural and referential (unknown
    * segment ids of this project, a segment that would contain itself).
    */
-  async validate(input: unknown, options: ValidateOptions): Promise<FieldError[]> {
+  async validate(
+    manager: EntityManager,
+    input: unknown,
+    options: ValidateOptions,
+  ): Promise<FieldError[]> {
     const { errors, segmentRefs } = validateConditionShape(input, options.path);
     const self = options.selfSegmentId?.toLowerCase();
     const ids = [...new Set(segmentRefs.map((ref) => ref.segmentId))];
     const graph =
       ids.length > 0
-        ? await this.loadSegments(options.projectId, ids, options.manager)
+        ? await this.loadSegments(manager, options.projectId, ids)
         : new Map<string, StoredSegment>();
     for (const ref of segmentRefs) {
       if (self && ref.segmentId === self) {
@@ -80,7 +77,9 @@ export class ConditionsService {
       }
     }
     if (errors.length === 0)
-      errors.push(...(await this.checkExpandedSize(input as ConditionGroup, graph, options)));
+      errors.push(
+        ...(await this.checkExpandedSize(manager, input as ConditionGroup, graph, options)),
+      );
     return errors;
   }
 
@@ -92,6 +91,7 @@ export class ConditionsService {
    * segment that refers to it.
    */
   private async checkExpandedSize(
+    manager: EntityManager,
     condition: ConditionGroup,
     graph: Map<string, StoredSegment>,
     options: ValidateOptions,
@@ -109,23 +109,11 @@ export class ConditionsService {
       ];
     }
     if (!self) return [];
-    const referrers: Array<{ id: string }> = await (options.manager ?? this.dataSource).query(
-      `WITH RECURSIVE referrers(id) AS (
-         SELECT s.id FROM segments s WHERE s.project_id = $1 AND s.segment_refs @> ARRAY[$2::uuid]
-         UNION
-         SELECT s.id FROM segments s JOIN referrers r ON s.segment_refs @> ARRAY[r.id] WHERE s.project_id = $1
-       )
-       SELECT id FROM referrers`,
-      [options.projectId, self],
-    );
+    const referrers = await this.conditions.referrersOf(manager, options.projectId, self);
     if (referrers.length === 0) return [];
-    const wider = await this.loadSegments(
-      options.projectId,
-      referrers.map((r) => r.id),
-      options.manager,
-    );
+    const wider = await this.loadSegments(manager, options.projectId, referrers);
     const overrides = new Map([[self, condition]]);
-    for (const { id } of referrers) {
+    for (const id of referrers) {
       const referrer = wider.get(id);
       const size = referrer ? expandedRuleCount(referrer.condition, wider, overrides) : 0;
       if (size > limit) {
@@ -142,8 +130,12 @@ export class ConditionsService {
   }
 
   /** validate() that throws the 422; answers the condition typed once it is known to be valid. */
-  async assertValid(input: unknown, options: ValidateOptions): Promise<ConditionGroup> {
-    const errors = await this.validate(input, options);
+  async assertValid(
+    manager: EntityManager,
+    input: unknown,
+    options: ValidateOptions,
+  ): Promise<ConditionGroup> {
+    const errors = await this.validate(manager, input, options);
     if (errors.length > 0) throw ApiException.validation(errors);
     return input as ConditionGroup;
   }
@@ -161,14 +153,11 @@ export class ConditionsService {
    * with the current conditions of the segments they name.
    */
   async compile(
+    manager: EntityManager,
     condition: ConditionGroup,
     options: CompileServiceOptions,
   ): Promise<CompiledCondition> {
-    const ids = this.referencedSegments(condition);
-    const graph =
-      ids.length > 0 ? await this.loadSegments(options.projectId, ids, options.manager) : new Map();
-    const segments = new Map<string, ConditionGroup>();
-    for (const [id, segment] of graph) segments.set(id, segment.condition);
+    const segments = await this.inlinedSegments(manager, options.projectId, condition);
     return compileCondition(condition, {
       projectId: options.projectId,
       contactAlias: options.contactAlias,
@@ -184,14 +173,11 @@ export class ConditionsService {
    * them all. Referenced segments are read once, so both see the same state.
    */
   async compileBoth(
+    manager: EntityManager,
     condition: ConditionGroup,
     projectId: string,
   ): Promise<{ rows: CompiledCondition; count: CompiledCondition }> {
-    const ids = this.referencedSegments(condition);
-    const graph =
-      ids.length > 0 ? await this.loadSegments(projectId, ids) : new Map<string, StoredSegment>();
-    const segments = new Map<string, ConditionGroup>();
-    for (const [id, segment] of graph) segments.set(id, segment.condition);
+    const segments = await this.inlinedSegments(manager, projectId, condition);
     return {
       rows: compileCondition(condition, { projectId, segments, purpose: 'rows' }),
       count: compileCondition(condition, { projectId, segments, purpose: 'count' }),
@@ -200,72 +186,62 @@ export class ConditionsService {
 
   /** Whether one contact of the project matches now (workflow CONDITION steps). */
   async matchesContact(
+    manager: EntityManager,
     projectId: string,
     contactId: string,
     condition: ConditionGroup,
-    manager?: EntityManager,
   ): Promise<boolean> {
-    const compiled = await this.compile(condition, {
+    const compiled = await this.compile(manager, condition, {
       projectId,
       contactAlias: 'c',
       paramOffset: 1,
-      manager,
     });
-    const rows: unknown[] = await (manager ?? this.dataSource).query(
-      `SELECT 1 FROM contacts c WHERE c.id = $1 AND ${compiled.sql}`,
-      [contactId, ...compiled.params],
-    );
-    return rows.length > 0;
+    return this.conditions.matches(manager, contactId, compiled);
   }
 
   /** How many contacts of the project match now. */
   async count(
+    manager: EntityManager,
     projectId: string,
     condition: ConditionGroup,
-    manager?: EntityManager,
   ): Promise<number> {
     return this.countCompiled(
-      await this.compile(condition, { projectId, contactAlias: 'c', purpose: 'count', manager }),
       manager,
+      await this.compile(manager, condition, { projectId, contactAlias: 'c', purpose: 'count' }),
     );
   }
 
   /**
    * Counts the contacts matching a condition compiled with alias "c" and
-   * purpose "count", with the plan settings of wholeProjectSettings(). A
-   * `manager` must be inside a transaction.
+   * purpose "count", with the plan settings of wholeProjectSettings(): inside
+   * the manager's transaction (they last until it ends), or in one of its own.
    */
-  async countCompiled(compiled: CompiledCondition, manager?: EntityManager): Promise<number> {
-    const run = async (m: EntityManager): Promise<number> => {
-      for (const setting of wholeProjectSettings(compiled)) await m.query(setting);
-      const rows: Array<{ count: string }> = await m.query(
-        `SELECT count(*) AS count FROM contacts c WHERE ${compiled.sql}`,
-        compiled.params,
-      );
-      return Number(rows[0].count);
-    };
-    return manager ? run(manager) : this.dataSource.transaction(run);
+  countCompiled(manager: EntityManager, compiled: CompiledCondition): Promise<number> {
+    return this.conditions.count(manager, compiled);
   }
 
-  /**
-   * The named segments and everything they refer to, transitively, within
-   * the project. UNION (not UNION ALL) stops the walk on a cycle.
-   */
+  /** The current conditions of the segments a condition's membership rules name, transitively. */
+  private async inlinedSegments(
+    manager: EntityManager,
+    projectId: string,
+    condition: ConditionGroup,
+  ): Promise<Map<string, ConditionGroup>> {
+    const ids = this.referencedSegments(condition);
+    const graph =
+      ids.length > 0
+        ? await this.loadSegments(manager, projectId, ids)
+        : new Map<string, StoredSegment>();
+    const segments = new Map<string, ConditionGroup>();
+    for (const [id, segment] of graph) segments.set(id, segment.condition);
+    return segments;
+  }
+
   private async loadSegments(
+    manager: EntityManager,
     projectId: string,
     ids: string[],
-    manager?: EntityManager,
   ): Promise<Map<string, StoredSegment>> {
-    const rows: StoredSegment[] = await (manager ?? this.dataSource).query(
-      `WITH RECURSIVE reachable(id) AS (
-         SELECT unnest($2::uuid[])
-         UNION
-         SELECT unnest(s.segment_refs) FROM segments s JOIN reachable r ON s.id = r.id WHERE s.project_id = $1
-       )
-       SELECT s.id, s.condition, s.segment_refs FROM segments s JOIN reachable r ON s.id = r.id
-       WHERE s.project_id = $1`,
-      [projectId, ids],
-    );
+    const rows = await this.conditions.segmentGraph(manager, projectId, ids);
     return new Map(rows.map((row) => [row.id, row]));
   }
 }

@@ -10,9 +10,10 @@ import {
   ApiSuccess,
 } from '../common/openapi/decorators';
 import { Page, PaginationQueryDto } from '../common/pagination/pagination';
-import { ContactImportsService, ContactImportView } from './contact-imports.service';
-import { ContactImportResponse, ImportContactsDto } from './dto/contact-import.response';
-import { IdParamDto } from './dto/contact.dto';
+import { IdParamDto } from '../common/validation/id.param';
+import { ContactImportsService } from './contact-imports.service';
+import { ContactImportResponse } from './dto/contact-import.response';
+import { ImportContactsDto } from './dto/import-contacts.dto';
 
 /**
  * Bulk import. `GET /contacts/imports/{id}` has three path segments, so the
@@ -46,7 +47,7 @@ export class ContactImportsController {
     @CurrentProject() project: CurrentProjectInfo,
     @Body() body: unknown,
     @Headers('content-type') contentType: string | undefined,
-  ): Promise<ContactImportView> {
+  ): Promise<ContactImportResponse> {
     const format = /^\s*text\/csv\s*(;|$)/i.test(contentType ?? '') ? 'csv' : 'json';
     return this.imports.start(project.id, body, format);
   }
@@ -55,7 +56,7 @@ export class ContactImportsController {
   @ApiOp('contacts_listImports', 'List imports, newest first')
   @ApiListSuccess(ContactImportResponse)
   @ApiErrorResponses([400])
-  list(@CurrentProject() project: CurrentProjectInfo, @Query() query: PaginationQueryDto): Promise<Page<ContactImportView>> {
+  list(@CurrentProject() project: CurrentProjectInfo, @Query() query: PaginationQueryDto): Promise<Page<ContactImportResponse>> {
     return this.imports.list(project.id, query);
   }
 
@@ -66,7 +67,7 @@ export class ContactImportsController {
   get(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: IdParamDto,
-  ): Promise<ContactImportView> {
+  ): Promise<ContactImportResponse> {
     return this.imports.get(project.id, params.id);
   }
 }

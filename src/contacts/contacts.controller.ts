@@ -9,15 +9,14 @@ import {
   ApiOp,
   ApiSuccess,
 } from '../common/openapi/decorators';
+import { DeletedResponse } from '../common/openapi/error-envelope.response';
 import { Page } from '../common/pagination/pagination';
-import { ContactView } from './contact.view';
+import { IdParamDto } from '../common/validation/id.param';
 import { ContactsService } from './contacts.service';
-import {
-  CreateContactDto,
-  IdParamDto,
-  ListContactsQueryDto,
-  UpdateContactDto,
-} from './dto/contact.dto';
+import { ContactResponse } from './dto/contact.response';
+import { CreateContactDto } from './dto/create-contact.dto';
+import { ListContactsQueryDto } from './dto/list-contacts.query';
+import { UpdateContactDto } from './dto/update-contact.dto';
 
 @ApiTags('contacts')
 @ApiKeyProtected()
@@ -27,46 +26,46 @@ export class ContactsController {
 
   @Get()
   @ApiOp('contacts_list', 'List contacts (newest first; filters subscribed, search, email)')
-  @ApiListSuccess(ContactView)
+  @ApiListSuccess(ContactResponse)
   @ApiErrorResponses([400])
   list(
     @CurrentProject() project: CurrentProjectInfo,
     @Query() query: ListContactsQueryDto,
-  ): Promise<Page<ContactView>> {
+  ): Promise<Page<ContactResponse>> {
     return this.contacts.list(project.id, query);
   }
 
   @Post()
   @ApiOp('contacts_create', 'Create a contact (409 if the email exists)')
-  @ApiSuccess(201, ContactView)
+  @ApiSuccess(201, ContactResponse)
   @ApiErrorResponses([400, 409, 413, 422])
   create(
     @CurrentProject() project: CurrentProjectInfo,
     @Body() dto: CreateContactDto,
-  ): Promise<ContactView> {
+  ): Promise<ContactResponse> {
     return this.contacts.create(project.id, dto);
   }
 
   @Get(':id')
   @ApiOp('contacts_get', 'Get a contact')
-  @ApiSuccess(200, ContactView)
+  @ApiSuccess(200, ContactResponse)
   @ApiErrorResponses([400, 404])
   get(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: IdParamDto,
-  ): Promise<ContactView> {
+  ): Promise<ContactResponse> {
     return this.contacts.get(project.id, params.id);
   }
 
   @Patch(':id')
   @ApiOp('contacts_update', 'Update a contact: data merges top-level keys, null removes a key')
-  @ApiSuccess(200, ContactView)
+  @ApiSuccess(200, ContactResponse)
   @ApiErrorResponses([400, 404, 413, 422])
   update(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: IdParamDto,
     @Body() dto: UpdateContactDto,
-  ): Promise<ContactView> {
+  ): Promise<ContactResponse> {
     return this.contacts.update(project.id, params.id, dto);
   }
 
@@ -74,10 +73,10 @@ export class ContactsController {
   @ApiOp('contacts_delete', 'Delete a contact with its events and email records')
   @ApiDeletedSuccess()
   @ApiErrorResponses([400, 404])
-  delete(
+  remove(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: IdParamDto,
-  ): Promise<{ id: string; deleted: true }> {
-    return this.contacts.delete(project.id, params.id);
+  ): Promise<DeletedResponse> {
+    return this.contacts.remove(project.id, params.id);
   }
 }

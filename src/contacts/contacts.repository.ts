@@ -1,46 +1,21 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { newId } from '../database/id';
-import type { DataPatch } from './contact-data';
-import type { ContactRow } from './contact.view';
 import { queryRows } from '../database/query-rows';
-
-/** Columns of `contacts` under the names of ContactRow. */
-const ROW_FIELDS = [
-  'id',
-  'project_id AS "projectId"',
-  'email',
-  'subscribed',
-  'suppressed',
-  'data',
-  'created_at AS "createdAt"',
-  'updated_at AS "updatedAt"',
-];
-
-export const CONTACT_COLUMNS = ROW_FIELDS.map((field) => `c.${field}`).join(', ');
+import type { DataPatch } from './contact-data';
+import { CONTACT_COLUMNS, CONTACT_ROW_FIELDS, type ContactRow } from './contact.row';
+import { contactUpsertInput, type ContactUpsert } from './contact-upsert';
 
 /** Unqualified: fits statements on `contacts` with or without the alias `c`. */
-const RETURNING_CONTACT = `RETURNING ${ROW_FIELDS.join(', ')}`;
+const RETURNING_CONTACT = `RETURNING ${CONTACT_ROW_FIELDS}`;
 
 /**
- * Merges a data patch into the stored object: top-level keys of `set` win,
- * keys in `remove` go. `$data` and `$remove` are parameter placeholders.
+ * An import chunk's contacts, $1 the JSON array of ContactUpsertInput: one
+ * set-based statement, how many it created and how many it wrote in all.
+ * Exported for the baseline of bench/import.js, which times this very statement.
  */
-function mergedData(column: string, data: string, remove: string): string {
-  return `(${column} || ${data}::jsonb) - ${remove}::text[]`;
-}
-
-/**
- * The new emails of an import chunk: $1 project id, $2 a JSON array of
- * {id, email, subscribed, data}; answers the emails it inserted. Exported for
- * the baseline of bench/import.js, which times this very statement.
- */
-export const BULK_INSERT_NEW_CONTACTS = `INSERT INTO contacts (id, project_id, email, subscribed, suppressed, data, created_at, updated_at)
-  SELECT r.id, $1, r.email, COALESCE(r.subscribed, true), false, r.data, now(), now()
-  FROM jsonb_to_recordset($2::jsonb) AS r(id uuid, email text, subscribed boolean, data jsonb)
-  ORDER BY r.email COLLATE "C"
-  ON CONFLICT (project_id, email) DO NOTHING
-  RETURNING email`;
+export const UPSERT_CONTACTS_COUNTED = `SELECT count(*) FILTER (WHERE created)::int AS created, count(*)::int AS written
+  FROM upsert_contacts($1::jsonb)`;
 
 export interface ContactListFilter {
   subscribed?: boolean;
@@ -58,29 +33,27 @@ export interface BulkContactInput {
   remove: string[];
 }
 
-/** Every SQL statement that writes or reads contacts lives here. */
+/**
+ * Every SQL statement that writes or reads contacts lives here. Creating or
+ * updating by email goes through the SQL function `upsert_contacts`
+ * (migration ContactUpsertRule), the one definition of that rule, which
+ * track batches use too.
+ */
 @Injectable()
 export class ContactsRepository {
   /**
-   * The race-free create-or-update: one statement, so two concurrent calls for
-   * a new email create one row (the loser takes the DO UPDATE branch). Leaves
-   * `subscribed` of an existing row alone; see setSubscribed.
+   * The race-free create-or-update of one contact: one INSERT ... ON CONFLICT
+   * (project_id, email) DO UPDATE, so two concurrent calls for a new email
+   * create one row (the loser takes the DO UPDATE branch).
    */
   async upsert(
     manager: EntityManager,
-    projectId: string,
-    email: string,
-    subscribedIfNew: boolean,
-    patch: DataPatch,
+    upsert: ContactUpsert,
   ): Promise<{ row: ContactRow; created: boolean }> {
     const rows = await queryRows<ContactRow & { created: boolean }>(
       manager,
-      `INSERT INTO contacts AS c (id, project_id, email, subscribed, suppressed, data, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, false, $5::jsonb, now(), now())
-       ON CONFLICT (project_id, email) DO UPDATE
-         SET data = ${mergedData('c.data', '$5', '$6')}, updated_at = now()
-       ${RETURNING_CONTACT}, (xmax = 0) AS created`,
-      [newId(), projectId, email, subscribedIfNew, JSON.stringify(patch.set), patch.remove],
+      `SELECT ${CONTACT_ROW_FIELDS}, created FROM upsert_contacts($1::jsonb)`,
+      [JSON.stringify([contactUpsertInput(0, upsert)])],
     );
     const { created, ...row } = rows[0];
     return { row, created };
@@ -222,7 +195,7 @@ export class ContactsRepository {
       manager,
       `UPDATE contacts c SET
          subscribed = COALESCE($3, c.subscribed),
-         data = ${mergedData('c.data', '$4', '$5')},
+         data = merge_contact_data(c.data, $4::jsonb, $5::text[]),
          updated_at = now()
        WHERE c.project_id = $1 AND c.id = $2 ${RETURNING_CONTACT}`,
       [projectId, id, subscribed ?? null, JSON.stringify(patch.set), patch.remove],
@@ -241,77 +214,33 @@ export class ContactsRepository {
   }
 
   /**
-   * Bulk create-or-update of distinct emails, set-based: one INSERT for the new
-   * ones (ON CONFLICT DO NOTHING), one UPDATE ... FROM for the rest, each fed by
-   * jsonb_to_recordset. A contact created or deleted by someone else between
-   * the two statements is simply retried. Each statement takes its row locks
-   * in (email COLLATE "C") order, the order of the other multi-contact
-   * writers (track batches, sends), so two imports cannot deadlock on
-   * contacts. (A track batch can still meet an import chunk in the gap
-   * between its two passes; the batch's lock_timeout makes it step aside.)
-   * Returns how many rows were created and updated.
+   * Bulk create-or-update of distinct emails (an import chunk): one set-based
+   * statement through `upsert_contacts`, which writes the contacts in
+   * (project_id, email COLLATE "C") order, the lock order of every other
+   * multi-contact writer (track batches, sends), so it cannot close a lock
+   * cycle with them.
    */
   async bulkUpsert(
     manager: EntityManager,
     projectId: string,
     inputs: BulkContactInput[],
   ): Promise<{ created: number; updated: number }> {
-    let pending = [...inputs].sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0));
-    let created = 0;
-    let updated = 0;
-    for (let attempt = 0; pending.length > 0 && attempt < 5; attempt++) {
-      const payload = JSON.stringify(
-        pending.map((r) => ({
-          id: newId(),
-          email: r.email,
-          subscribed: r.subscribed,
-          data: r.set,
-          remove: r.remove,
-        })),
-      );
-      const inserted = await queryRows<{ email: string }>(manager, BULK_INSERT_NEW_CONTACTS, [
+    if (inputs.length === 0) return { created: 0, updated: 0 };
+    const batch = inputs.map((input, ord) =>
+      contactUpsertInput(ord, {
         projectId,
-        payload,
-      ]);
-      created += inserted.length;
-      const insertedSet = new Set(inserted.map((r) => r.email));
-      const existing = pending.filter((r) => !insertedSet.has(r.email));
-      if (existing.length === 0) break;
-      const changed = await queryRows<{ email: string }>(
-        manager,
-        `WITH r AS (
-           SELECT x.email, x.subscribed, x.data, ARRAY(SELECT jsonb_array_elements_text(x.remove)) AS remove
-           FROM jsonb_to_recordset($2::jsonb) AS x(email text, subscribed boolean, data jsonb, remove jsonb)
-         ), locked AS (
-           SELECT c.id, r.subscribed, r.data, r.remove FROM contacts c JOIN r ON c.email = r.email
-           WHERE c.project_id = $1
-           ORDER BY c.email COLLATE "C"
-           FOR NO KEY UPDATE OF c
-         )
-         UPDATE contacts c SET
-           subscribed = COALESCE(l.subscribed, c.subscribed),
-           data = (c.data || l.data) - l.remove,
-           updated_at = now()
-         FROM locked l
-         WHERE c.id = l.id
-         RETURNING c.email`,
-        [
-          projectId,
-          JSON.stringify(
-            existing.map((r) => ({
-              email: r.email,
-              subscribed: r.subscribed,
-              data: r.set,
-              remove: r.remove,
-            })),
-          ),
-        ],
-      );
-      updated += changed.length;
-      const changedSet = new Set(changed.map((r) => r.email));
-      pending = existing.filter((r) => !changedSet.has(r.email));
-    }
-    return { created, updated };
+        email: input.email,
+        patch: { set: input.set, remove: input.remove },
+        subscribed: input.subscribed,
+        subscribedIfNew: true,
+      }),
+    );
+    const [{ created, written }] = await queryRows<{ created: number; written: number }>(
+      manager,
+      UPSERT_CONTACTS_COUNTED,
+      [JSON.stringify(batch)],
+    );
+    return { created, updated: written - created };
   }
 
   /** One contact by a condition on `contacts c` (anything after WHERE), or null. */

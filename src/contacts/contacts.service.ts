@@ -2,16 +2,20 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
+import type { DeletedResponse } from '../common/openapi/error-envelope.response';
 import { decodeCursor, Page, pageOf } from '../common/pagination/pagination';
 import { sqlState, SQLSTATE } from '../database/postgres-errors';
 import { SYSTEM_EVENTS } from '../events/event-names';
-import type { EventRow } from '../events/event.view';
+import type { EventRow } from '../events/event.row';
 import { EventsService } from '../events/events.service';
 import { normalizeEmail } from '../common/validation/email';
 import { toDataPatch, toTrackedDataPatch } from './contact-data';
-import { ContactRow, ContactView, toContactView } from './contact.view';
+import type { ContactRow } from './contact.row';
 import { ContactsRepository } from './contacts.repository';
-import type { CreateContactDto, ListContactsQueryDto, UpdateContactDto } from './dto/contact.dto';
+import { ContactResponse, toContactResponse } from './dto/contact.response';
+import type { CreateContactDto } from './dto/create-contact.dto';
+import type { ListContactsQueryDto } from './dto/list-contacts.query';
+import type { UpdateContactDto } from './dto/update-contact.dto';
 
 export interface UpsertContactOptions {
   /** Given: a new contact starts with it and an existing one is set to it. */
@@ -66,14 +70,14 @@ export class ContactsService {
     email: string,
     opts: UpsertContactOptions,
   ): Promise<UpsertContactResult> {
-    const patch = toTrackedDataPatch(opts.data);
-    const { row, created } = await this.contacts.upsert(
-      manager,
+    // An existing contact's subscription is changed apart, so the change can be seen and recorded.
+    const { row, created } = await this.contacts.upsert(manager, {
       projectId,
-      normalizeEmail(email),
-      opts.subscribed ?? opts.defaultSubscribed,
-      patch,
-    );
+      email: normalizeEmail(email),
+      patch: toTrackedDataPatch(opts.data),
+      subscribed: null,
+      subscribedIfNew: opts.subscribed ?? opts.defaultSubscribed,
+    });
     if (!created && opts.subscribed !== undefined && row.subscribed !== opts.subscribed) {
       const contact = await this.contacts.setSubscribed(
         manager,
@@ -126,7 +130,7 @@ export class ContactsService {
     return subscribed ? SYSTEM_EVENTS.CONTACT_SUBSCRIBED : SYSTEM_EVENTS.CONTACT_UNSUBSCRIBED;
   }
 
-  async list(projectId: string, query: ListContactsQueryDto): Promise<Page<ContactView>> {
+  async list(projectId: string, query: ListContactsQueryDto): Promise<Page<ContactResponse>> {
     const limit = query.limit ?? 20;
     const afterId = query.cursor ? decodeCursor(query.cursor) : null;
     const { rows, total } = await this.contacts.list(
@@ -140,10 +144,10 @@ export class ContactsService {
       afterId,
       limit,
     );
-    return pageOf(rows, limit, total, toContactView, (row) => row.id);
+    return pageOf(rows, limit, total, toContactResponse, (row) => row.id);
   }
 
-  async create(projectId: string, dto: CreateContactDto): Promise<ContactView> {
+  async create(projectId: string, dto: CreateContactDto): Promise<ContactResponse> {
     const email = normalizeEmail(dto.email);
     try {
       const row = await this.contacts.insert(
@@ -153,7 +157,7 @@ export class ContactsService {
         dto.subscribed ?? true,
         toDataPatch(dto.data).set,
       );
-      return toContactView(row);
+      return toContactResponse(row);
     } catch (error) {
       if (sqlState(error) === SQLSTATE.UNIQUE_VIOLATION) {
         throw ApiException.conflict(
@@ -165,17 +169,17 @@ export class ContactsService {
     }
   }
 
-  async get(projectId: string, id: string): Promise<ContactView> {
+  async get(projectId: string, id: string): Promise<ContactResponse> {
     const row = await this.contacts.findById(this.dataSource.manager, projectId, id);
     if (!row) throw ApiException.notFound('contact', id);
-    return toContactView(row);
+    return toContactResponse(row);
   }
 
   /**
    * Merge semantics: top-level `data` keys overwrite, null removes. A change of
    * `subscribed` records contact.subscribed / contact.unsubscribed in the same transaction.
    */
-  async update(projectId: string, id: string, dto: UpdateContactDto): Promise<ContactView> {
+  async update(projectId: string, id: string, dto: UpdateContactDto): Promise<ContactResponse> {
     const recorded: EventRow[] = [];
     const row = await this.dataSource.transaction(async (manager) => {
       const before = await this.contacts.lockById(manager, projectId, id);
@@ -201,11 +205,14 @@ export class ContactsService {
       return after;
     });
     await this.events.publish(recorded.map((event) => ({ ...event, email: row.email })));
-    return toContactView(row);
+    return toContactResponse(row);
   }
 
-  /** Erases the contact; its events and email records go with it (ON DELETE CASCADE). */
-  async delete(projectId: string, id: string): Promise<{ id: string; deleted: true }> {
+  /**
+   * Erases the contact; its events and email records go with it (ON DELETE
+   * CASCADE). One statement: of concurrent deletes, one succeeds and the rest are 404.
+   */
+  async remove(projectId: string, id: string): Promise<DeletedResponse> {
     const deleted = await this.contacts.delete(this.dataSource.manager, projectId, id);
     if (!deleted) throw ApiException.notFound('contact', id);
     return { id, deleted: true };

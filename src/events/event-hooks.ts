@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { EventRow } from './event.view';
+import type { EventRow } from './event.row';
 
 /** What a listener receives: a committed event and the contact it belongs to. */
 export interface RecordedEvent extends EventRow {

@@ -3,8 +3,9 @@ import { ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
 import { ApiErrorResponses, ApiKeyProtected, ApiListSuccess, ApiOp } from '../common/openapi/decorators';
 import { Page, PaginationQueryDto } from '../common/pagination/pagination';
-import { EventNameView, ListEventsQueryDto } from './dto/events.dto';
-import { EventView } from './event.view';
+import { EventNameResponse } from './dto/event-name.response';
+import { EventResponse } from './dto/event.response';
+import { ListEventsQueryDto } from './dto/list-events.query';
 import { EventsService } from './events.service';
 
 @ApiTags('events')
@@ -15,23 +16,23 @@ export class EventsController {
 
   @Get()
   @ApiOp('events_list', 'List events, newest first (filters name, contactId, since, until)')
-  @ApiListSuccess(EventView)
+  @ApiListSuccess(EventResponse)
   @ApiErrorResponses([400])
   list(
     @CurrentProject() project: CurrentProjectInfo,
     @Query() query: ListEventsQueryDto,
-  ): Promise<Page<EventView>> {
+  ): Promise<Page<EventResponse>> {
     return this.events.list(project.id, query);
   }
 
   @Get('names')
   @ApiOp('events_listNames', 'Distinct event names with their count and last occurrence, most recently seen first')
-  @ApiListSuccess(EventNameView, 'One page, most recently seen first')
+  @ApiListSuccess(EventNameResponse, 'One page, most recently seen first')
   @ApiErrorResponses([400])
   names(
     @CurrentProject() project: CurrentProjectInfo,
     @Query() query: PaginationQueryDto,
-  ): Promise<Page<EventNameView>> {
+  ): Promise<Page<EventNameResponse>> {
     return this.events.names(project.id, query);
   }
 }

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { queryRows } from '../database/query-rows';
 import { newId } from '../database/id';
-import type { EventRow } from './event.view';
+import type { EventRow } from './event.row';
 
 export interface NewEvent {
   projectId: string;

@@ -1,8 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
-import { keysetPage, type Page } from '../common/pagination/pagination';
-import type { EventNameView, ListEventsQueryDto } from './dto/events.dto';
+import { keysetPage, type Page, type PaginationQueryDto } from '../common/pagination/pagination';
+import { EventNameResponse, toEventNameResponse } from './dto/event-name.response';
+import { EventResponse, toEventResponse } from './dto/event.response';
+import type { ListEventsQueryDto } from './dto/list-events.query';
 import {
   decodeEventCursor,
   decodeNameCursor,
@@ -10,7 +12,7 @@ import {
   encodeNameCursor,
 } from './event-cursors';
 import { EventHooks, RecordedEvent } from './event-hooks';
-import { EventRow, EventView, toEventView } from './event.view';
+import type { EventRow } from './event.row';
 import { EventsRepository, NewEvent } from './events.repository';
 
 /**
@@ -43,7 +45,7 @@ export class EventsService {
     await this.hooks.emit(events);
   }
 
-  async list(projectId: string, query: ListEventsQueryDto): Promise<Page<EventView>> {
+  async list(projectId: string, query: ListEventsQueryDto): Promise<Page<EventResponse>> {
     const limit = query.limit ?? 20;
     const after = query.cursor ? decodeEventCursor(query.cursor) : null;
     const { rows, total } = await this.events.list(
@@ -53,15 +55,12 @@ export class EventsService {
       after,
       limit,
     );
-    return keysetPage(rows, limit, total, toEventView, (last) =>
+    return keysetPage(rows, limit, total, toEventResponse, (last) =>
       encodeEventCursor({ micros: last.micros, id: last.id }),
     );
   }
 
-  async names(
-    projectId: string,
-    query: { limit?: number; cursor?: string },
-  ): Promise<Page<EventNameView>> {
+  async names(projectId: string, query: PaginationQueryDto): Promise<Page<EventNameResponse>> {
     const limit = query.limit ?? 20;
     const after = query.cursor ? decodeNameCursor(query.cursor) : null;
     const { rows, total } = await this.events.names(
@@ -70,16 +69,8 @@ export class EventsService {
       after,
       limit,
     );
-    return keysetPage(
-      rows,
-      limit,
-      total,
-      (row) => ({
-        name: row.name,
-        count: Number(row.count),
-        lastSeenAt: row.lastSeenAt.toISOString(),
-      }),
-      (last) => encodeNameCursor({ micros: last.micros, name: last.name }),
+    return keysetPage(rows, limit, total, toEventNameResponse, (last) =>
+      encodeNameCursor({ micros: last.micros, name: last.name }),
     );
   }
 }

@@ -9,15 +9,14 @@ import {
   ApiOp,
   ApiSuccess,
 } from '../common/openapi/decorators';
+import { DeletedResponse } from '../common/openapi/error-envelope.response';
 import { Page, PaginationQueryDto } from '../common/pagination/pagination';
-import { ContactView } from '../contacts/contact.view';
-import {
-  CreateSegmentDto,
-  PreviewSegmentDto,
-  SegmentIdParamDto,
-  UpdateSegmentDto,
-} from './dto/segment.dto';
-import { SegmentPreviewView, SegmentView } from './segment.view';
+import { IdParamDto } from '../common/validation/id.param';
+import { ContactResponse } from '../contacts/dto/contact.response';
+import { CreateSegmentDto } from './dto/create-segment.dto';
+import { PreviewSegmentDto } from './dto/preview-segment.dto';
+import { SegmentPreviewResponse, SegmentResponse } from './dto/segment.response';
+import { UpdateSegmentDto } from './dto/update-segment.dto';
 import { SegmentsService } from './segments.service';
 
 @ApiTags('segments')
@@ -28,58 +27,58 @@ export class SegmentsController {
 
   @Get()
   @ApiOp('segments_list', 'List segments (newest first)')
-  @ApiListSuccess(SegmentView)
+  @ApiListSuccess(SegmentResponse)
   @ApiErrorResponses([400])
   list(
     @CurrentProject() project: CurrentProjectInfo,
     @Query() query: PaginationQueryDto,
-  ): Promise<Page<SegmentView>> {
+  ): Promise<Page<SegmentResponse>> {
     return this.segments.list(project.id, query);
   }
 
   @Post()
   @ApiOp('segments_create', 'Create a segment from a condition (422 with paths into the condition when invalid)')
-  @ApiSuccess(201, SegmentView)
+  @ApiSuccess(201, SegmentResponse)
   @ApiErrorResponses([400, 413, 422])
   create(
     @CurrentProject() project: CurrentProjectInfo,
     @Body() dto: CreateSegmentDto,
-  ): Promise<SegmentView> {
+  ): Promise<SegmentResponse> {
     return this.segments.create(project.id, dto);
   }
 
   @Post('preview')
   @HttpCode(200)
   @ApiOp('segments_preview', 'Count and sample (10 newest) the contacts an unsaved condition matches')
-  @ApiSuccess(200, SegmentPreviewView)
+  @ApiSuccess(200, SegmentPreviewResponse)
   @ApiErrorResponses([400, 413, 422])
   preview(
     @CurrentProject() project: CurrentProjectInfo,
     @Body() dto: PreviewSegmentDto,
-  ): Promise<SegmentPreviewView> {
+  ): Promise<SegmentPreviewResponse> {
     return this.segments.preview(project.id, dto);
   }
 
   @Get(':id')
   @ApiOp('segments_get', 'Get a segment with its member count')
-  @ApiSuccess(200, SegmentView)
+  @ApiSuccess(200, SegmentResponse)
   @ApiErrorResponses([400, 404])
   get(
     @CurrentProject() project: CurrentProjectInfo,
-    @Param() params: SegmentIdParamDto,
-  ): Promise<SegmentView> {
+    @Param() params: IdParamDto,
+  ): Promise<SegmentResponse> {
     return this.segments.get(project.id, params.id);
   }
 
   @Patch(':id')
   @ApiOp('segments_update', 'Update name, description or condition')
-  @ApiSuccess(200, SegmentView)
+  @ApiSuccess(200, SegmentResponse)
   @ApiErrorResponses([400, 404, 413, 422])
   update(
     @CurrentProject() project: CurrentProjectInfo,
-    @Param() params: SegmentIdParamDto,
+    @Param() params: IdParamDto,
     @Body() dto: UpdateSegmentDto,
-  ): Promise<SegmentView> {
+  ): Promise<SegmentResponse> {
     return this.segments.update(project.id, params.id, dto);
   }
 
@@ -87,22 +86,22 @@ export class SegmentsController {
   @ApiOp('segments_delete', 'Delete a segment (409 while another segment refers to it)')
   @ApiDeletedSuccess()
   @ApiErrorResponses([400, 404, 409], { 409: 'CONFLICT: the membership rule of another segment names this one' })
-  delete(
+  remove(
     @CurrentProject() project: CurrentProjectInfo,
-    @Param() params: SegmentIdParamDto,
-  ): Promise<{ id: string; deleted: true }> {
-    return this.segments.delete(project.id, params.id);
+    @Param() params: IdParamDto,
+  ): Promise<DeletedResponse> {
+    return this.segments.remove(project.id, params.id);
   }
 
   @Get(':id/contacts')
   @ApiOp('segments_listContacts', 'List the contacts matching the segment now (contact list envelope)')
-  @ApiListSuccess(ContactView)
+  @ApiListSuccess(ContactResponse)
   @ApiErrorResponses([400, 404])
   members(
     @CurrentProject() project: CurrentProjectInfo,
-    @Param() params: SegmentIdParamDto,
+    @Param() params: IdParamDto,
     @Query() query: PaginationQueryDto,
-  ): Promise<Page<ContactView>> {
+  ): Promise<Page<ContactResponse>> {
     return this.segments.members(project.id, params.id, query);
   }
 }

@@ -1,8 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager } from 'typeorm';
+import type { EntityManager } from 'typeorm';
 import { CompiledCondition, wholeProjectSettings } from '../conditions/condition-compiler';
-import type { ContactRow } from '../contacts/contact.view';
+import { CONTACT_COLUMNS, type ContactRow } from '../contacts/contact.row';
+import { inTransaction } from '../database/in-transaction';
+import { keysetRows } from '../database/keyset-rows';
+import { queryRows } from '../database/query-rows';
 import { Segment } from './segment.entity';
 
 /** Member pages walk contacts in id windows that grow geometrically; see members(). */
@@ -10,54 +12,83 @@ const FIRST_WINDOW = 2_000;
 const WINDOW_GROWTH = 4;
 const MAX_WINDOWED_SCAN = 250_000;
 
-const MEMBER_COLUMNS = `c.id, c.project_id AS "projectId", c.email, c.subscribed, c.suppressed, c.data,
-  c.created_at AS "createdAt", c.updated_at AS "updatedAt"`;
+/** The columns a new segment is created with; the rest are the database's defaults. */
+export type NewSegment = Pick<
+  Segment,
+  'id' | 'projectId' | 'name' | 'description' | 'condition' | 'segmentRefs'
+>;
 
-/** Every query of the segments feature: the segment rows and the member queries built on compiled conditions. */
+/** What an update may change; memberCount goes back to null when the condition changed. */
+export type SegmentChanges = Partial<
+  Pick<
+    Segment,
+    'name' | 'description' | 'condition' | 'segmentRefs' | 'memberCount' | 'memberCountAt'
+  >
+>;
+
+/**
+ * Every statement of the segments feature: the segment rows and the member
+ * queries built on compiled conditions (ConditionsService counts and tests
+ * single contacts; the pages of a segment's members are this feature's own).
+ * Every method takes the caller's EntityManager first.
+ */
 @Injectable()
 export class SegmentsRepository {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
-
-  private db(manager?: EntityManager): EntityManager {
-    return manager ?? this.dataSource.manager;
-  }
-
   /**
    * Serialises writes of one project's segments, so two concurrent edits
    * cannot each pass the cycle check and together form a cycle (A → B, B → A).
    */
   async lockProject(manager: EntityManager, projectId: string): Promise<void> {
-    await manager.query(`SELECT pg_advisory_xact_lock(hashtext('mailwright:segments:' || $1))`, [
-      projectId,
-    ]);
+    await queryRows(
+      manager,
+      `SELECT pg_advisory_xact_lock(hashtext('mailwright:segments:' || $1))`,
+      [projectId],
+    );
   }
 
-  listQuery(projectId: string) {
-    return this.dataSource
+  /** One page of the project's segments, newest first (limit + 1 rows, for hasMore), and their total. */
+  page(
+    manager: EntityManager,
+    projectId: string,
+    afterId: string | null,
+    limit: number,
+  ): Promise<{ rows: Segment[]; total: number }> {
+    const qb = manager
       .getRepository(Segment)
       .createQueryBuilder('s')
       .where('s.project_id = :projectId', { projectId });
+    return keysetRows(qb, 's.id', afterId, limit);
   }
 
-  findOne(projectId: string, id: string, manager?: EntityManager): Promise<Segment | null> {
-    return this.db(manager).findOne(Segment, { where: { projectId, id } });
+  findById(manager: EntityManager, projectId: string, id: string): Promise<Segment | null> {
+    return manager.findOne(Segment, { where: { projectId, id } });
   }
 
-  save(segment: Segment, manager?: EntityManager): Promise<Segment> {
-    return this.db(manager).save(Segment, segment);
+  insert(manager: EntityManager, segment: NewSegment): Promise<Segment> {
+    return manager.save(
+      Segment,
+      manager.create(Segment, { ...segment, memberCount: null, memberCountAt: null }),
+    );
   }
 
-  async delete(projectId: string, id: string, manager: EntityManager): Promise<void> {
-    await manager.delete(Segment, { projectId, id });
+  /** Writes `changes` onto the loaded segment and answers it as stored. */
+  update(manager: EntityManager, segment: Segment, changes: SegmentChanges): Promise<Segment> {
+    return manager.save(Segment, manager.merge(Segment, segment, changes));
+  }
+
+  async delete(manager: EntityManager, projectId: string, id: string): Promise<boolean> {
+    const result = await manager.delete(Segment, { projectId, id });
+    return (result.affected ?? 0) > 0;
   }
 
   /** Segments whose condition names `id` in a membership rule. */
   referrers(
+    manager: EntityManager,
     projectId: string,
     id: string,
-    manager?: EntityManager,
   ): Promise<Array<{ id: string; name: string }>> {
-    return this.db(manager).query(
+    return queryRows(
+      manager,
       `SELECT id, name FROM segments WHERE project_id = $1 AND segment_refs @> ARRAY[$2::uuid] ORDER BY id`,
       [projectId, id],
     );
@@ -67,8 +98,14 @@ export class SegmentsRepository {
    * Stores a count unless the condition changed since counting started, so
    * a slow count never overwrites the count of a newer condition.
    */
-  async storeCount(id: string, count: number, countedCondition: unknown): Promise<void> {
-    await this.dataSource.query(
+  async storeCount(
+    manager: EntityManager,
+    id: string,
+    count: number,
+    countedCondition: unknown,
+  ): Promise<void> {
+    await queryRows(
+      manager,
       `UPDATE segments SET member_count = $2, member_count_at = now() WHERE id = $1 AND condition = $3::jsonb`,
       [id, count, JSON.stringify(countedCondition)],
     );
@@ -89,6 +126,7 @@ export class SegmentsRepository {
    * email, say) or scan once, as a count would.
    */
   async members(
+    manager: EntityManager,
     projectId: string,
     compiled: { rows: CompiledCondition; count: CompiledCondition },
     limit: number,
@@ -100,8 +138,10 @@ export class SegmentsRepository {
     let window = firstWindow;
     let scanned = 0;
     for (;;) {
-      const lower = await this.windowStart(projectId, upper, window);
-      found.push(...(await this.membersBetween(compiled.rows, lower, upper, limit - found.length)));
+      const lower = await this.windowStart(manager, projectId, upper, window);
+      found.push(
+        ...(await this.membersBetween(manager, compiled.rows, lower, upper, limit - found.length)),
+      );
       if (found.length >= limit || lower === null) return found;
       upper = lower;
       scanned += window;
@@ -112,7 +152,7 @@ export class SegmentsRepository {
         if (expectedScan > MAX_WINDOWED_SCAN) break;
       }
     }
-    found.push(...(await this.membersBefore(compiled.count, upper, limit - found.length)));
+    found.push(...(await this.membersBefore(manager, compiled.count, upper, limit - found.length)));
     return found;
   }
 
@@ -121,8 +161,11 @@ export class SegmentsRepository {
    * query, planned like a count. The OFFSET 0 fence keeps Postgres from
    * walking the id index backwards in the hope of finding members early, a
    * bet that loses when they are old (it reads every newer contact first).
+   * The plan settings are SET LOCAL: in the manager's transaction, or in one
+   * of its own.
    */
   private membersBefore(
+    manager: EntityManager,
     compiled: CompiledCondition,
     upper: string | null,
     limit: number,
@@ -134,11 +177,12 @@ export class SegmentsRepository {
       bound = ` AND c.id < $${params.length}::uuid`;
     }
     params.push(limit);
-    return this.dataSource.transaction(async (manager) => {
-      for (const setting of wholeProjectSettings(compiled)) await manager.query(setting);
-      return manager.query(
+    return inTransaction(manager, async (m) => {
+      for (const setting of wholeProjectSettings(compiled)) await m.query(setting);
+      return queryRows<ContactRow>(
+        m,
         `SELECT * FROM (
-           SELECT ${MEMBER_COLUMNS} FROM contacts c WHERE ${compiled.sql}${bound} OFFSET 0
+           SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE ${compiled.sql}${bound} OFFSET 0
          ) AS m
          ORDER BY m.id DESC
          LIMIT $${params.length}`,
@@ -149,13 +193,15 @@ export class SegmentsRepository {
 
   /** The id `window` contacts below `upper` (newest first), or null when fewer remain: the last window is the rest. */
   private async windowStart(
+    manager: EntityManager,
     projectId: string,
     upper: string | null,
     window: number,
   ): Promise<string | null> {
     const params: unknown[] = [projectId, window - 1];
     if (upper) params.push(upper);
-    const rows: Array<{ id: string }> = await this.dataSource.query(
+    const rows = await queryRows<{ id: string }>(
+      manager,
       `SELECT c.id FROM contacts c WHERE c.project_id = $1${upper ? ' AND c.id < $3::uuid' : ''}
        ORDER BY c.id DESC OFFSET $2 LIMIT 1`,
       params,
@@ -165,6 +211,7 @@ export class SegmentsRepository {
 
   /** Members with lower <= id < upper (either bound may be open), newest first. */
   private membersBetween(
+    manager: EntityManager,
     compiled: CompiledCondition,
     lower: string | null,
     upper: string | null,
@@ -181,8 +228,9 @@ export class SegmentsRepository {
       bounds.push(`c.id >= $${params.length}::uuid`);
     }
     params.push(limit);
-    return this.dataSource.query(
-      `SELECT ${MEMBER_COLUMNS}
+    return queryRows<ContactRow>(
+      manager,
+      `SELECT ${CONTACT_COLUMNS}
        FROM contacts c
        WHERE ${[compiled.sql, ...bounds].join(' AND ')}
        ORDER BY c.id DESC

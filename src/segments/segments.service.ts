@@ -1,22 +1,19 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
-import {
-  decodeCursor,
-  Page,
-  pageOf,
-  paginate,
-  PaginationQueryDto,
-} from '../common/pagination/pagination';
+import type { DeletedResponse } from '../common/openapi/error-envelope.response';
+import { decodeCursor, Page, pageOf, PaginationQueryDto } from '../common/pagination/pagination';
 import type { ConditionGroup } from '../conditions/condition.types';
 import { ConditionsService } from '../conditions/conditions.service';
-import { ContactView, toContactView } from '../contacts/contact.view';
+import { ContactResponse, toContactResponse } from '../contacts/dto/contact.response';
 import { newId } from '../database/id';
-import { CreateSegmentDto, PreviewSegmentDto, UpdateSegmentDto } from './dto/segment.dto';
+import type { CreateSegmentDto } from './dto/create-segment.dto';
+import type { PreviewSegmentDto } from './dto/preview-segment.dto';
+import { SegmentPreviewResponse, SegmentResponse, toSegmentResponse } from './dto/segment.response';
+import type { UpdateSegmentDto } from './dto/update-segment.dto';
 import { Segment } from './segment.entity';
-import { SegmentPreviewView, SegmentView } from './segment.view';
-import { SegmentsRepository } from './segments.repository';
+import { SegmentChanges, SegmentsRepository } from './segments.repository';
 
 /**
  * How long a stored memberCount is served before it is counted again.
@@ -39,83 +36,100 @@ export class SegmentsService {
     private readonly conditions: ConditionsService,
   ) {}
 
-  async create(projectId: string, dto: CreateSegmentDto): Promise<SegmentView> {
+  async create(projectId: string, dto: CreateSegmentDto): Promise<SegmentResponse> {
     const segment = await this.dataSource.transaction(async (manager) => {
       await this.segments.lockProject(manager, projectId);
-      const condition = await this.conditions.assertValid(dto.condition, {
+      const condition = await this.conditions.assertValid(manager, dto.condition, {
         projectId,
         path: 'condition',
-        manager,
       });
-      const row = manager.create(Segment, {
+      return this.segments.insert(manager, {
         id: newId(),
         projectId,
         name: dto.name,
         description: dto.description ?? null,
         condition,
         segmentRefs: this.conditions.referencedSegments(condition),
-        memberCount: null,
-        memberCountAt: null,
       });
-      return this.segments.save(row, manager);
     });
-    return this.toView(segment, await this.recount(segment));
+    return toSegmentResponse(segment, await this.recount(segment));
   }
 
-  async list(projectId: string, query: PaginationQueryDto): Promise<Page<SegmentView>> {
-    const page = await paginate(this.segments.listQuery(projectId), 's.id', query, (row) => row);
+  async list(projectId: string, query: PaginationQueryDto): Promise<Page<SegmentResponse>> {
+    const limit = query.limit ?? 20;
+    const afterId = query.cursor ? decodeCursor(query.cursor) : null;
+    const { rows, total } = await this.segments.page(
+      this.dataSource.manager,
+      projectId,
+      afterId,
+      limit,
+    );
+    const page = pageOf(
+      rows,
+      limit,
+      total,
+      (row) => row,
+      (row) => row.id,
+    );
     const items = await Promise.all(
-      page.items.map(async (row) => this.toView(row, await this.listCount(row))),
+      page.items.map(async (row) => toSegmentResponse(row, await this.listCount(row))),
     );
     return { ...page, items };
   }
 
-  async get(projectId: string, id: string): Promise<SegmentView> {
-    const segment = await this.find(projectId, id);
-    return this.toView(segment, await this.freshCount(segment));
+  async get(projectId: string, id: string): Promise<SegmentResponse> {
+    const segment = await this.find(this.dataSource.manager, projectId, id);
+    return toSegmentResponse(segment, await this.freshCount(segment));
   }
 
-  async update(projectId: string, id: string, dto: UpdateSegmentDto): Promise<SegmentView> {
+  async update(projectId: string, id: string, dto: UpdateSegmentDto): Promise<SegmentResponse> {
     const { segment, conditionChanged } = await this.dataSource.transaction(async (manager) => {
       await this.segments.lockProject(manager, projectId);
-      const row = await this.find(projectId, id, manager);
+      const row = await this.find(manager, projectId, id);
+      const changes: SegmentChanges = {};
+      if (dto.name !== undefined) changes.name = dto.name;
+      if (dto.description !== undefined) changes.description = dto.description;
       let changed = false;
-      if (dto.name !== undefined) row.name = dto.name;
-      if (dto.description !== undefined) row.description = dto.description;
       if (dto.condition !== undefined) {
-        const condition = await this.conditions.assertValid(dto.condition, {
+        const condition = await this.conditions.assertValid(manager, dto.condition, {
           projectId,
           path: 'condition',
           selfSegmentId: row.id,
-          manager,
         });
         changed = JSON.stringify(condition) !== JSON.stringify(row.condition);
-        row.condition = condition;
-        row.segmentRefs = this.conditions.referencedSegments(condition);
+        changes.condition = condition;
+        changes.segmentRefs = this.conditions.referencedSegments(condition);
         if (changed) {
-          row.memberCount = null;
-          row.memberCountAt = null;
+          changes.memberCount = null;
+          changes.memberCountAt = null;
         }
       }
-      return { segment: await this.segments.save(row, manager), conditionChanged: changed };
+      return {
+        segment: await this.segments.update(manager, row, changes),
+        conditionChanged: changed,
+      };
     });
     const count = conditionChanged ? await this.recount(segment) : await this.freshCount(segment);
-    return this.toView(segment, count);
+    return toSegmentResponse(segment, count);
   }
 
-  /** Refused (409) while another segment's membership rule names this one: deleting it would change that segment silently. */
-  async delete(projectId: string, id: string): Promise<{ id: string; deleted: true }> {
+  /**
+   * Refused (409) while another segment's membership rule names this one:
+   * deleting it would change that segment silently. Under the project's
+   * segment lock, so of concurrent deletes one succeeds and the rest are 404.
+   */
+  async remove(projectId: string, id: string): Promise<DeletedResponse> {
     await this.dataSource.transaction(async (manager) => {
       await this.segments.lockProject(manager, projectId);
-      const row = await this.find(projectId, id, manager);
-      const referrers = await this.segments.referrers(projectId, row.id, manager);
+      const row = await this.find(manager, projectId, id);
+      const referrers = await this.segments.referrers(manager, projectId, row.id);
       if (referrers.length > 0) {
         throw ApiException.conflict(
           `Segment ${row.id} is used by the membership rules of ${referrers.map((s) => `"${s.name}" (${s.id})`).join(', ')}`,
           'Remove the membership rules naming this segment from those segments, then delete it.',
         );
       }
-      await this.segments.delete(projectId, row.id, manager);
+      await this.segments.delete(manager, projectId, row.id);
     });
     return { id, deleted: true };
   }
@@ -128,34 +142,36 @@ export class SegmentsService {
     projectId: string,
     id: string,
     query: PaginationQueryDto,
-  ): Promise<Page<ContactView>> {
-    const segment = await this.find(projectId, id);
+  ): Promise<Page<ContactResponse>> {
+    const manager = this.dataSource.manager;
+    const segment = await this.find(manager, projectId, id);
     const limit = query.limit ?? 20;
     const beforeId = query.cursor ? decodeCursor(query.cursor) : undefined;
-    const compiled = await this.conditions.compileBoth(segment.condition, projectId);
+    const compiled = await this.conditions.compileBoth(manager, segment.condition, projectId);
     const [rows, total] = await Promise.all([
-      this.segments.members(projectId, compiled, limit + 1, beforeId),
+      this.segments.members(manager, projectId, compiled, limit + 1, beforeId),
       this.freshCount(segment),
     ]);
-    return pageOf(rows, limit, total, toContactView, (row) => row.id);
+    return pageOf(rows, limit, total, toContactResponse, (row) => row.id);
   }
 
   /** An unsaved condition: live count and the 10 newest matching contacts. */
-  async preview(projectId: string, dto: PreviewSegmentDto): Promise<SegmentPreviewView> {
-    const condition = await this.conditions.assertValid(dto.condition, {
+  async preview(projectId: string, dto: PreviewSegmentDto): Promise<SegmentPreviewResponse> {
+    const manager = this.dataSource.manager;
+    const condition = await this.conditions.assertValid(manager, dto.condition, {
       projectId,
       path: 'condition',
     });
-    const compiled = await this.conditions.compileBoth(condition, projectId);
+    const compiled = await this.conditions.compileBoth(manager, condition, projectId);
     const [count, rows] = await Promise.all([
-      this.conditions.countCompiled(compiled.count),
-      this.segments.members(projectId, compiled, PREVIEW_SAMPLE_SIZE),
+      this.conditions.countCompiled(manager, compiled.count),
+      this.segments.members(manager, projectId, compiled, PREVIEW_SAMPLE_SIZE),
     ]);
-    return { count, sample: rows.map(toContactView) };
+    return { count, sample: rows.map(toContactResponse) };
   }
 
-  private async find(projectId: string, id: string, manager?: EntityManager): Promise<Segment> {
-    const segment = await this.segments.findOne(projectId, id, manager);
+  private async find(manager: EntityManager, projectId: string, id: string): Promise<Segment> {
+    const segment = await this.segments.findById(manager, projectId, id);
     if (!segment) throw ApiException.notFound('segment', id);
     return segment;
   }
@@ -198,26 +214,15 @@ export class SegmentsService {
   }
 
   private async countAndStore(segment: Segment): Promise<number> {
+    const manager = this.dataSource.manager;
     const condition: ConditionGroup = segment.condition;
-    const compiled = await this.conditions.compile(condition, {
+    const compiled = await this.conditions.compile(manager, condition, {
       projectId: segment.projectId,
       purpose: 'count',
     });
-    const count = await this.conditions.countCompiled(compiled);
-    await this.segments.storeCount(segment.id, count, condition);
+    const count = await this.conditions.countCompiled(manager, compiled);
+    await this.segments.storeCount(manager, segment.id, count, condition);
     return count;
-  }
-
-  private toView(segment: Segment, memberCount: number): SegmentView {
-    return {
-      id: segment.id,
-      name: segment.name,
-      description: segment.description,
-      condition: segment.condition,
-      memberCount,
-      createdAt: segment.createdAt.toISOString(),
-      updatedAt: segment.updatedAt.toISOString(),
-    };
   }
 }
 

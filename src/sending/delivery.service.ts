@@ -6,7 +6,7 @@ import { ContactsService } from '../contacts/contacts.service';
 import { senderDomainOf } from '../domains/domain-name';
 import { DomainsService, SenderDomain } from '../domains/domains.service';
 import { EventsService } from '../events/events.service';
-import { EventRow } from '../events/event.view';
+import type { EventRow } from '../events/event.row';
 import { EmailStatus } from './email.entity';
 import { ClaimedEmail, EmailsRepository, FinishFields } from './emails.repository';
 import { classifyFailure, describeFailure, MailTransport } from './mail-transport';

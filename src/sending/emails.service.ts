@@ -9,7 +9,7 @@ import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { isUuid, newId } from '../database/id';
 import { EventsService } from '../events/events.service';
-import { EventRow } from '../events/event.view';
+import type { EventRow } from '../events/event.row';
 import { DELIVERY_JOBS, DeliveryJobData } from '../queue/jobs';
 import { PRIORITY, QUEUES } from '../queue/queue.constants';
 import { RenderSource } from '../templates/template-renderer';

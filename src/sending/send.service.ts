@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs';
 import { ApiException, FieldError } from '../common/errors/api-exception';
-import type { ContactRow } from '../contacts/contact.view';
+import type { ContactRow } from '../contacts/contact.row';
 import { ContactsService } from '../contacts/contacts.service';
 import { newId } from '../database/id';
 import { retryOnDeadlock } from '../database/retry-on-deadlock';

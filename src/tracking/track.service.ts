@@ -4,8 +4,9 @@ import type { DataSource } from 'typeorm';
 import { normalizeEmail } from '../common/validation/email';
 import { toTrackedDataPatch } from '../contacts/contact-data';
 import { ContactsService } from '../contacts/contacts.service';
-import type { TrackEventDto, TrackResultView } from './dto/track.dto';
-import type { EventRow } from '../events/event.view';
+import type { EventRow } from '../events/event.row';
+import type { TrackEventDto } from './dto/track-event.dto';
+import type { TrackResponse } from './dto/track.response';
 import { EventsService } from '../events/events.service';
 import type { NewEvent } from '../events/events.repository';
 import { TrackWriter } from './track-writer';
@@ -20,7 +21,7 @@ export class TrackService {
     private readonly writer: TrackWriter,
   ) {}
 
-  async track(projectId: string, dto: TrackEventDto): Promise<TrackResultView> {
+  async track(projectId: string, dto: TrackEventDto): Promise<TrackResponse> {
     const result =
       dto.subscribed === undefined
         ? await this.trackOneStatement(projectId, dto)

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ImportStatus } from '../contact-import.entity';
+import type { ImportRow } from '../contact-imports.repository';
 
 /** One error of one input row (ImportRowError as the API shows it). */
 export class ImportRowErrorResponse {
@@ -26,7 +27,7 @@ export class ImportRowErrorResponse {
   message: string;
 }
 
-/** An import job (ContactImportView as a documented class). */
+/** An import job. */
 export class ContactImportResponse {
   @ApiProperty({ format: 'uuid' })
   id: string;
@@ -65,26 +66,18 @@ export class ContactImportResponse {
   finishedAt: string | null;
 }
 
-/** One row of a JSON import: the fields of POST /contacts. */
-export class ImportContactRowDto {
-  @ApiProperty({ example: 'ada@example.com' })
-  email: string;
-
-  @ApiPropertyOptional({
-    description: 'Omitted: new contacts are subscribed, existing ones keep their state',
-  })
-  subscribed?: boolean;
-
-  @ApiPropertyOptional({
-    type: 'object',
-    additionalProperties: true,
-    description: 'Merged into contact.data; at most 64 KB',
-  })
-  data?: Record<string, unknown>;
-}
-
-/** JSON body of POST /contacts/import (checked by import-rows.ts, not by a validation DTO). */
-export class ImportContactsDto {
-  @ApiProperty({ type: [ImportContactRowDto], minItems: 1, maxItems: 10000 })
-  contacts: ImportContactRowDto[];
+export function toContactImportResponse(row: ImportRow): ContactImportResponse {
+  return {
+    id: row.id,
+    status: row.status,
+    total: row.total,
+    processed: row.processed,
+    created: row.created,
+    updated: row.updated,
+    failed: row.failed,
+    errors: row.errors,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+    finishedAt: row.finishedAt ? row.finishedAt.toISOString() : null,
+  };
 }

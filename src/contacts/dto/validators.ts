@@ -4,7 +4,12 @@ import { Transform } from 'class-transformer';
 import { IsOptional, IsString, MaxLength, ValidationOptions } from 'class-validator';
 import { constraint } from '../../common/validation/constraint';
 import { isValidEmail } from '../../common/validation/email';
-import { IsJsonObject, MaxJsonSize, rawJsonValue, trimString } from '../../common/validation/validators';
+import {
+  IsJsonObject,
+  MaxJsonSize,
+  rawJsonValue,
+  trimString,
+} from '../../common/validation/validators';
 import { MAX_CONTACT_DATA_BYTES } from '../contact-data';
 
 /** The contacts feature's email rule; constraint `isEmail` → `invalid_string`. */

@@ -35,14 +35,3 @@ export class TrackEventDto {
   )
   data?: Record<string, unknown>;
 }
-
-export class TrackResultView {
-  @ApiProperty({ format: 'uuid', description: 'contact id' })
-  contact: string;
-
-  @ApiProperty({ format: 'uuid', description: 'event id' })
-  event: string;
-
-  @ApiProperty({ format: 'date-time' })
-  timestamp: string;
-}

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsISO8601, IsOptional, IsString, IsUUID, MaxLength } from 'class-validator';
 import { PaginationQueryDto } from '../../common/pagination/pagination';
 import { MAX_EVENT_NAME_LENGTH } from '../event-names';
@@ -27,15 +27,4 @@ export class ListEventsQueryDto extends PaginationQueryDto {
   @IsOptional()
   @IsISO8601({ strict: true })
   until?: string;
-}
-
-export class EventNameView {
-  @ApiProperty()
-  name: string;
-
-  @ApiProperty({ type: 'integer', minimum: 0, description: 'Events of this name the project currently holds' })
-  count: number;
-
-  @ApiProperty({ format: 'date-time' })
-  lastSeenAt: string;
 }

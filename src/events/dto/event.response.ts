@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
+import type { EventRow } from '../event.row';
 
-export class EventView {
+export class EventResponse {
   @ApiProperty({ format: 'uuid' })
   id: string;
 
@@ -20,17 +21,7 @@ export class EventView {
   createdAt: string;
 }
 
-export interface EventRow {
-  id: string;
-  projectId: string;
-  contactId: string;
-  emailId: string | null;
-  name: string;
-  data: Record<string, unknown>;
-  createdAt: Date;
-}
-
-export function toEventView(row: EventRow): EventView {
+export function toEventResponse(row: EventRow): EventResponse {
   return {
     id: row.id,
     name: row.name,

@@ -1,7 +1,8 @@
 import { ApiProperty } from '@nestjs/swagger';
+import type { ContactRow } from '../contact.row';
 
 /** A contact as the API shows it. */
-export class ContactView {
+export class ContactResponse {
   @ApiProperty({ format: 'uuid' })
   id: string;
 
@@ -26,19 +27,7 @@ export class ContactView {
   updatedAt: string;
 }
 
-/** The row shape returned by the contacts queries (raw SQL or entity). */
-export interface ContactRow {
-  id: string;
-  projectId: string;
-  email: string;
-  subscribed: boolean;
-  suppressed: boolean;
-  data: Record<string, unknown>;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-export function toContactView(row: ContactRow): ContactView {
+export function toContactResponse(row: ContactRow): ContactResponse {
   return {
     id: row.id,
     email: row.email,
