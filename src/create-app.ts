@@ -7,6 +7,7 @@ import { AppModule } from './app.module';
 import { DEFAULT_BODY_LIMIT, FORM_BODY_ROUTES, ROUTE_BODY_LIMITS } from './common/http/body-limits';
 import { corsOptions } from './common/http/cors';
 import { registerSuccessEnvelope } from './common/http/envelope';
+import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from './common/http/framework-errors';
 import { generateRequestId } from './common/http/request-id';
 import { buildOpenApiDocument } from './common/openapi/document';
 import { createRootLogger, loggableUrl, PinoNestLogger } from './common/logging/logger';
@@ -43,6 +44,10 @@ function createAdapter(config: AppConfig, logger: Logger): FastifyAdapter {
     loggerInstance: logger,
     logController: new RequestLogController(),
     return503OnClosing: true,
+    // Refusals before routing use the error envelope too (src/common/http/framework-errors.ts).
+    frameworkErrors,
+    clientErrorHandler,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
   });
   const fastify = adapter.getInstance();
   fastify.addHook('onRoute', (route) => {

@@ -1,7 +1,8 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
-import { ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
 import { ApiErrorResponses, ApiKeyProtected, ApiListSuccess, ApiOp, ApiSuccess } from '../common/openapi/decorators';
+import { IdParamDto } from '../common/validation/id.param';
 import { EmailResponse } from './dto/email.response';
 import { ListEmailsQueryDto } from './dto/list-emails.query';
 import { EmailsService } from './emails.service';
@@ -22,10 +23,9 @@ export class EmailsController {
 
   @Get(':id')
   @ApiOp('emails_get', 'Get one email record with its delivery status')
-  @ApiParam({ name: 'id', format: 'uuid' })
   @ApiSuccess(200, EmailResponse)
   @ApiErrorResponses([404])
-  get(@CurrentProject() project: CurrentProjectInfo, @Param('id') id: string) {
+  get(@CurrentProject() project: CurrentProjectInfo, @Param() { id }: IdParamDto) {
     return this.emails.get(project.id, id);
   }
 }

@@ -19,7 +19,8 @@ export interface ErrorEnvelope {
   timestamp: string;
 }
 
-interface Rendered {
+/** An error as the envelope will say it; `buildErrorEnvelope` makes the body. */
+export interface Rendered {
   status: number;
   code: string;
   message: string;
@@ -117,6 +118,28 @@ function validationSummary(rendered: Rendered): string {
 }
 
 /**
+ * The envelope's body for a rendered error: the one shape every error has,
+ * whether the filter writes it or the framework's early hooks
+ * (src/common/http/framework-errors.ts) do, before any route ran.
+ */
+export function buildErrorEnvelope(rendered: Rendered, requestId: string): ErrorEnvelope {
+  const final = rendered.code === 'VALIDATION_ERROR' ? { ...rendered, message: validationSummary(rendered) } : rendered;
+  return {
+    success: false,
+    message: final.message,
+    error: {
+      code: final.code,
+      message: final.message,
+      statusCode: final.status,
+      requestId,
+      ...(final.errors && final.errors.length > 0 ? { errors: final.errors } : {}),
+      suggestion: final.suggestion || defaultSuggestion(final.code),
+    },
+    timestamp: new Date().toISOString(),
+  };
+}
+
+/**
  * The one place that writes error responses: our ApiExceptions, validation
  * failures, Nest's and Fastify's own errors. Unknown errors become a generic
  * 500 and are logged with the request id; no stack or SQL leaves the process.
@@ -140,20 +163,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
       rendered = { status: 500, code: 'INTERNAL_ERROR', message: 'An unexpected error occurred' };
     }
 
-    if (rendered.code === 'VALIDATION_ERROR') rendered = { ...rendered, message: validationSummary(rendered) };
-    const body: ErrorEnvelope = {
-      success: false,
-      message: rendered.message,
-      error: {
-        code: rendered.code,
-        message: rendered.message,
-        statusCode: rendered.status,
-        requestId,
-        ...(rendered.errors && rendered.errors.length > 0 ? { errors: rendered.errors } : {}),
-        suggestion: rendered.suggestion || defaultSuggestion(rendered.code),
-      },
-      timestamp: new Date().toISOString(),
-    };
+    const body = buildErrorEnvelope(rendered, requestId);
     if (reply.sent) return;
     for (const [name, value] of Object.entries(rendered.headers ?? {})) reply.header(name, value);
     void reply

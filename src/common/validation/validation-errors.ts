@@ -77,7 +77,8 @@ function pickConstraint(error: ValidationError): FieldError | null {
   if (names.length === 0) return null;
   if (error.value === undefined || error.value === null) {
     if (!names.includes('whitelistValidation')) {
-      return { field: '', message: `${error.property} is required`, code: 'required' };
+      const message = error.value === null ? `${error.property} must not be null` : `${error.property} is required`;
+      return { field: '', message, code: 'required' };
     }
   }
   let best: { name: string; code: FieldErrorCode } | null = null;

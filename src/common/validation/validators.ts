@@ -1,4 +1,5 @@
-import { ValidationOptions } from 'class-validator';
+import { applyDecorators } from '@nestjs/common';
+import { ValidateIf, ValidationOptions } from 'class-validator';
 import { constraint } from './constraint';
 import { normalizeEmail } from './email';
 import { isPlainObject, jsonByteSize } from './json-text';
@@ -69,6 +70,34 @@ export function NoLineBreaks(options?: ValidationOptions): PropertyDecorator {
     'noLineBreaks',
     '$property must not contain line breaks',
     (value) => typeof value !== 'string' || !/[\r\n]/.test(value),
+    options,
+  );
+}
+
+/**
+ * An optional body field that is not nullable: absent leaves it (or takes the
+ * default), `null` is a 422 `required` ("… must not be null"), never "no
+ * change" and never a NOT NULL violation. `@IsOptional()` lets null through:
+ * keep it for fields where null clears the value, documented `nullable: true`
+ * (a template's `from`, a segment's `description`); docs/bad-input.md.
+ */
+export function OptionalNotNull(): PropertyDecorator {
+  return applyDecorators(
+    ValidateIf((_object: object, value: unknown) => value !== undefined),
+    constraint('isDefined', '$property must not be null', (value) => value !== null),
+  );
+}
+
+/**
+ * Text that must say something: not empty and not only whitespace (names,
+ * subjects, bodies, event names, file names). Stored as given; names are
+ * trimmed before by their own Transform. Constraint `isNotEmpty` → `too_small`.
+ */
+export function NotBlank(options?: ValidationOptions): PropertyDecorator {
+  return constraint(
+    'isNotEmpty',
+    '$property must not be empty or only whitespace',
+    (value) => typeof value !== 'string' || value.trim().length > 0,
     options,
   );
 }

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsOptional } from 'class-validator';
+import { IsBoolean } from 'class-validator';
+import { OptionalNotNull } from '../../common/validation/validators';
 import { ContactDataField, ContactEmailField } from './validators';
 
 export class CreateContactDto {
@@ -12,7 +13,7 @@ export class CreateContactDto {
 
   // The default is stated in words: generators (openapi-typescript 7) make a property with `default` required in requests.
   @ApiPropertyOptional({ description: 'Defaults to true' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsBoolean()
   subscribed?: boolean;
 

@@ -1,10 +1,11 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsOptional } from 'class-validator';
+import { IsBoolean } from 'class-validator';
+import { OptionalNotNull } from '../../common/validation/validators';
 import { ContactDataField } from './validators';
 
 export class UpdateContactDto {
   @ApiPropertyOptional()
-  @IsOptional()
+  @OptionalNotNull()
   @IsBoolean()
   subscribed?: boolean;
 

@@ -1,12 +1,13 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsOptional, IsString, MaxLength, ValidationOptions } from 'class-validator';
+import { IsString, MaxLength, ValidationOptions } from 'class-validator';
 import { constraint } from '../../common/validation/constraint';
 import { isValidEmail } from '../../common/validation/email';
 import {
   IsJsonObject,
   MaxJsonSize,
+  OptionalNotNull,
   rawJsonValue,
   trimString,
 } from '../../common/validation/validators';
@@ -31,7 +32,7 @@ export function ContactEmailField(): PropertyDecorator {
 export function ContactDataField(description: string): PropertyDecorator {
   return applyDecorators(
     ApiPropertyOptional({ type: 'object', additionalProperties: true, description }),
-    IsOptional(),
+    OptionalNotNull(),
     Transform(rawJsonValue),
     IsJsonObject(),
     MaxJsonSize(MAX_CONTACT_DATA_BYTES),

@@ -1,12 +1,12 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
-import { trimString } from '../../common/validation/validators';
+import { OptionalNotNull, trimString } from '../../common/validation/validators';
 import { CONDITION_SCHEMA } from './condition-schema';
 
 export class UpdateSegmentDto {
   @ApiPropertyOptional({ maxLength: 200 })
-  @IsOptional()
+  @OptionalNotNull()
   @Transform(trimString)
   @IsString()
   @IsNotEmpty()
@@ -25,6 +25,6 @@ export class UpdateSegmentDto {
   description?: string | null;
 
   @ApiPropertyOptional(CONDITION_SCHEMA)
-  @IsOptional()
+  @OptionalNotNull()
   condition?: unknown;
 }

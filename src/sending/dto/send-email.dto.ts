@@ -11,7 +11,6 @@ import {
   IsIn,
   IsNotEmpty,
   IsObject,
-  IsOptional,
   IsString,
   IsUUID,
   Matches,
@@ -21,7 +20,15 @@ import {
 } from 'class-validator';
 import { constraint } from '../../common/validation/constraint';
 import { isPlainObject } from '../../common/validation/json-text';
-import { IsJsonObject, MaxJsonSize, NoLineBreaks, rawJsonValue, toNormalizedEmail } from '../../common/validation/validators';
+import {
+  IsJsonObject,
+  MaxJsonSize,
+  NoLineBreaks,
+  NotBlank,
+  OptionalNotNull,
+  rawJsonValue,
+  toNormalizedEmail,
+} from '../../common/validation/validators';
 import { ContactDataField } from '../../contacts/dto/validators';
 import { IsLiquidTemplate } from '../../templates/template-validators';
 
@@ -35,8 +42,9 @@ export class MailboxDto {
   email: string;
 
   @ApiPropertyOptional({ maxLength: 200 })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
+  @NotBlank()
   @MaxLength(200)
   @NoLineBreaks()
   name?: string;
@@ -85,7 +93,7 @@ function MaxRecipients(options?: ValidationOptions): PropertyDecorator {
 export class AttachmentDto {
   @ApiProperty({ maxLength: 255 })
   @IsString()
-  @IsNotEmpty()
+  @NotBlank()
   @MaxLength(255)
   @NoLineBreaks()
   filename: string;
@@ -98,7 +106,7 @@ export class AttachmentDto {
   content: string;
 
   @ApiPropertyOptional({ example: 'application/pdf', description: 'Guessed from the filename when omitted' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MaxLength(255)
   @Matches(/^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+$/, { message: 'contentType must be a MIME type like text/plain' })
@@ -130,23 +138,23 @@ export class SendEmailDto {
   to: MailboxDto[];
 
   @ApiPropertyOptional({ format: 'uuid', description: 'A template id; its fields apply and request fields override them' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsUUID()
   template?: string;
 
   @ApiPropertyOptional({ description: 'Liquid; required without template' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
-  @IsNotEmpty()
+  @NotBlank()
   @MaxLength(998)
   @NoLineBreaks()
   @IsLiquidTemplate()
   subject?: string;
 
   @ApiPropertyOptional({ description: 'HTML (or Markdown with type=markdown) with Liquid; required without template' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
-  @IsNotEmpty()
+  @NotBlank()
   @MaxLength(1_000_000)
   @IsLiquidTemplate()
   body?: string;
@@ -160,7 +168,7 @@ export class SendEmailDto {
     type: Object,
     oneOf: [{ type: 'string', format: 'email' }, { $ref: '#/components/schemas/MailboxDto' }],
   })
-  @IsOptional()
+  @OptionalNotNull()
   @Transform(({ value }: { value: unknown }) => toMailbox(value))
   @IsObject({ message: 'from must be an email or {email, name?}' })
   @ValidateNested()
@@ -168,21 +176,22 @@ export class SendEmailDto {
   from?: MailboxDto;
 
   @ApiPropertyOptional({ description: 'Sender display name', maxLength: 200 })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
+  @NotBlank()
   @MaxLength(200)
   @NoLineBreaks()
   name?: string;
 
   @ApiPropertyOptional({ format: 'email' })
-  @IsOptional()
+  @OptionalNotNull()
   @Transform(toNormalizedEmail)
   @IsEmail()
   @MaxLength(320)
   replyTo?: string;
 
   @ApiPropertyOptional({ format: 'email', description: 'Alias of replyTo (Plunk v1 SDKs)' })
-  @IsOptional()
+  @OptionalNotNull()
   @Transform(toNormalizedEmail)
   @IsEmail()
   @MaxLength(320)
@@ -193,14 +202,14 @@ export class SendEmailDto {
     additionalProperties: { type: 'string' },
     description: 'Extra headers; no CR/LF; From, To, Subject, Cc, Bcc, Reply-To, Message-ID, Date, Content-*, DKIM-Signature, List-Unsubscribe… are refused',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @Transform(rawJsonValue)
   @IsJsonObject()
   @MaxJsonSize(16 * 1024)
   headers?: Record<string, unknown>;
 
   @ApiPropertyOptional({ type: [AttachmentDto], maxItems: MAX_ATTACHMENTS })
-  @IsOptional()
+  @OptionalNotNull()
   @IsArray()
   @ArrayMaxSize(MAX_ATTACHMENTS)
   @ValidateNested({ each: true })
@@ -208,13 +217,13 @@ export class SendEmailDto {
   attachments?: AttachmentDto[];
 
   @ApiPropertyOptional({ description: 'Subscription of the recipients; new contacts are not subscribed unless true' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsBoolean()
   subscribed?: boolean;
 
   // The default is stated in words: generators (openapi-typescript 7) make a property with `default` required in requests.
   @ApiPropertyOptional({ enum: ['html', 'markdown'], description: 'How body is written: html (the default) or markdown (rendered to HTML after Liquid)' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsIn(['html', 'markdown'])
   type?: 'html' | 'markdown';
 }

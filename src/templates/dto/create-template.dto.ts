@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsEmail, IsEnum, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
-import { NoLineBreaks, toNormalizedEmail, trimString } from '../../common/validation/validators';
+import { NoLineBreaks, NotBlank, toNormalizedEmail, trimString } from '../../common/validation/validators';
 import { IsLiquidTemplate } from '../template-validators';
 import { TemplateType } from '../template.entity';
 
@@ -13,17 +13,17 @@ export class CreateTemplateDto {
   @MaxLength(200)
   name: string;
 
-  @ApiProperty({ description: 'Liquid; no line breaks', maxLength: 998 })
+  @ApiProperty({ description: 'Liquid; no line breaks; not only whitespace', maxLength: 998 })
   @IsString()
-  @IsNotEmpty()
+  @NotBlank()
   @MaxLength(998)
   @NoLineBreaks()
   @IsLiquidTemplate()
   subject: string;
 
-  @ApiProperty({ description: 'HTML with Liquid', maxLength: 1_000_000 })
+  @ApiProperty({ description: 'HTML with Liquid; not only whitespace', maxLength: 1_000_000 })
   @IsString()
-  @IsNotEmpty()
+  @NotBlank()
   @MaxLength(1_000_000)
   @IsLiquidTemplate()
   body: string;
@@ -42,6 +42,7 @@ export class CreateTemplateDto {
   @ApiPropertyOptional({ type: String, maxLength: 200, nullable: true })
   @IsOptional()
   @IsString()
+  @NotBlank()
   @MaxLength(200)
   @NoLineBreaks()
   fromName?: string | null;

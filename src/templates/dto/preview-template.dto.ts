@@ -1,5 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsUUID } from 'class-validator';
+import { IsUUID } from 'class-validator';
+import { OptionalNotNull } from '../../common/validation/validators';
 import { ContactDataField } from '../../contacts/dto/validators';
 
 export class PreviewTemplateDto {
@@ -7,7 +8,7 @@ export class PreviewTemplateDto {
   data?: Record<string, unknown>;
 
   @ApiPropertyOptional({ format: 'uuid', description: 'Render with this contact\'s data and address' })
-  @IsOptional()
+  @OptionalNotNull()
   @IsUUID()
   contactId?: string;
 }

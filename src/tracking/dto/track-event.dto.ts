@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
-import { NoControlCharacters } from '../../common/validation/validators';
+import { IsBoolean, IsString, MaxLength, MinLength } from 'class-validator';
+import { NoControlCharacters, NotBlank, OptionalNotNull } from '../../common/validation/validators';
 import { ContactDataField, ContactEmailField } from '../../contacts/dto/validators';
 import { MAX_EVENT_NAME_LENGTH } from '../../events/event-names';
 import { NotReservedEvent } from '../../events/dto/event-name.validators';
@@ -18,6 +18,7 @@ export class TrackEventDto {
   })
   @IsString()
   @MinLength(1)
+  @NotBlank()
   @MaxLength(MAX_EVENT_NAME_LENGTH)
   @NotReservedEvent()
   @NoControlCharacters()
@@ -26,7 +27,7 @@ export class TrackEventDto {
   @ApiPropertyOptional({
     description: 'New contacts are subscribed unless false; existing ones change only when given',
   })
-  @IsOptional()
+  @OptionalNotNull()
   @IsBoolean()
   subscribed?: boolean;
 
