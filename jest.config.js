@@ -3,6 +3,8 @@ const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] };
 
 module.exports = {
   maxWorkers: 2,
+  // A global option: Jest ignores it inside a project. End-to-end hooks start databases and apps.
+  testTimeout: 60000,
   projects: [
     {
       displayName: 'unit',
@@ -17,7 +19,6 @@ module.exports = {
       rootDir: '.',
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
       transform,
-      testTimeout: 60000,
     },
   ],
 };
