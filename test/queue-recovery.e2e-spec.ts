@@ -142,9 +142,15 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
     ]);
   }, 60_000);
 
-  it('runs each recovery once per interval however many workers run', async () => {
+  it('runs each recovery once per interval however many workers run, booted at once', async () => {
+    // Before: a deployment with another interval, redeployed with this one, then no worker for a few
+    // intervals (runs to catch up on; bullmq kept the old interval's phase and put them off by up to a minute).
+    await startWorker(60_000);
+    await stopWorkers();
     await startWorker(500);
-    await startWorker(500);
+    await stopWorkers();
+    await sleep(1500);
+    await Promise.all([startWorker(500), startWorker(500)]);
     const delivery = workers.map((w) => jest.spyOn(w.app.get(DeliveryRecovery), 'recover'));
     const imports = workers.map((w) => jest.spyOn(w.app.get(ContactImportsRecovery), 'recover'));
     const windowMs = 5000;

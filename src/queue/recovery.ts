@@ -110,7 +110,14 @@ export class RecoveryScheduler {
 
   private async upsert(recovery: QueueRecovery): Promise<void> {
     const { id, jobName } = RECOVERY_SCHEDULERS[recovery.queue];
-    await this.queueOf(recovery).upsertJobScheduler(
+    const queue = this.queueOf(recovery);
+    // An upsert that changes `every` keeps the scheduler's old phase (its
+    // `offset` within the old interval; bullmq 5.81), and a run that catches
+    // up after missed ones is then put off by up to the old interval. A
+    // scheduler whose interval changes is replaced whole instead.
+    const existing = await queue.getJobScheduler(id);
+    if (existing && existing.every !== recovery.everyMs) await queue.removeJobScheduler(id);
+    await queue.upsertJobScheduler(
       id,
       { every: recovery.everyMs },
       { name: jobName, data: {}, opts: RECOVERY_JOB_OPTIONS },
