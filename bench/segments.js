@@ -208,8 +208,9 @@ async function main() {
     const { SegmentsRepository } = require(path.join(DIST, 'segments/segments.repository'));
     const conditions = app.get(ConditionsService);
     const repository = app.get(SegmentsRepository);
-    // Outside a transaction, as SegmentsService passes it.
-    const dataSourceManager = app.get(DataSource).manager;
+    // As SegmentsService runs them: counts open their own transaction, member pages run in one.
+    const dataSource = app.get(DataSource);
+    const dataSourceManager = dataSource.manager;
     const both = await conditions.compileBoth(dataSourceManager, CONDITION, projectId);
     const compiledForCount = both.count;
 
@@ -221,7 +222,7 @@ async function main() {
         name: 'baseline first page',
         run: async () => (await pg.query(`SELECT ${COLUMNS} FROM contacts c WHERE ${BASELINE_WHERE} ORDER BY c.id DESC LIMIT 21`, [projectId])).rows.map((r) => r.id),
       },
-      { name: 'compiled first page', run: async () => (await repository.members(dataSourceManager, projectId, both, 21)).map((r) => r.id) },
+      { name: 'compiled first page', run: async () => (await dataSource.transaction((m) => repository.members(m, projectId, both, 21))).map((r) => r.id) },
     ]);
     const [baseCount, appCount, basePage, appPage] = results;
     if (baseCount.result !== appCount.result) throw new Error(`Counts differ: ${baseCount.result} vs ${appCount.result}`);

@@ -123,6 +123,55 @@ describe('Contact imports', () => {
     expect(twice.body.data.items[0]).toMatchObject({ subscribed: false, data: { x: 1, y: 2 } });
   });
 
+  it('applies each row to its own existing contact: a given subscription and null keys, whatever the row order', async () => {
+    // Rows in reverse email order, so the statement's (email) write order differs from the input order.
+    const emails = Array.from(
+      { length: 40 },
+      (_, i) => `own${String(i).padStart(2, '0')}@example.com`,
+    );
+    for (const [i, email] of emails.entries()) {
+      await app.request({
+        method: 'POST',
+        url: '/contacts',
+        key: p.secretKey,
+        body: { email, subscribed: i % 2 === 0, data: { keep: i, drop: i } },
+      });
+    }
+    const res = await postImport(app, p.secretKey, {
+      contacts: [...emails.entries()].reverse().map(([i, email]) => ({
+        email,
+        ...(i % 3 === 0 ? { subscribed: i % 2 !== 0 } : {}),
+        data: { drop: null, mine: email },
+      })),
+    });
+    expect(await finished(res.body.data.id)).toMatchObject({
+      status: 'COMPLETED',
+      created: 0,
+      updated: 40,
+      failed: 0,
+    });
+    const listed = await app.request({
+      method: 'GET',
+      url: '/contacts?search=own&limit=100',
+      key: p.secretKey,
+    });
+    const byEmail = new Map<string, { subscribed: boolean; data: unknown }>(
+      listed.body.data.items.map((c: { email: string; subscribed: boolean; data: unknown }) => [
+        c.email,
+        c,
+      ]),
+    );
+    for (const [i, email] of emails.entries()) {
+      expect({ email, ...byEmail.get(email) }).toMatchObject({
+        email,
+        // Every third row flips the subscription; the others keep it.
+        subscribed: i % 3 === 0 ? i % 2 !== 0 : i % 2 === 0,
+        data: { keep: i, mine: email },
+      });
+      expect(byEmail.get(email)?.data).not.toHaveProperty('drop');
+    }
+  });
+
   it('imports CSV: email column in any case, subscribed column, other columns into data, errors by line', async () => {
     const q = await app.createProject('Csv');
     const csv = [

@@ -455,14 +455,10 @@ describe('Segments API', () => {
           const ids: string[] = [];
           let before: string | undefined;
           for (;;) {
-            const rows = await repository.members(
-              manager(),
-              a.id,
-              compiled,
-              2,
-              before,
-              firstWindow,
-            );
+            // In a transaction, as SegmentsService runs it (the last-resort query uses SET LOCAL).
+            const rows = await app.app
+              .get(DataSource)
+              .transaction((m) => repository.members(m, a.id, compiled, 2, before, firstWindow));
             ids.push(...rows.map((row) => row.id));
             if (rows.length < 2) break;
             before = rows[rows.length - 1].id;

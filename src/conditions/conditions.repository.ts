@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { inTransaction } from '../database/in-transaction';
 import { queryRows } from '../database/query-rows';
 import { CompiledCondition, wholeProjectSettings } from './condition-compiler';
 import type { ConditionGroup } from './condition.types';
@@ -56,19 +55,17 @@ export class ConditionsRepository {
 
   /**
    * Contacts matching a condition compiled with alias "c" and purpose
-   * "count", under the plan settings of wholeProjectSettings() (SET LOCAL: in
-   * the manager's transaction, or in one of its own).
+   * "count", under the plan settings of wholeProjectSettings(). They are SET
+   * LOCAL, so `manager` must be in a transaction (they last until it ends).
    */
-  count(manager: EntityManager, compiled: CompiledCondition): Promise<number> {
-    return inTransaction(manager, async (m) => {
-      for (const setting of wholeProjectSettings(compiled)) await m.query(setting);
-      const [row] = await queryRows<{ count: string }>(
-        m,
-        `SELECT count(*) AS count FROM contacts c WHERE ${compiled.sql}`,
-        compiled.params,
-      );
-      return Number(row.count);
-    });
+  async count(manager: EntityManager, compiled: CompiledCondition): Promise<number> {
+    for (const setting of wholeProjectSettings(compiled)) await manager.query(setting);
+    const [row] = await queryRows<{ count: string }>(
+      manager,
+      `SELECT count(*) AS count FROM contacts c WHERE ${compiled.sql}`,
+      compiled.params,
+    );
+    return Number(row.count);
   }
 
   /** Whether contact `contactId` matches a condition compiled with alias "c" and paramOffset 1. */

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { ApiException, FieldError } from '../common/errors/api-exception';
+import { inTransaction } from '../database/in-transaction';
 import { CompiledCondition, compileCondition } from './condition-compiler';
 import { validateConditionShape } from './condition-validator';
 import { ConditionGroup, isGroupNode, LIMITS } from './condition.types';
@@ -217,7 +218,7 @@ export class ConditionsService {
    * the manager's transaction (they last until it ends), or in one of its own.
    */
   countCompiled(manager: EntityManager, compiled: CompiledCondition): Promise<number> {
-    return this.conditions.count(manager, compiled);
+    return inTransaction(manager, (m) => this.conditions.count(m, compiled));
   }
 
   /** The current conditions of the segments a condition's membership rules name, transitively. */

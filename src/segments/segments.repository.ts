@@ -2,7 +2,6 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { CompiledCondition, wholeProjectSettings } from '../conditions/condition-compiler';
 import { CONTACT_COLUMNS, type ContactRow } from '../contacts/contact.row';
-import { inTransaction } from '../database/in-transaction';
 import { keysetRows } from '../database/keyset-rows';
 import { queryRows } from '../database/query-rows';
 import { Segment } from './segment.entity';
@@ -123,7 +122,8 @@ export class SegmentsRepository {
    * far are too sparse for windows to finish the page within about 250,000
    * contacts (or none were seen after the first windows), the rest is left
    * to one query, where Postgres may find an index (a trigram search on the
-   * email, say) or scan once, as a count would.
+   * email, say) or scan once, as a count would. That query's plan settings
+   * are SET LOCAL, so `manager` must be in a transaction.
    */
   async members(
     manager: EntityManager,
@@ -161,10 +161,8 @@ export class SegmentsRepository {
    * query, planned like a count. The OFFSET 0 fence keeps Postgres from
    * walking the id index backwards in the hope of finding members early, a
    * bet that loses when they are old (it reads every newer contact first).
-   * The plan settings are SET LOCAL: in the manager's transaction, or in one
-   * of its own.
    */
-  private membersBefore(
+  private async membersBefore(
     manager: EntityManager,
     compiled: CompiledCondition,
     upper: string | null,
@@ -177,18 +175,16 @@ export class SegmentsRepository {
       bound = ` AND c.id < $${params.length}::uuid`;
     }
     params.push(limit);
-    return inTransaction(manager, async (m) => {
-      for (const setting of wholeProjectSettings(compiled)) await m.query(setting);
-      return queryRows<ContactRow>(
-        m,
-        `SELECT * FROM (
-           SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE ${compiled.sql}${bound} OFFSET 0
-         ) AS m
-         ORDER BY m.id DESC
-         LIMIT $${params.length}`,
-        params,
-      );
-    });
+    for (const setting of wholeProjectSettings(compiled)) await manager.query(setting);
+    return queryRows<ContactRow>(
+      manager,
+      `SELECT * FROM (
+         SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE ${compiled.sql}${bound} OFFSET 0
+       ) AS m
+       ORDER BY m.id DESC
+       LIMIT $${params.length}`,
+      params,
+    );
   }
 
   /** The id `window` contacts below `upper` (newest first), or null when fewer remain: the last window is the rest. */

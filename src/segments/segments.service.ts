@@ -149,7 +149,9 @@ export class SegmentsService {
     const beforeId = query.cursor ? decodeCursor(query.cursor) : undefined;
     const compiled = await this.conditions.compileBoth(manager, segment.condition, projectId);
     const [rows, total] = await Promise.all([
-      this.segments.members(manager, projectId, compiled, limit + 1, beforeId),
+      this.dataSource.transaction((m) =>
+        this.segments.members(m, projectId, compiled, limit + 1, beforeId),
+      ),
       this.freshCount(segment),
     ]);
     return pageOf(rows, limit, total, toContactResponse, (row) => row.id);
@@ -165,7 +167,9 @@ export class SegmentsService {
     const compiled = await this.conditions.compileBoth(manager, condition, projectId);
     const [count, rows] = await Promise.all([
       this.conditions.countCompiled(manager, compiled.count),
-      this.segments.members(manager, projectId, compiled, PREVIEW_SAMPLE_SIZE),
+      this.dataSource.transaction((m) =>
+        this.segments.members(m, projectId, compiled, PREVIEW_SAMPLE_SIZE),
+      ),
     ]);
     return { count, sample: rows.map(toContactResponse) };
   }

@@ -25,6 +25,12 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * `track_contacts_and_events` runs it under the 100 ms lock timeout of the
  * group commit (TrackBatches), and the writer calls `record_tracks` directly
  * for a track that must wait for its contact's lock.
+ *
+ * PL/pgSQL rather than SQL functions: PL/pgSQL keeps each statement's plan for
+ * the session, a SQL function plans its body at every call. Measured as server
+ * CPU per call of track_contacts_and_events: 0.41 ms for one track and 2.4 ms
+ * for 20 (SQL functions: 0.8–1.2 and 3.0 ms; TrackBatches' single SQL function:
+ * 0.8 and 2.3 ms). `merge_contact_data` stays SQL so the planner inlines it.
  */
 export class ContactUpsertRule1795480000000 implements MigrationInterface {
   name = 'ContactUpsertRule1795480000000';
@@ -42,8 +48,11 @@ export class ContactUpsertRule1795480000000 implements MigrationInterface {
                 "ord" int, "id" uuid, "project_id" uuid, "email" text, "subscribed" boolean,
                 "suppressed" boolean, "data" jsonb, "created_at" timestamptz, "updated_at" timestamptz,
                 "created" boolean)
-            LANGUAGE sql VOLATILE
+            LANGUAGE plpgsql VOLATILE
             AS $$
+            #variable_conflict use_column
+            BEGIN
+                RETURN QUERY
                 WITH x AS MATERIALIZED (
                     SELECT * FROM jsonb_to_recordset("batch") AS x(
                         ord int, contact_id uuid, project_id uuid, email text, subscribed boolean,
@@ -72,14 +81,18 @@ export class ContactUpsertRule1795480000000 implements MigrationInterface {
                 )
                 SELECT x.ord, c.id, c.project_id, c.email::text, c.subscribed, c.suppressed, c.data,
                     c.created_at, c.updated_at, c.created
-                FROM x JOIN c ON c.project_id = x.project_id AND c.email = x.email
+                FROM x JOIN c ON c.project_id = x.project_id AND c.email = x.email;
+            END
             $$
         `);
     await queryRunner.query(`
             CREATE FUNCTION "record_tracks"("batch" jsonb)
             RETURNS TABLE ("ord" int, "contactId" uuid, "email" text, "eventId" uuid, "createdAt" timestamptz)
-            LANGUAGE sql VOLATILE
+            LANGUAGE plpgsql VOLATILE
             AS $$
+            #variable_conflict use_column
+            BEGIN
+                RETURN QUERY
                 WITH c AS MATERIALIZED (
                     SELECT * FROM upsert_contacts("batch")
                 ), x AS MATERIALIZED (
@@ -93,15 +106,16 @@ export class ContactUpsertRule1795480000000 implements MigrationInterface {
                 SELECT x.ord, c.id, c.email, e.id, e.created_at
                 FROM x
                 JOIN c ON c.ord = x.ord
-                JOIN e ON e.id = x.event_id
+                JOIN e ON e.id = x.event_id;
+            END
             $$
         `);
     await queryRunner.query(`
             CREATE OR REPLACE FUNCTION "track_contacts_and_events"("batch" jsonb)
             RETURNS TABLE ("ord" int, "contactId" uuid, "email" text, "eventId" uuid, "createdAt" timestamptz)
-            LANGUAGE sql VOLATILE
+            LANGUAGE plpgsql VOLATILE
             SET lock_timeout = '100ms'
-            AS $$ SELECT * FROM record_tracks("batch") $$
+            AS $$ BEGIN RETURN QUERY SELECT * FROM record_tracks("batch"); END $$
         `);
   }
 
