@@ -1,5 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
-import { ValidateIf, ValidationOptions } from 'class-validator';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsNotEmpty, IsString, MaxLength, ValidateIf, ValidationOptions } from 'class-validator';
 import { constraint } from './constraint';
 import { normalizeEmail } from './email';
 import { isPlainObject, jsonByteSize } from './json-text';
@@ -99,5 +101,38 @@ export function NotBlank(options?: ValidationOptions): PropertyDecorator {
     '$property must not be empty or only whitespace',
     (value) => typeof value !== 'string' || value.trim().length > 0,
     options,
+  );
+}
+
+/** Longest resource name (templates, segments, projects) and display name, in characters. */
+export const MAX_NAME_LENGTH = 200;
+
+/**
+ * A resource's name (templates, segments, projects): trimmed, then 1..200
+ * characters. On an update (`optional`) it may be left out, but null is a 422.
+ */
+export function NameField(options: { optional?: boolean; example?: string } = {}): PropertyDecorator {
+  const doc = { maxLength: MAX_NAME_LENGTH, example: options.example };
+  return applyDecorators(
+    ...(options.optional ? [ApiPropertyOptional(doc), OptionalNotNull()] : [ApiProperty(doc)]),
+    Transform(trimString),
+    IsString(),
+    IsNotEmpty(),
+    MaxLength(MAX_NAME_LENGTH),
+  );
+}
+
+/**
+ * A sender's display name (`from.name`, `name` on a send): optional, not null,
+ * not blank, at most 200 characters, one line (it goes into a header).
+ */
+export function DisplayNameField(description?: string): PropertyDecorator {
+  return applyDecorators(
+    ApiPropertyOptional({ maxLength: MAX_NAME_LENGTH, description }),
+    OptionalNotNull(),
+    IsString(),
+    NotBlank(),
+    MaxLength(MAX_NAME_LENGTH),
+    NoLineBreaks(),
   );
 }

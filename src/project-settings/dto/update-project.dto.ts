@@ -1,17 +1,11 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform, Type } from 'class-transformer';
-import { IsNotEmpty, IsObject, IsString, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
-import { trimString } from '../../common/validation/validators';
+import { Type } from 'class-transformer';
+import { IsObject, ValidateIf, ValidateNested } from 'class-validator';
+import { NameField } from '../../common/validation/validators';
 import { MailboxDto } from '../../sending/dto/send-email.dto';
 
 export class UpdateProjectDto {
-  @ApiPropertyOptional({ maxLength: 200 })
-  // Absent leaves the name; null is a type error (422), not "no change".
-  @ValidateIf((_, value) => value !== undefined)
-  @Transform(trimString)
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(200)
+  @NameField({ optional: true })
   name?: string;
 
   @ApiPropertyOptional({

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { IsDefined, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
-import { trimString } from '../../common/validation/validators';
+
+import { IsDefined, IsOptional, IsString, MaxLength } from 'class-validator';
+import { NameField } from '../../common/validation/validators';
 import { CONDITION_SCHEMA } from './condition-schema';
 
 /**
@@ -10,11 +10,7 @@ import { CONDITION_SCHEMA } from './condition-schema';
  * says it must be there.
  */
 export class CreateSegmentDto {
-  @ApiProperty({ example: 'Active pro customers', maxLength: 200 })
-  @Transform(trimString)
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(200)
+  @NameField({ example: 'Active pro customers' })
   name: string;
 
   @ApiPropertyOptional({ type: String, nullable: true, maxLength: 1000 })

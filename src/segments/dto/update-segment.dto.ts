@@ -1,16 +1,11 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
-import { OptionalNotNull, trimString } from '../../common/validation/validators';
+
+import { IsOptional, IsString, MaxLength } from 'class-validator';
+import { NameField, OptionalNotNull } from '../../common/validation/validators';
 import { CONDITION_SCHEMA } from './condition-schema';
 
 export class UpdateSegmentDto {
-  @ApiPropertyOptional({ maxLength: 200 })
-  @OptionalNotNull()
-  @Transform(trimString)
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(200)
+  @NameField({ optional: true })
   name?: string;
 
   @ApiPropertyOptional({

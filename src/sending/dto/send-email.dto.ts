@@ -20,15 +20,7 @@ import {
 } from 'class-validator';
 import { constraint } from '../../common/validation/constraint';
 import { isPlainObject } from '../../common/validation/json-text';
-import {
-  IsJsonObject,
-  MaxJsonSize,
-  NoLineBreaks,
-  NotBlank,
-  OptionalNotNull,
-  rawJsonValue,
-  toNormalizedEmail,
-} from '../../common/validation/validators';
+import { DisplayNameField, IsJsonObject, MaxJsonSize, NoLineBreaks, NotBlank, OptionalNotNull, rawJsonValue, toNormalizedEmail } from '../../common/validation/validators';
 import { ContactDataField } from '../../contacts/dto/validators';
 import { IsLiquidTemplate } from '../../templates/template-validators';
 
@@ -41,12 +33,7 @@ export class MailboxDto {
   @MaxLength(320)
   email: string;
 
-  @ApiPropertyOptional({ maxLength: 200 })
-  @OptionalNotNull()
-  @IsString()
-  @NotBlank()
-  @MaxLength(200)
-  @NoLineBreaks()
+  @DisplayNameField()
   name?: string;
 }
 
@@ -175,12 +162,7 @@ export class SendEmailDto {
   @Type(() => MailboxDto)
   from?: MailboxDto;
 
-  @ApiPropertyOptional({ description: 'Sender display name', maxLength: 200 })
-  @OptionalNotNull()
-  @IsString()
-  @NotBlank()
-  @MaxLength(200)
-  @NoLineBreaks()
+  @DisplayNameField('Sender display name')
   name?: string;
 
   @ApiPropertyOptional({ format: 'email' })

@@ -1,16 +1,12 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsEmail, IsEnum, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
-import { NoLineBreaks, NotBlank, toNormalizedEmail, trimString } from '../../common/validation/validators';
+import { IsEmail, IsEnum, IsOptional, IsString, MaxLength } from 'class-validator';
+import { NameField, NoLineBreaks, NotBlank, toNormalizedEmail } from '../../common/validation/validators';
 import { IsLiquidTemplate } from '../template-validators';
 import { TemplateType } from '../template.entity';
 
 export class CreateTemplateDto {
-  @ApiProperty({ maxLength: 200 })
-  @Transform(trimString)
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(200)
+  @NameField()
   name: string;
 
   @ApiProperty({ description: 'Liquid; no line breaks; not only whitespace', maxLength: 998 })
