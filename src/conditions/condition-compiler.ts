@@ -1,3 +1,4 @@
+import { escapeLike } from '../database/like-pattern';
 import { classifyRule, parseIsoDate } from './condition-validator';
 import {
   ClassifiedRule,
@@ -181,7 +182,7 @@ class Compiler {
 
   /** contains / startsWith / endsWith as ILIKE with the value's own wildcards escaped. */
   private like(expr: string, operator: ContactOperator, value: string): string {
-    const escaped = value.replace(/[\\%_]/g, (ch) => `\\${ch}`);
+    const escaped = escapeLike(value);
     const pattern =
       operator === 'startsWith'
         ? `${escaped}%`

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { newId } from '../database/id';
+import { containsPattern } from '../database/like-pattern';
 import { queryRows } from '../database/query-rows';
 import type { DataPatch } from './contact-data';
 import { CONTACT_COLUMNS, CONTACT_ROW_FIELDS, type ContactRow } from './contact.row';
@@ -159,7 +160,7 @@ export class ContactsRepository {
       where.push(`c.email = $${params.length}`);
     }
     if (filter.search !== undefined && filter.search !== '') {
-      params.push(`%${filter.search.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`);
+      params.push(containsPattern(filter.search));
       where.push(`c.email ILIKE $${params.length}`);
     }
     const totalRows = await queryRows<{ total: number }>(
