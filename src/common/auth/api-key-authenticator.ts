@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { ApiKeyType, hashesEqual } from './api-key.crypto';
+import { hashesEqual } from './api-key.crypto';
 import { ApiKeyCache } from './api-key-cache';
+import { ApiKeyLookupRepository } from './api-key-lookup.repository';
 import type { AuthenticatedKey } from './authenticated-key';
 
 /**
@@ -15,6 +16,7 @@ export class ApiKeyAuthenticator {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly cache: ApiKeyCache,
+    private readonly keys: ApiKeyLookupRepository,
   ) {}
 
   /**
@@ -27,20 +29,7 @@ export class ApiKeyAuthenticator {
     const hashHex = hash.toString('hex');
     const cached = this.cache.get(hashHex, epoch);
     if (cached) return cached;
-    const rows: {
-      id: string;
-      type: ApiKeyType;
-      hash: Buffer;
-      revokedAt: Date | null;
-      projectId: string;
-      projectName: string;
-      enabled: boolean;
-    }[] = await this.dataSource.query(
-      `SELECT k.id, k.type, k.hash, k.revoked_at AS "revokedAt", p.id AS "projectId", p.name AS "projectName", p.enabled
-       FROM api_keys k JOIN projects p ON p.id = k.project_id WHERE k.hash = $1`,
-      [hash],
-    );
-    const row = rows[0];
+    const row = await this.keys.findByHash(this.dataSource.manager, hash);
     if (!row || row.revokedAt || !hashesEqual(row.hash, hash)) return null;
     const auth: AuthenticatedKey = {
       keyId: row.id,
