@@ -119,6 +119,12 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
       `UPDATE emails SET status = 'SENDING', attempts = 1, updated_at = now() - interval '10 minutes' WHERE id = $1`,
       [sending.id],
     );
+    // A SENDING row whose attempts are used up: its last attempt may have been accepted, so it is not re-sent.
+    const [spent] = await insertEmailsWithoutJobs(t, 'spent@example.org', [EmailSource.TRANSACTIONAL]);
+    await db.query(
+      `UPDATE emails SET status = 'SENDING', attempts = 100, updated_at = now() - interval '10 minutes' WHERE id = $1`,
+      [spent.id],
+    );
     // A row committed a moment ago is its producer's to enqueue: the recovery leaves it alone.
     const [fresh] = await insertEmailsWithoutJobs(t, 'fresh@example.org', [EmailSource.TRANSACTIONAL]);
     const importId = await orphanImport(['later1@example.org', 'later2@example.org', 'later3@example.org']);
@@ -136,6 +142,9 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
     const untouched = await t.app.request({ method: 'GET', url: `/emails/${fresh.id}`, key: t.project.secretKey });
     expect(untouched.body.data.status).toBe('QUEUED');
     expect(t.smtp.messagesTo('fresh@example.org')).toHaveLength(0);
+    const stillSending = await t.app.request({ method: 'GET', url: `/emails/${spent.id}`, key: t.project.secretKey });
+    expect(stillSending.body.data).toMatchObject({ status: 'SENDING', attempts: 100 });
+    expect(t.smtp.messagesTo('spent@example.org')).toHaveLength(0);
     // The delivery scheduler moved to the new interval: one scheduler still.
     expect(await schedulersOf(QUEUES.DELIVERY)).toEqual([
       { key: RECOVERY_SCHEDULERS[QUEUES.DELIVERY].id, every: 500, name: RECOVERY_SCHEDULERS[QUEUES.DELIVERY].jobName },

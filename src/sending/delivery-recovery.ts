@@ -1,4 +1,6 @@
+import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable } from '@nestjs/common';
+import type { Queue } from 'bullmq';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { AppConfig } from '../config/config';
@@ -18,8 +20,10 @@ const RECOVERY_BATCH = 1000;
  * delivery queue's recovery scheduler (queue/recovery.ts, RECOVERY_EVERY_MS,
  * default once a minute across all workers) runs recover(): it re-adds jobs
  * for QUEUED and SENDING rows open for more than five minutes (job id =
- * email id: existing jobs are left as they are) and drops expired
- * idempotency keys. A failed run is not retried; the next one is.
+ * email id: existing jobs are left as they are; SENDING rows only while
+ * attempts remain), sets the global rate limit again (Redis may have lost it)
+ * and drops expired idempotency keys. A failed run is not retried; the next
+ * one is.
  */
 @Injectable()
 export class DeliveryRecovery extends QueueRecovery {
@@ -27,7 +31,8 @@ export class DeliveryRecovery extends QueueRecovery {
   readonly everyMs: number;
 
   constructor(
-    @Inject(APP_CONFIG) config: AppConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectQueue(QUEUES.DELIVERY) private readonly deliveryQueue: Queue,
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: EmailsRepository,
     private readonly emails: EmailsService,
@@ -38,7 +43,14 @@ export class DeliveryRecovery extends QueueRecovery {
 
   /** `found`: the open emails found, each re-added unless its job exists. */
   async recover(staleAfterMinutes = DELIVERY_STALE_AFTER_MINUTES): Promise<{ found: number }> {
-    const stale = await this.repository.findStaleOpen(this.dataSource.manager, staleAfterMinutes, RECOVERY_BATCH);
+    // The global rate limit lives in Redis too: a Redis restarted empty under running workers lost it.
+    await this.deliveryQueue.setGlobalRateLimit(this.config.emailRatePerSecond, 1000);
+    const stale = await this.repository.findStaleOpen(
+      this.dataSource.manager,
+      staleAfterMinutes,
+      RECOVERY_BATCH,
+      this.config.deliveryAttempts,
+    );
     await this.emails.enqueue(stale);
     await this.repository.deleteExpiredIdempotencyKeys(this.dataSource.manager);
     return { found: stale.length };

@@ -1,7 +1,9 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
+import { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
 import { ContactsService } from '../contacts/contacts.service';
 import { senderDomainOf } from '../domains/domain-name';
 import { DomainsService, SenderDomain } from '../domains/domains.service';
@@ -46,11 +48,14 @@ export class DeliveryService {
     private readonly domains: DomainsService,
     private readonly events: EventsService,
     private readonly contacts: ContactsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  async deliver(emailId: string, lastAttempt: boolean): Promise<DeliveryOutcome> {
+  async deliver(emailId: string, lastJobAttempt: boolean): Promise<DeliveryOutcome> {
     const email = await this.repository.claim(this.dataSource.manager, emailId);
     if (!email) return 'skipped';
+    // The row counts attempts across jobs: a job re-added by the recovery does not get a fresh budget.
+    const lastAttempt = lastJobAttempt || email.attempts >= this.config.deliveryAttempts;
     if (email.status === EmailStatus.SUPPRESSED) {
       await this.repository.releaseAttachments(this.dataSource.manager, email.attachments);
       return 'suppressed';

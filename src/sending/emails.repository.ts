@@ -24,6 +24,8 @@ export interface ClaimedEmail {
   text: string;
   headers: Record<string, string>;
   attachments: EmailAttachmentRef[];
+  /** Attempts so far, this one included. */
+  attempts: number;
 }
 
 export interface StoredIdempotentResponse {
@@ -134,7 +136,7 @@ export class EmailsRepository {
         WHERE e.id = $1 AND c.id = e.contact_id AND e.status IN ('QUEUED', 'SENDING')
        RETURNING e.id, e.project_id AS "projectId", e.contact_id AS "contactId", e.status,
                  e.to_email AS "toEmail", e.to_name AS "toName", e.from_email AS "fromEmail", e.from_name AS "fromName",
-                 e.reply_to AS "replyTo", e.subject, e.html, e.text, e.headers, e.attachments`,
+                 e.reply_to AS "replyTo", e.subject, e.html, e.text, e.headers, e.attachments, e.attempts`,
       [emailId],
     );
     return rows[0] ?? null;
@@ -252,8 +254,11 @@ export class EmailsRepository {
    * the same job id, which BullMQ ignores when the job exists. Those without
    * one (a crash between commit and enqueue, Redis restarted empty) get it.
    * At most `limit` of each status, oldest first, each from its partial index.
+   * A SENDING row whose attempts are used up is not taken: its last attempt
+   * may have been accepted before the worker died (re-sending could deliver
+   * it twice), so it stays SENDING for an operator to look at.
    */
-  findStaleOpen(manager: EntityManager, minutes: number, limit: number): Promise<StaleEmail[]> {
+  findStaleOpen(manager: EntityManager, minutes: number, limit: number, maxAttempts: number): Promise<StaleEmail[]> {
     return queryRows<StaleEmail>(
       manager,
       `(SELECT id, priority, status FROM emails
@@ -261,9 +266,9 @@ export class EmailsRepository {
          ORDER BY queued_at LIMIT $2)
        UNION ALL
        (SELECT id, priority, status FROM emails
-         WHERE status = 'SENDING' AND updated_at < now() - make_interval(mins => $1)
+         WHERE status = 'SENDING' AND updated_at < now() - make_interval(mins => $1) AND attempts < $3
          ORDER BY updated_at LIMIT $2)`,
-      [minutes, limit],
+      [minutes, limit, maxAttempts],
     );
   }
 
