@@ -318,6 +318,27 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
       });
     });
 
+    it('closes a refused connection even when the client keeps its half open', async () => {
+      const server = app.app.getHttpServer();
+      const connections = () => new Promise<number>((resolve, reject) => server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
+      const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+      socket.setEncoding('utf8');
+      let answer = '';
+      socket.on('data', (chunk: string) => (answer += chunk));
+      const ended = new Promise<void>((resolve) => socket.on('end', () => resolve()));
+      socket.write('BREW /contacts HTTP/1.1\r\nHost: localhost\r\n\r\n'); // and never end our side
+      try {
+        await ended;
+        expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+        // The server let go of the connection although the client's half is still open.
+        const deadline = Date.now() + 2000;
+        while ((await connections()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        expect(await connections()).toBe(0);
+      } finally {
+        socket.destroy();
+      }
+    });
+
     it('the server keeps serving after each of them', async () => {
       const res = await rawRequest(port, get(`/contacts/${ids.contact}`));
       expect(res.status).toBe(200);

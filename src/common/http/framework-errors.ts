@@ -82,6 +82,11 @@ function renderClientError(code: string | undefined): Rendered {
  */
 export function clientErrorHandler(this: FastifyInstance, error: Error & { code?: string }, socket: Duplex): void {
   if (error.code === 'ECONNRESET' || !socket.writable) return;
+  // A response already under way on this socket (a pipelined request): writing another would corrupt it.
+  if ((socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
+    socket.destroy(error);
+    return;
+  }
   const requestId = randomUUID();
   const rendered = renderClientError(error.code);
   const body = JSON.stringify(buildErrorEnvelope(rendered, requestId));
@@ -96,5 +101,13 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & { code?
       '',
       body,
     ].join('\r\n'),
+    // Then close our side too, as Node's own handler does: a client that keeps its half open
+    // must not hold the connection (and a graceful shutdown) forever.
+    () => socket.destroy(),
   );
+  // Should the client never read the answer, the end callback never runs.
+  setTimeout(() => socket.destroy(), CLIENT_ERROR_CLOSE_MS).unref();
 }
+
+/** Longest wait for a refused client to take the answer before the socket is destroyed. */
+const CLIENT_ERROR_CLOSE_MS = 5_000;
