@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { CompiledCondition, wholeProjectSettings } from '../conditions/condition-compiler';
 import { CONTACT_COLUMNS, type ContactRow } from '../contacts/contact.row';
+import { inTransaction } from '../database/in-transaction';
 import { keysetRows } from '../database/keyset-rows';
 import { queryRows } from '../database/query-rows';
 import { Segment } from './segment.entity';
@@ -123,7 +124,7 @@ export class SegmentsRepository {
    * contacts (or none were seen after the first windows), the rest is left
    * to one query, where Postgres may find an index (a trigram search on the
    * email, say) or scan once, as a count would. That query's plan settings
-   * are SET LOCAL, so `manager` must be in a transaction.
+   * are SET LOCAL: it runs in the caller's transaction, or opens its own.
    */
   async members(
     manager: EntityManager,
@@ -152,7 +153,10 @@ export class SegmentsRepository {
         if (expectedScan > MAX_WINDOWED_SCAN) break;
       }
     }
-    found.push(...(await this.membersBefore(manager, compiled.count, upper, limit - found.length)));
+    // Its plan settings are SET LOCAL: in the caller's transaction, or one of its own.
+    found.push(
+      ...(await inTransaction(manager, (m) => this.membersBefore(m, compiled.count, upper, limit - found.length))),
+    );
     return found;
   }
 
