@@ -7,6 +7,11 @@ import type { DataPatch } from './contact-data';
  * ContactsRepository (upsertByEmail, imports) and TrackRepository (the track
  * batches). contact-data.ts says what a request's `data` means; the function
  * says how it meets a stored contact.
+ *
+ * Precondition: one call holds each (projectId, email) once. Postgres refuses
+ * an INSERT ... ON CONFLICT DO UPDATE that meets the same row twice ("cannot
+ * affect row a second time"), so callers merge duplicates first (imports:
+ * mergeDuplicates; track batches: one track per contact per batch).
  */
 export interface ContactUpsert {
   projectId: string;
