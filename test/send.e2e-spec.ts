@@ -81,7 +81,7 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     });
     expect(Object.keys(record).sort()).toEqual(
       ['id', 'to', 'from', 'subject', 'status', 'source', 'contactId', 'templateId', 'campaignId', 'messageId', 'attempts',
-        'error', 'dkimSigned', 'queuedAt', 'sentAt', 'openedAt', 'clickedAt', 'bouncedAt'].sort(),
+        'error', 'dkimSigned', 'trackOpens', 'trackClicks', 'opens', 'clicks', 'queuedAt', 'sentAt', 'openedAt', 'clickedAt', 'bouncedAt'].sort(),
     );
     expect(record.messageId).toBe(bob.messageId);
     expect(record.sentAt).not.toBeNull();

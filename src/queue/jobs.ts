@@ -62,6 +62,28 @@ export function domainCheckJobId(domainId: string): string {
 }
 
 /**
+ * QUEUES.TRACKING_HITS: RECORD_HIT jobs, added only when the database was
+ * unreachable as the API wrote a batch of open/click hits. The one exception
+ * to "ids only": a hit is no row yet, so the job carries it (email id, kind,
+ * count, first time, first URL); BullMQ's own id, retried with backoff. No
+ * recovery scheduler: there is no row to find again.
+ */
+export const TRACKING_JOBS = {
+  RECORD_HIT: 'record-hit',
+} as const;
+
+export interface RecordHitJobData {
+  emailId: string;
+  kind: 'open' | 'click';
+  count: number;
+  /** ISO time of the first hit counted. */
+  at: string;
+  url?: string;
+}
+
+export type TrackingQueueJob = Job<RecordHitJobData, unknown, typeof TRACKING_JOBS.RECORD_HIT>;
+
+/**
  * One recovery scheduler per queue (see recovery.ts): its fixed id, the same
  * in every worker so upserting it leaves one scheduler per deployment (queue
  * prefix), and the job it produces on that queue. An id must never change

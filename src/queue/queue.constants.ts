@@ -12,6 +12,8 @@ export const QUEUES = {
   WORKFLOWS: 'workflows',
   /** Domain DNS verification checks. */
   DOMAINS: 'domains',
+  /** Open/click hits the API could not write to the database at once (sending/email-tracking.service.ts). */
+  TRACKING_HITS: 'tracking-hits',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];

@@ -12,6 +12,7 @@ import type { EventRow } from '../events/event.row';
 import { EmailStatus } from './email.entity';
 import { ClaimedEmail, EmailsRepository, FinishFields } from './emails.repository';
 import { classifyFailure, describeFailure, MailTransport } from './mail-transport';
+import { TrackingLinks } from './tracking-links';
 
 export type DeliveryOutcome = 'sent' | 'bounced' | 'failed' | 'suppressed' | 'skipped';
 
@@ -49,6 +50,7 @@ export class DeliveryService {
     private readonly events: EventsService,
     private readonly contacts: ContactsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly trackingLinks: TrackingLinks,
   ) {}
 
   async deliver(emailId: string, lastJobAttempt: boolean): Promise<DeliveryOutcome> {
@@ -83,7 +85,8 @@ export class DeliveryService {
         to: { email: email.toEmail, name: email.toName },
         replyTo: email.replyTo,
         subject: email.subject,
-        html: email.html,
+        // Pixel and tracked links are added here, never stored (tracking-links.ts).
+        html: this.trackingLinks.deliveredHtml(email),
         text: email.text,
         headers: email.headers,
         attachments: email.attachments.map((a) => ({

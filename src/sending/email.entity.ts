@@ -66,6 +66,13 @@ export class Email extends BaseEntity {
   @Column({ type: 'boolean', default: false })
   marketing: boolean;
 
+  /** Decided at compose: the delivered HTML gets the open pixel / rewritten links (the stored HTML never does). */
+  @Column({ type: 'boolean', default: false })
+  trackOpens: boolean;
+
+  @Column({ type: 'boolean', default: false })
+  trackClicks: boolean;
+
   @Column({ type: 'varchar', length: 320 })
   toEmail: string;
 
@@ -130,6 +137,13 @@ export class Email extends BaseEntity {
 
   @Column({ type: 'timestamptz', nullable: true })
   clickedAt: Date | null;
+
+  /** Hits of the open pixel and of tracked links (every hit; openedAt/clickedAt are the first). */
+  @Column({ type: 'int', default: 0 })
+  opens: number;
+
+  @Column({ type: 'int', default: 0 })
+  clicks: number;
 
   @Column({ type: 'timestamptz', nullable: true })
   bouncedAt: Date | null;

@@ -26,6 +26,28 @@ export interface ClaimedEmail {
   attachments: EmailAttachmentRef[];
   /** Attempts so far, this one included. */
   attempts: number;
+  trackOpens: boolean;
+  trackClicks: boolean;
+}
+
+/** One email's tracked hits of one kind, counted together (email-tracking.service.ts). */
+export interface TrackingHit {
+  emailId: string;
+  kind: 'open' | 'click';
+  /** Hits counted in this batch. */
+  count: number;
+  /** When the first of them happened (ISO). */
+  at: string;
+  /** Clicks: the first link clicked. */
+  url?: string;
+}
+
+/** The email a hit landed on; `first` when it set openedAt/clickedAt. */
+export interface RecordedHit {
+  projectId: string;
+  contactId: string;
+  toEmail: string;
+  first: boolean;
 }
 
 export interface StoredIdempotentResponse {
@@ -67,7 +89,7 @@ export interface StaleEmail {
 const LIST_FIELDS = [
   'e.id', 'e.projectId', 'e.contactId', 'e.templateId', 'e.campaignId', 'e.source', 'e.toEmail', 'e.fromEmail',
   'e.subject', 'e.status', 'e.messageId', 'e.attempts', 'e.error', 'e.dkimSigned', 'e.queuedAt', 'e.sentAt', 'e.openedAt',
-  'e.clickedAt', 'e.bouncedAt', 'e.createdAt',
+  'e.clickedAt', 'e.bouncedAt', 'e.createdAt', 'e.trackOpens', 'e.trackClicks', 'e.opens', 'e.clicks',
 ];
 
 /** The condition of an idempotency key past its lifetime, for the claim and the housekeeping alike. */
@@ -136,8 +158,30 @@ export class EmailsRepository {
         WHERE e.id = $1 AND c.id = e.contact_id AND e.status IN ('QUEUED', 'SENDING')
        RETURNING e.id, e.project_id AS "projectId", e.contact_id AS "contactId", e.status,
                  e.to_email AS "toEmail", e.to_name AS "toName", e.from_email AS "fromEmail", e.from_name AS "fromName",
-                 e.reply_to AS "replyTo", e.subject, e.html, e.text, e.headers, e.attachments, e.attempts`,
+                 e.reply_to AS "replyTo", e.subject, e.html, e.text, e.headers, e.attachments, e.attempts,
+                 e.track_opens AS "trackOpens", e.track_clicks AS "trackClicks"`,
       [emailId],
+    );
+    return rows[0] ?? null;
+  }
+
+  /**
+   * Counts tracked hits on an email and sets openedAt/clickedAt to the first
+   * hit's time once. The row lock of the inner SELECT serialises concurrent
+   * hits, so exactly one of them sees the timestamp still null (`first`).
+   * null: no such email (erased with its contact).
+   */
+  async recordHit(manager: EntityManager, hit: TrackingHit): Promise<RecordedHit | null> {
+    const [counter, stamp] = hit.kind === 'open' ? ['opens', 'opened_at'] : ['clicks', 'clicked_at'];
+    const rows = await queryRows<RecordedHit>(
+      manager,
+      `UPDATE emails e
+          SET ${counter} = e.${counter} + $2, ${stamp} = COALESCE(e.${stamp}, $3)
+         FROM (SELECT id, ${stamp} AS previous FROM emails WHERE id = $1 FOR UPDATE) p
+        WHERE e.id = p.id
+       RETURNING e.project_id AS "projectId", e.contact_id AS "contactId", e.to_email AS "toEmail",
+                 p.previous IS NULL AS first`,
+      [hit.emailId, hit.count, hit.at],
     );
     return rows[0] ?? null;
   }

@@ -54,6 +54,11 @@ export interface ComposeEmailInput {
   attachments?: EmailAttachmentRef[];
   /** Defaults from the source: transactional before workflow before campaign. */
   priority?: number;
+  /** `track: true` of a send or template: transactional mail is tracked too (marketing mail always is). */
+  track?: boolean;
+  /** Overrides (campaigns' trackOpens/trackClicks); by default marketing or `track` mail tracks both. */
+  trackOpens?: boolean;
+  trackClicks?: boolean;
   /** Prepended to the rendered subject (campaign tests: "[TEST] "). */
   subjectPrefix?: string;
 }
@@ -114,6 +119,8 @@ export class EmailsService {
       workflowExecutionId: input.workflowExecutionId ?? null,
       source: input.source,
       marketing: input.marketing,
+      trackOpens: input.trackOpens ?? (input.marketing || input.track === true),
+      trackClicks: input.trackClicks ?? (input.marketing || input.track === true),
       toEmail: input.contact.email,
       toName: input.toName ?? null,
       fromEmail: input.from.email,
@@ -208,6 +215,10 @@ export function toEmailResponse(row: Email): EmailResponse {
     attempts: row.attempts,
     error: row.error,
     dkimSigned: row.dkimSigned,
+    trackOpens: row.trackOpens,
+    trackClicks: row.trackClicks,
+    opens: row.opens,
+    clicks: row.clicks,
     queuedAt: row.queuedAt.toISOString(),
     sentAt: iso(row.sentAt),
     openedAt: iso(row.openedAt),

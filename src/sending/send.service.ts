@@ -30,6 +30,8 @@ interface ResolvedSend {
   body: string;
   templateId: string | null;
   marketing: boolean;
+  /** `track: true` on the send or the template (marketing mail is tracked anyway). */
+  track: boolean;
   headers: Record<string, string>;
   recipients: MailboxDto[];
 }
@@ -120,6 +122,7 @@ export class SendService {
             toName: recipient.name ?? null,
             source: EmailSource.TRANSACTIONAL,
             marketing: resolved.marketing,
+            track: resolved.track,
             templateId: resolved.templateId,
             from: resolved.from,
             replyTo: resolved.replyTo,
@@ -190,6 +193,7 @@ export class SendService {
       body: body as string,
       templateId: template?.id ?? null,
       marketing: template?.type === TemplateType.MARKETING,
+      track: dto.track === true || template?.track === true,
       headers: headers.headers,
       recipients,
     };

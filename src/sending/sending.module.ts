@@ -7,17 +7,22 @@ import { TemplatesModule } from '../templates/templates.module';
 import { DeliveryProcessor } from './delivery.processor';
 import { DeliveryRecovery } from './delivery-recovery';
 import { DeliveryService } from './delivery.service';
+import { EmailTrackingController } from './email-tracking.controller';
+import { EmailTrackingProcessor } from './email-tracking.processor';
+import { EmailTrackingService } from './email-tracking.service';
 import { EmailsController } from './emails.controller';
 import { EmailsRepository } from './emails.repository';
 import { EmailsService } from './emails.service';
 import { MailTransport } from './mail-transport';
 import { SendController } from './send.controller';
 import { SendService } from './send.service';
+import { TrackingLinks } from './tracking-links';
 import { UnsubscribeController } from './unsubscribe.controller';
 import { UnsubscribeService } from './unsubscribe.service';
 
 /**
- * Transactional send, email records, the delivery pipeline and unsubscribe.
+ * Transactional send, email records, the delivery pipeline, unsubscribe, and
+ * open/click tracking (the hits are counters on the email record).
  * Campaigns and workflows import this module and use EmailsService
  * (compose → insert in their transaction → enqueue after commit).
  */
@@ -29,7 +34,7 @@ import { UnsubscribeService } from './unsubscribe.service';
     DomainsModule,
     ProjectsModule,
   ],
-  controllers: [SendController, EmailsController, UnsubscribeController],
+  controllers: [SendController, EmailsController, UnsubscribeController, EmailTrackingController],
   providers: [
     EmailsRepository,
     EmailsService,
@@ -39,6 +44,9 @@ import { UnsubscribeService } from './unsubscribe.service';
     DeliveryRecovery,
     MailTransport,
     UnsubscribeService,
+    TrackingLinks,
+    EmailTrackingService,
+    EmailTrackingProcessor,
   ],
   exports: [EmailsService, TemplatesModule],
 })

@@ -35,6 +35,10 @@ export class Template extends BaseEntity {
   @Column({ type: 'varchar', length: 320, nullable: true })
   replyTo: string | null;
 
+  /** Track opens and clicks of TRANSACTIONAL mail from this template (MARKETING mail is always tracked). */
+  @Column({ type: 'boolean', default: false })
+  track: boolean;
+
   @UpdateDateColumn({ type: 'timestamptz' })
   updatedAt: Date;
 }

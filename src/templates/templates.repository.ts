@@ -8,7 +8,7 @@ import { Template, TemplateType } from './template.entity';
 /** The stored fields of a new template (id, createdAt and updatedAt are the database's). */
 export type NewTemplate = Pick<
   Template,
-  'id' | 'projectId' | 'name' | 'subject' | 'body' | 'type' | 'fromEmail' | 'fromName' | 'replyTo'
+  'id' | 'projectId' | 'name' | 'subject' | 'body' | 'type' | 'fromEmail' | 'fromName' | 'replyTo' | 'track'
 >;
 
 export interface TemplateListFilter {

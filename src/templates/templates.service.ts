@@ -46,6 +46,7 @@ export class TemplatesService {
       fromEmail: dto.from ?? null,
       fromName: dto.fromName ?? null,
       replyTo: dto.replyTo ?? null,
+      track: dto.track ?? false,
     });
     return toTemplateResponse(row);
   }
@@ -140,6 +141,7 @@ export function toTemplateResponse(row: Template): TemplateResponse {
     from: row.fromEmail,
     fromName: row.fromName,
     replyTo: row.replyTo,
+    track: row.track,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };
@@ -154,4 +156,5 @@ function applyChanges(row: Template, dto: UpdateTemplateDto): void {
   if (dto.from !== undefined) row.fromEmail = dto.from;
   if (dto.fromName !== undefined) row.fromName = dto.fromName;
   if (dto.replyTo !== undefined) row.replyTo = dto.replyTo;
+  if (dto.track !== undefined) row.track = dto.track;
 }

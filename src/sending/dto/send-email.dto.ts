@@ -208,4 +208,13 @@ export class SendEmailDto {
   @OptionalNotNull()
   @IsIn(['html', 'markdown'])
   type?: 'html' | 'markdown';
+
+  @ApiPropertyOptional({
+    description:
+      'Track opens (a 1x1 pixel) and clicks (links rewritten to signed redirects) of this mail. MARKETING templates are always tracked; ' +
+      'otherwise true turns tracking on, and false or absent leaves it to the template',
+  })
+  @OptionalNotNull()
+  @IsBoolean()
+  track?: boolean;
 }

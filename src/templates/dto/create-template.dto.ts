@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsEmail, IsEnum, IsOptional, IsString, MaxLength } from 'class-validator';
-import { NameField, NoLineBreaks, NotBlank, toNormalizedEmail } from '../../common/validation/validators';
+import { IsBoolean, IsEmail, IsEnum, IsOptional, IsString, MaxLength } from 'class-validator';
+import { NameField, NoLineBreaks, NotBlank, OptionalNotNull, toNormalizedEmail } from '../../common/validation/validators';
 import { IsLiquidTemplate } from '../template-validators';
 import { TemplateType } from '../template.entity';
 
@@ -49,4 +49,11 @@ export class CreateTemplateDto {
   @IsEmail()
   @MaxLength(320)
   replyTo?: string | null;
+
+  @ApiPropertyOptional({
+    description: 'Track opens and clicks of TRANSACTIONAL mail sent with this template (false when absent; MARKETING mail is always tracked)',
+  })
+  @OptionalNotNull()
+  @IsBoolean()
+  track?: boolean;
 }

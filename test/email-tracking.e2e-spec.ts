@@ -1,0 +1,210 @@
+import { createHmac } from 'node:crypto';
+import { Logger } from '@nestjs/common';
+import { parseDocument } from 'htmlparser2';
+import { DataSource } from 'typeorm';
+import { parse as parseUuid } from 'uuid';
+import { EmailTrackingService } from '../src/sending/email-tracking.service';
+import { SendingTest, startSendingTest, waitForEmailStatus } from './support/sending';
+import { TcpRelay } from './support/tcp-relay';
+import { startTestApp, TestApp, testConfig } from './support/test-app';
+
+/**
+ * Open and click tracking end to end: the delivered message (parsed from the
+ * SMTP server) carries the pixel and tracked links when it should, the
+ * endpoints count hits and record one event each, forged tokens are 404 and
+ * record nothing, and with the database unreachable the pixel and the
+ * redirect are still served (the hits are written later by a worker).
+ */
+const PUBLIC = 'https://mail.example.test';
+const SHOP = 'https://shop.example/item?id=1&ref=x';
+const BODY =
+  `<html><body><p>Hi <a class="cta" href="https://shop.example/item?id=1&amp;ref=x">Item</a> ` +
+  `<a href="mailto:help@acme.test">mail</a> <a href="tel:+15550100">call</a> <a href="#top">top</a> ` +
+  `<a href="{{ unsubscribeUrl }}">Unsubscribe</a></p></body></html>`;
+
+interface Links {
+  hrefs: string[];
+  images: string[];
+}
+
+function linksOf(html: string): Links {
+  const out: Links = { hrefs: [], images: [] };
+  const walk = (nodes: unknown[]) => {
+    for (const node of nodes as Array<{ name?: string; attribs?: Record<string, string>; children?: unknown[] }>) {
+      if (node.name === 'a' && node.attribs?.href !== undefined) out.hrefs.push(node.attribs.href);
+      if (node.name === 'img' && node.attribs?.src) out.images.push(node.attribs.src);
+      if (node.children) walk(node.children);
+    }
+  };
+  walk(parseDocument(html).children);
+  return out;
+}
+
+describe('open and click tracking (e2e)', () => {
+  let t: SendingTest;
+  let marketing: { emailId: string; contactId: string; pixel: string; click: string; html: string; text: string };
+
+  const get = (url: string, app: TestApp = t.app) => app.request({ method: 'GET', url });
+  const record = async (id: string) =>
+    (await t.app.request({ method: 'GET', url: `/emails/${id}`, key: t.project.secretKey })).body.data;
+  const eventsOf = async (contactId: string, name: string) =>
+    (await t.app.request({ method: 'GET', url: `/events?contactId=${contactId}&name=${name}&limit=100`, key: t.project.secretKey })).body.data.items;
+  const flush = () => t.app.app.get(EmailTrackingService).flush();
+
+  async function sendAndReceive(to: string, body: Record<string, unknown>) {
+    const before = t.smtp.messagesTo(to).length;
+    const res = await t.send({ to, subscribed: true, ...body });
+    expect(res.status).toBe(200);
+    const emailId = res.body.data.emails[0].id as string;
+    await waitForEmailStatus(t.app, t.project.secretKey, emailId, ['SENT']);
+    await t.smtp.waitForMessages(t.smtp.messages.length);
+    const message = t.smtp.messagesTo(to)[before].parsed!;
+    return { emailId, contactId: res.body.data.contact as string, html: String(message.html), text: String(message.text) };
+  }
+
+  beforeAll(async () => {
+    t = await startSendingTest('Tracking');
+    const template = await t.createTemplate({ name: 'News', subject: 'News', body: BODY, type: 'MARKETING', from: 'news@acme.test' });
+    expect(template.status).toBe(201);
+    const sent = await sendAndReceive('reader@example.org', { template: template.body.data.id });
+    const links = linksOf(sent.html);
+    marketing = { ...sent, pixel: links.images[0], click: links.hrefs[0] };
+  });
+
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('MARKETING mail carries the pixel and tracked http(s) links; mailto/tel/#/unsubscribe and the text part untouched', async () => {
+    const links = linksOf(marketing.html);
+    expect(links.images).toHaveLength(1);
+    expect(links.images[0]).toMatch(new RegExp(`^${PUBLIC}/t/o/[A-Za-z0-9_-]+$`));
+    expect(links.hrefs[0]).toMatch(new RegExp(`^${PUBLIC}/t/c/[A-Za-z0-9_-]+$`));
+    expect(links.hrefs.slice(1, 4)).toEqual(['mailto:help@acme.test', 'tel:+15550100', '#top']);
+    expect(links.hrefs[4]).toMatch(new RegExp(`^${PUBLIC}/unsubscribe/[A-Za-z0-9_-]+$`));
+    expect(marketing.html).toContain('class="cta"');
+    expect(marketing.text).toContain(SHOP);
+    expect(marketing.text).not.toContain('/t/c/');
+    expect(await record(marketing.emailId)).toMatchObject({ trackOpens: true, trackClicks: true, opens: 0, clicks: 0, openedAt: null });
+    // The stored HTML is the rendered one: tracking is added on the way out only.
+    const [row] = await t.app.app.get(DataSource).query('SELECT html FROM emails WHERE id = $1', [marketing.emailId]);
+    expect(row.html).not.toContain('/t/');
+  });
+
+  it('TRANSACTIONAL mail is not tracked unless the send or the template says track: true', async () => {
+    const plain = await sendAndReceive('plain@example.org', { from: 'hello@acme.test', subject: 'Receipt', body: BODY });
+    expect(linksOf(plain.html).images).toEqual([]);
+    expect(linksOf(plain.html).hrefs[0]).toBe(SHOP);
+    expect(await record(plain.emailId)).toMatchObject({ trackOpens: false, trackClicks: false });
+
+    const bySend = await sendAndReceive('bysend@example.org', { from: 'hello@acme.test', subject: 'Receipt', body: BODY, track: true });
+    expect(linksOf(bySend.html).images[0]).toMatch(/\/t\/o\//);
+    expect(linksOf(bySend.html).hrefs[0]).toMatch(/\/t\/c\//);
+
+    const template = await t.createTemplate({ name: 'Receipt', subject: 'R', body: BODY, type: 'TRANSACTIONAL', from: 'hello@acme.test', track: true });
+    expect(template.body.data.track).toBe(true);
+    const byTemplate = await sendAndReceive('bytemplate@example.org', { template: template.body.data.id });
+    expect(linksOf(byTemplate.html).images[0]).toMatch(/\/t\/o\//);
+    expect(await record(byTemplate.emailId)).toMatchObject({ trackOpens: true, trackClicks: true });
+
+    expect((await t.send({ to: 'x@example.org', from: 'hello@acme.test', subject: 's', body: 'b', track: 'yes' })).status).toBe(422);
+    expect((await t.createTemplate({ name: 'T', subject: 's', body: 'b', type: 'TRANSACTIONAL', track: null })).status).toBe(422);
+  });
+
+  it('opening twice: a 43-byte uncached GIF, openedAt set once, opens counted, one email.opened event', async () => {
+    const path = new URL(marketing.pixel).pathname;
+    const first = await get(path);
+    expect(first.status).toBe(200);
+    expect(first.headers['content-type']).toBe('image/gif');
+    expect(first.headers['cache-control']).toMatch(/no-store/);
+    expect(first.headers['content-length']).toBe('43');
+    expect(first.raw.startsWith('GIF89a')).toBe(true);
+    await flush();
+    const afterFirst = await record(marketing.emailId);
+    expect(afterFirst.opens).toBe(1);
+    expect(afterFirst.openedAt).not.toBeNull();
+    expect((await get(path)).status).toBe(200);
+    await flush();
+    const afterSecond = await record(marketing.emailId);
+    expect(afterSecond).toMatchObject({ opens: 2, openedAt: afterFirst.openedAt });
+    const events = await eventsOf(marketing.contactId, 'email.opened');
+    expect(events).toHaveLength(1);
+  });
+
+  it('clicking: 302 to exactly the original URL, clicks counted, one email.clicked with data.url', async () => {
+    const path = new URL(marketing.click).pathname;
+    for (let i = 0; i < 3; i++) {
+      const res = await get(path);
+      expect(res.status).toBe(302);
+      expect(res.headers.location).toBe(SHOP);
+    }
+    await flush();
+    expect(await record(marketing.emailId)).toMatchObject({ clicks: 3 });
+    expect((await record(marketing.emailId)).clickedAt).not.toBeNull();
+    const events = await eventsOf(marketing.contactId, 'email.clicked');
+    expect(events).toHaveLength(1);
+    expect(events[0].data).toEqual({ url: SHOP });
+  });
+
+  it('a forged or altered token is 404 and records nothing; another URL cannot be signed without the secret', async () => {
+    const before = await record(marketing.emailId);
+    const alter = (url: string) => {
+      const path = new URL(url).pathname;
+      const i = path.length - 10;
+      return path.slice(0, i) + (path[i] === 'A' ? 'B' : 'A') + path.slice(i + 1);
+    };
+    expect((await get(alter(marketing.pixel))).status).toBe(404);
+    expect((await get(alter(marketing.click))).status).toBe(404);
+    expect((await get('/t/o/forged')).status).toBe(404);
+    expect((await get('/t/c/forged')).status).toBe(404);
+    // A token naming another URL, signed with the APP_SECRET itself instead of the derived key: refused.
+    const payload = Buffer.concat([Buffer.from([1]), Buffer.from(parseUuid(marketing.emailId)), Buffer.from('https://evil.example/')]);
+    const mac = createHmac('sha256', t.app.config.appSecret).update(payload).digest().subarray(0, 16);
+    const forged = await get(`/t/c/${Buffer.concat([payload, mac]).toString('base64url')}`);
+    expect(forged.status).toBe(404);
+    expect(forged.headers.location).toBeUndefined();
+    // An open token is no click token.
+    expect((await get(`/t/c/${new URL(marketing.pixel).pathname.split('/').pop()}`)).status).toBe(404);
+    await flush();
+    const after = await record(marketing.emailId);
+    expect(after).toMatchObject({ opens: before.opens, clicks: before.clicks, openedAt: before.openedAt, clickedAt: before.clickedAt });
+    expect(await eventsOf(marketing.contactId, 'email.opened')).toHaveLength(1);
+    expect(await eventsOf(marketing.contactId, 'email.clicked')).toHaveLength(1);
+  });
+
+  it('with its database unreachable an API process still serves the pixel (200) and the redirect (302); a worker records the hits later', async () => {
+    const url = new URL(t.db.url);
+    const relay = new TcpRelay(url.hostname, Number(url.port || 5432));
+    await relay.open();
+    url.port = String(relay.port);
+    const api = await startTestApp(testConfig(url.toString(), t.prefix, { APP_ROLE: 'api', PUBLIC_URL: PUBLIC }));
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    try {
+      const before = await record(marketing.emailId);
+      await relay.cut();
+      const started = Date.now();
+      const pixel = await get(new URL(marketing.pixel).pathname, api);
+      const click = await get(new URL(marketing.click).pathname, api);
+      expect(Date.now() - started).toBeLessThan(1000);
+      expect(pixel.status).toBe(200);
+      expect(pixel.headers['content-type']).toBe('image/gif');
+      expect(click.status).toBe(302);
+      expect(click.headers.location).toBe(SHOP);
+      await api.app.get(EmailTrackingService).flush();
+      expect(warn.mock.calls.some((c) => String(c[c.length - 1]).includes('queued for later') || JSON.stringify(c).includes('queued for later'))).toBe(true);
+      // The worker of the main app (same queues) writes them once the record-hit jobs run.
+      const deadline = Date.now() + 20_000;
+      let now = await record(marketing.emailId);
+      while ((now.opens !== before.opens + 1 || now.clicks !== before.clicks + 1) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 200));
+        now = await record(marketing.emailId);
+      }
+      expect(now).toMatchObject({ opens: before.opens + 1, clicks: before.clicks + 1, openedAt: before.openedAt });
+      expect(await eventsOf(marketing.contactId, 'email.opened')).toHaveLength(1);
+    } finally {
+      warn.mockRestore();
+      await api.close().catch(() => undefined);
+      await relay.cut();
+    }
+  });
+});
