@@ -8,7 +8,7 @@ const app = fastify({ logger: false });
 app.get('/t/o/:token', (_req, reply) => {
   reply.code(200).header('content-type', 'image/gif').header('cache-control', 'no-store').send(PIXEL);
 });
-app.get('/t/c/:token', (_req, reply) => {
+app.get('/t/c/*', (_req, reply) => {
   reply.code(302).header('location', 'https://example.com/landing').header('content-type', 'text/plain').send('');
 });
 app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' }).then(() => process.send?.('ready'));

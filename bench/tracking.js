@@ -12,6 +12,7 @@
  *
  *   npm run bench:tracking          (builds first)
  *   BENCH_SECONDS=15 npm run bench:tracking
+ *   BENCH_CLICK_FIRST=1 npm run bench:tracking   (clicks measured first)
  */
 const http = require('node:http');
 const { fork } = require('node:child_process');
@@ -96,12 +97,16 @@ async function main() {
       Array.from({ length: 20 }, (_, n) => `/t/c/${tokens.signClick(id, `https://example.com/landing?n=${n}&utm_source=bench`)}`),
     );
     const appPort = Number(new URL(app.base).port);
-    const runs = {
+    const pixel = {
       'pixel baseline': caller(baseline.port, opens, 200),
       'pixel service ': caller(appPort, opens, 200),
+    };
+    const click = {
       'click baseline': caller(baseline.port, clicks, 302),
       'click service ': caller(appPort, clicks, 302),
     };
+    // BENCH_CLICK_FIRST=1 swaps the order, to see what the order itself costs.
+    const runs = process.env.BENCH_CLICK_FIRST ? { ...click, ...pixel } : { ...pixel, ...click };
     for (const fn of Object.values(runs)) await closedLoop(CONCURRENCY, WARMUP_SECONDS, fn);
     const results = {};
     for (const [name, fn] of Object.entries(runs)) results[name] = await closedLoop(CONCURRENCY, SECONDS, fn);

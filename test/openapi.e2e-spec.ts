@@ -747,7 +747,10 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
       const path = stack.join('');
       for (const method of (m[3] ?? '').split(',').map((x) => x.trim())) {
         if (!method || method === '-' || method === 'HEAD' || method === 'OPTIONS') continue;
-        served.push(`${method} ${path.replace(/:(\w+)/g, '{$1}')}`);
+        // A wildcard route (`/t/c/*`, for tokens past the router's parameter limit) is documented with its name.
+        const named = path.replace(/:(\w+)/g, '{$1}');
+        const wildcard = named.endsWith('/*') ? documented.find((d) => d.startsWith(`${method} ${named.slice(0, -1)}{`)) : undefined;
+        served.push(wildcard ?? `${method} ${named}`);
       }
     }
     const undocumented = served.filter(

@@ -50,16 +50,17 @@ export class EmailTrackingController {
       .send(PIXEL);
   }
 
-  @Get('c/:token')
+  // A wildcard: a click token carries its URL (up to ~2.8 KB), past the router's 100-character parameter limit.
+  @Get('c/*')
   @ApiOp('tracking_click', 'A tracked link: redirects to the link that was signed (counts a click)')
-  @ApiParam({ name: 'token', description: 'The signed token of the link in the email (it carries the URL)' })
+  @ApiParam({ name: 'token', description: 'The signed token of the link in the email (it carries the URL)', schema: { type: 'string' } })
   @ApiResponse({
     status: 302,
     description: 'Redirect to the original URL (Location); only URLs signed into a token are ever targets',
     headers: { Location: { required: true, schema: { type: 'string', format: 'uri' } } },
     content: { 'text/plain': { schema: { type: 'string' } } },
   })
-  click(@Param('token') token: string, @Res() reply: FastifyReply): void {
+  click(@Param('*') token: string, @Res() reply: FastifyReply): void {
     const target = this.tracking.click(token);
     if (target === null) throw trackingNotFound();
     void reply

@@ -24,8 +24,9 @@ const RECORD_HIT_ATTEMPTS = 10;
  * waits for Postgres and is still served when it is down.
  *
  * Every FLUSH_DELAY_MS the hits gathered (one entry per email and kind, with
- * its count, first time and first URL) are written in one transaction, in
- * email id order (the lock order of concurrent API processes): opens/clicks
+ * its count, first time and first URL) are written in one transaction, one
+ * statement per kind, rows locked in email id order (the lock order of
+ * concurrent API processes): opens/clicks
  * += count, openedAt/clickedAt set to the first hit's time once, and one
  * `email.opened` / `email.clicked` event (data.url) for the hit that set it,
  * published after commit. When that transaction fails (database unreachable),
@@ -65,20 +66,34 @@ export class EmailTrackingService implements OnApplicationShutdown {
 
   /** Writes every hit of `hits` (a flush, or a RECORD_HIT job); throws when the database does. */
   async record(hits: RecordHitJobData[]): Promise<void> {
-    const ordered = [...hits].sort((a, b) => (a.emailId < b.emailId ? -1 : a.emailId > b.emailId ? 1 : a.kind < b.kind ? -1 : 1));
     const published = await this.dataSource.transaction(async (manager) => {
       const recorded: RecordedEvent[] = [];
-      for (const hit of ordered) {
-        const email = await this.repository.recordHit(manager, hit);
-        if (!email?.first) continue;
-        const event = await this.events.record(manager, {
-          projectId: email.projectId,
-          contactId: email.contactId,
-          emailId: hit.emailId,
-          name: hit.kind === 'open' ? 'email.opened' : 'email.clicked',
-          data: hit.kind === 'click' ? { url: hit.url } : {},
-        });
-        recorded.push({ ...event, email: email.toEmail });
+      await this.repository.lockForHits(manager, [...new Set(hits.map((h) => h.emailId))]);
+      for (const kind of ['open', 'click'] as const) {
+        // One entry per email (a job may repeat one the batch has): merged, earliest time and its URL kept.
+        const merged = new Map<string, RecordHitJobData>();
+        for (const hit of hits) {
+          if (hit.kind !== kind) continue;
+          const seen = merged.get(hit.emailId);
+          if (!seen) merged.set(hit.emailId, { ...hit });
+          else {
+            seen.count += hit.count;
+            if (hit.at < seen.at) Object.assign(seen, { at: hit.at, url: hit.url });
+          }
+        }
+        const rows = await this.repository.recordHits(manager, kind, [...merged.values()]);
+        const firsts = rows.filter((row) => row.first);
+        const events = await this.events.recordMany(
+          manager,
+          firsts.map((row) => ({
+            projectId: row.projectId,
+            contactId: row.contactId,
+            emailId: row.emailId,
+            name: kind === 'open' ? 'email.opened' : 'email.clicked',
+            data: kind === 'click' ? { url: merged.get(row.emailId)?.url } : {},
+          })),
+        );
+        events.forEach((event, i) => recorded.push({ ...event, email: firsts[i].toEmail }));
       }
       return recorded;
     });

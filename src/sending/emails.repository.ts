@@ -44,6 +44,7 @@ export interface TrackingHit {
 
 /** The email a hit landed on; `first` when it set openedAt/clickedAt. */
 export interface RecordedHit {
+  emailId: string;
   projectId: string;
   contactId: string;
   toEmail: string;
@@ -166,24 +167,33 @@ export class EmailsRepository {
   }
 
   /**
-   * Counts tracked hits on an email and sets openedAt/clickedAt to the first
-   * hit's time once. The row lock of the inner SELECT serialises concurrent
-   * hits, so exactly one of them sees the timestamp still null (`first`).
-   * null: no such email (erased with its contact).
+   * Counts tracked hits of one kind on several emails (one entry per email) in
+   * one statement, and sets openedAt/clickedAt to each first hit's time once.
+   * The rows are locked in id order first (FOR UPDATE), so exactly one writer
+   * sees a timestamp still null (`first`) and concurrent writers cannot
+   * deadlock. Emails that no longer exist (erased with their contact) are
+   * skipped.
    */
-  async recordHit(manager: EntityManager, hit: TrackingHit): Promise<RecordedHit | null> {
-    const [counter, stamp] = hit.kind === 'open' ? ['opens', 'opened_at'] : ['clicks', 'clicked_at'];
-    const rows = await queryRows<RecordedHit>(
+  /** Locks the rows of a batch of hits in id order, before recordHits runs once per kind (no lock cycles). */
+  async lockForHits(manager: EntityManager, emailIds: string[]): Promise<void> {
+    await queryRows(manager, 'SELECT id FROM emails WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [emailIds]);
+  }
+
+  recordHits(manager: EntityManager, kind: 'open' | 'click', hits: TrackingHit[]): Promise<RecordedHit[]> {
+    if (hits.length === 0) return Promise.resolve([]);
+    const [counter, stamp] = kind === 'open' ? ['opens', 'opened_at'] : ['clicks', 'clicked_at'];
+    return queryRows<RecordedHit>(
       manager,
-      `UPDATE emails e
-          SET ${counter} = e.${counter} + $2, ${stamp} = COALESCE(e.${stamp}, $3)
-         FROM (SELECT id, ${stamp} AS previous FROM emails WHERE id = $1 FOR UPDATE) p
-        WHERE e.id = p.id
-       RETURNING e.project_id AS "projectId", e.contact_id AS "contactId", e.to_email AS "toEmail",
+      `WITH h AS (SELECT * FROM unnest($1::uuid[], $2::int[], $3::timestamptz[]) AS h(id, n, at)),
+            p AS (SELECT e.id, e.${stamp} AS previous FROM emails e JOIN h ON h.id = e.id ORDER BY e.id FOR UPDATE OF e)
+       UPDATE emails e
+          SET ${counter} = e.${counter} + h.n, ${stamp} = COALESCE(e.${stamp}, h.at)
+         FROM h JOIN p ON p.id = h.id
+        WHERE e.id = h.id
+       RETURNING e.id AS "emailId", e.project_id AS "projectId", e.contact_id AS "contactId", e.to_email AS "toEmail",
                  p.previous IS NULL AS first`,
-      [hit.emailId, hit.count, hit.at],
+      [hits.map((h) => h.emailId), hits.map((h) => h.count), hits.map((h) => h.at)],
     );
-    return rows[0] ?? null;
   }
 
   async attachmentContents(manager: EntityManager, ids: string[]): Promise<Map<string, Buffer>> {

@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, getSchemaPath, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type {
   OperationObject,
+  ParameterObject,
   ReferenceObject,
   ResponseObject,
   SchemaObject,
@@ -114,6 +115,7 @@ export function finishDocument(document: OpenAPIObject): OpenAPIObject {
     ...structuredClone(HEADERS),
   } as never;
   for (const schema of Object.values(document.components.schemas ?? {})) unwrapSingleAllOf(schema);
+  nameWildcardParameters(document);
   const strict = new Set<string>();
   for (const item of Object.values(document.paths)) {
     for (const method of METHODS) {
@@ -230,5 +232,33 @@ function refuseUnknownFields(
   if (schema.items) refuseUnknownFields(document, schema.items, seen);
   for (const list of [schema.oneOf, schema.anyOf, schema.allOf]) {
     for (const member of list ?? []) refuseUnknownFields(document, member, seen);
+  }
+}
+
+/**
+ * A wildcard route (`@Get('c/*')`, for a parameter longer than the router's
+ * limit) comes out as `{path}`; when the operation documents one path
+ * parameter of its own with @ApiParam, that name replaces it
+ * (`/t/c/{token}`).
+ */
+function nameWildcardParameters(document: OpenAPIObject): void {
+  for (const key of Object.keys(document.paths)) {
+    if (!key.endsWith('/{path}')) continue;
+    const item = document.paths[key];
+    const ops = METHODS.map((m) => item[m] as OperationObject | undefined).filter((op): op is OperationObject => !!op);
+    const names = new Set(
+      ops.flatMap((op) =>
+        (op.parameters ?? [])
+          .filter((p): p is ParameterObject => 'in' in p && p.in === 'path' && /^\w+$/.test(p.name) && p.name !== 'path')
+          .map((p) => p.name),
+      ),
+    );
+    if (names.size !== 1) continue;
+    const [name] = [...names];
+    for (const op of ops) {
+      op.parameters = (op.parameters ?? []).filter((p) => !('in' in p && p.in === 'path' && !names.has(p.name)));
+    }
+    delete document.paths[key];
+    document.paths[`${key.slice(0, -'{path}'.length)}{${name}}`] = item;
   }
 }
