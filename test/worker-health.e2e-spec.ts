@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
-import { connect, createServer, Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './support/test-app';
 import { ROOT, runCli, ServiceProcess, startService } from './support/processes';
+import { TcpRelay } from './support/tcp-relay';
 
 /**
  * The worker health check of docker-compose.yml: `node dist/health/worker-probe.js`
@@ -19,44 +19,6 @@ beforeAll(() => {
   if (!existsSync(PROBE))
     throw new Error('dist/ is missing: run `npm run build` (npm test does it first)');
 });
-
-/** A TCP relay to Redis that the test can cut and restore, to take Redis away from one process. */
-class RedisRelay {
-  private server: Server | undefined;
-  private readonly sockets = new Set<Socket>();
-  port = 0;
-
-  constructor(private readonly target: URL) {}
-
-  async open(): Promise<void> {
-    this.server = createServer((client) => {
-      const upstream = connect(Number(this.target.port || 6379), this.target.hostname);
-      this.sockets.add(client).add(upstream);
-      const drop = () => {
-        client.destroy();
-        upstream.destroy();
-        this.sockets.delete(client);
-        this.sockets.delete(upstream);
-      };
-      for (const socket of [client, upstream]) socket.on('error', drop).on('close', drop);
-      client.pipe(upstream).pipe(client);
-    });
-    const server = this.server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.port, '127.0.0.1', () => resolve());
-    });
-    const address = server.address();
-    this.port = typeof address === 'object' && address ? address.port : 0;
-  }
-
-  async cut(): Promise<void> {
-    const server = this.server;
-    for (const socket of this.sockets) socket.destroy();
-    this.sockets.clear();
-    if (server) await new Promise((resolve) => server.close(resolve));
-  }
-}
 
 describe('worker health probe (e2e)', () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -166,7 +128,8 @@ describe('worker health probe (e2e)', () => {
   }, 90_000);
 
   it('fails while the worker cannot reach Redis, and passes again when it can', async () => {
-    const relay = new RedisRelay(new URL(TEST_REDIS_URL));
+    const redisUrl = new URL(TEST_REDIS_URL);
+    const relay = new TcpRelay(redisUrl.hostname, Number(redisUrl.port || 6379));
     await relay.open();
     const worker = startWorker({ REDIS_URL: `redis://127.0.0.1:${relay.port}` });
     try {
