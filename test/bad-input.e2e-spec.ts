@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { tableFingerprint } from './support/fingerprint';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
 import { postImport, waitForImport } from './support/imports';
 import { InjectResult, setupTestApp, TestApp, TestProject } from './support/test-app';
@@ -144,14 +145,7 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
       domains: 'SELECT id, project_id, domain, dkim_selector FROM domains',
       imports: 'SELECT id, project_id, total FROM contact_imports',
     };
-    const out: Record<string, string> = {};
-    for (const [name, sql] of Object.entries(tables)) {
-      const result = await db.query<{ h: string; n: string }>(
-        `SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) AS h, count(*) AS n FROM (${sql}) t`,
-      );
-      out[name] = `${result.rows[0].n}:${result.rows[0].h}`;
-    }
-    return out;
+    return tableFingerprint(db, tables);
   }
 
   /** No stack frames, SQL or secrets in any response, error or not. */

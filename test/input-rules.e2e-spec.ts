@@ -4,6 +4,7 @@ import { ModulesContainer } from '@nestjs/core';
 import { createHook } from 'node:async_hooks';
 import { AddressInfo, connect } from 'node:net';
 import { Client } from 'pg';
+import { tableFingerprint } from './support/fingerprint';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
 import { InjectResult, setupTestApp, TestApp, TestProject } from './support/test-app';
 
@@ -114,7 +115,6 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
 
   /** Every table a client can write, as one comparable value. */
   async function fingerprint(): Promise<Record<string, string>> {
-    const out: Record<string, string> = {};
     const tables: Record<string, string> = {
       projects: 'SELECT * FROM projects',
       apiKeys: 'SELECT * FROM api_keys',
@@ -127,13 +127,7 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
       emails: 'SELECT * FROM emails',
       imports: 'SELECT * FROM contact_imports',
     };
-    for (const [name, sql] of Object.entries(tables)) {
-      const result = await db.query<{ h: string; n: string }>(
-        `SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) AS h, count(*) AS n FROM (${sql}) t`,
-      );
-      out[name] = `${result.rows[0].n}:${result.rows[0].h}`;
-    }
-    return out;
+    return tableFingerprint(db, tables);
   }
 
   /** The contract's envelope with this status and code, and the X-Request-Id header equal to error.requestId. */
