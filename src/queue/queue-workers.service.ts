@@ -1,7 +1,7 @@
-import { BullRegistrar, WorkerHost } from '@nestjs/bullmq';
+import { BullRegistrar, getQueueToken, WorkerHost } from '@nestjs/bullmq';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
-import { DiscoveryService } from '@nestjs/core';
-import type { RedisClient, Worker } from 'bullmq';
+import { DiscoveryService, ModuleRef } from '@nestjs/core';
+import type { Queue, RedisClient, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
@@ -11,6 +11,7 @@ import {
   WorkerHeartbeat,
   workerHeartbeatPath,
 } from './worker-heartbeat';
+import { QUEUES } from './queue.constants';
 import { RecoveryScheduler } from './recovery';
 import { REDIS } from './redis.module';
 
@@ -33,6 +34,9 @@ import { REDIS } from './redis.module';
  * Once the workers are connected, the recovery schedulers are registered
  * (queue/recovery.ts): only processes that run workers register them.
  */
+/** Longest wait at shutdown for queue connections still starting. */
+const QUEUE_READY_WAIT_MS = 2_000;
+
 @Injectable()
 export class QueueWorkersService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('QueueWorkers');
@@ -47,6 +51,7 @@ export class QueueWorkersService implements BeforeApplicationShutdown {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(REDIS) private readonly redis: Redis,
     private readonly recovery: RecoveryScheduler,
+    private readonly moduleRef: ModuleRef,
   ) {}
 
   async start(): Promise<string[]> {
@@ -75,6 +80,20 @@ export class QueueWorkersService implements BeforeApplicationShutdown {
     await this.heartbeat?.stop();
     await this.recovery.stop();
     await Promise.all(this.workers.map((worker) => worker.close()));
+    // A queue closed while its connection is still starting (a boot refused right away, a
+    // SIGTERM just after start) makes bullmq emit 'error' once its listeners are gone: an
+    // uncaught exception that ended the process before it could say why it stopped. Bounded:
+    // with Redis unreachable the connections never get ready, and shutdown must go on.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled(this.queues().map((queue) => queue.waitUntilReady())),
+      new Promise((resolve) => (timer = setTimeout(resolve, QUEUE_READY_WAIT_MS))),
+    ]);
+    clearTimeout(timer);
+  }
+
+  private queues(): Queue[] {
+    return Object.values(QUEUES).map((name) => this.moduleRef.get<Queue>(getQueueToken(name), { strict: false }));
   }
 
   /**
