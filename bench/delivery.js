@@ -14,7 +14,11 @@ const { generateKeyPairSync } = require('node:crypto');
 const { join } = require('node:path');
 const nodemailer = require('nodemailer');
 const { Client } = require('pg');
-const { createBenchDatabase, createProject, startApp, DIST, REDIS_URL } = require('./support');
+const { createBenchDatabase, createProject, startApp, DIST, ROOT, REDIS_URL } = require('./support');
+
+// A private build (BENCH_DIST outside the checkout) resolves its packages from the checkout's node_modules.
+process.env.NODE_PATH = [join(ROOT, 'node_modules'), process.env.NODE_PATH].filter(Boolean).join(require('node:path').delimiter);
+require('node:module').Module._initPaths();
 
 const EMAILS = Number(process.env.BENCH_EMAILS || 20_000);
 const POOL_CONNECTIONS = 10; // src/sending/mail-transport.ts SMTP_POOL_CONNECTIONS
@@ -39,11 +43,16 @@ function startSink() {
   });
 }
 
-/** A worker process listens on no port: started without waiting for /health/ready. */
+/**
+ * A worker process listens on no port: started without waiting for /health/ready.
+ * BENCH_NODE_ARGS are passed to it (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+ */
 function startWorker(env) {
-  const child = spawn(process.execPath, [join(DIST, 'main.js')], {
+  const nodeArgs = (process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, join(DIST, 'main.js')], {
     env: {
       PATH: process.env.PATH || '',
+      NODE_PATH: join(ROOT, 'node_modules'),
       REDIS_URL,
       APP_SECRET: 'bench-secret-bench-secret-bench-secret-0123456789',
       LOG_LEVEL: 'warn',

@@ -10,12 +10,56 @@
  *
  *   npm run bench:track            (builds first)
  *   BENCH_SECONDS=15 npm run bench:track
+ *   BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=var/prof" node bench/track.js   (node flags of the app)
+ *
+ * BENCH_WEBHOOKS=all (or `other`, or `tracked`) measures instead what outbound
+ * webhook endpoints cost POST /v1/track: the same app, the same request
+ * stream, measured in one project per case, against the case without any
+ * endpoint measured in the same run. Targets: an endpoint listening to
+ * another event keeps >= 90% of the no-endpoint throughput; one listening to
+ * the events the tracks record keeps >= 60%.
+ *
+ * Which events a track records (src/tracking/track.service.ts): always the
+ * tracked event itself, a custom name, which is never delivered (only system
+ * events are: webhook_deliverable in migration Webhooks, webhook-events.ts);
+ * and, when the request carries `subscribed` and it changes an existing
+ * contact's subscription, `contact.subscribed` / `contact.unsubscribed` in
+ * the same transaction. So the only way a track produces a delivery is a
+ * subscription change, and the cases are measured on two request streams:
+ *
+ * - `custom`: this benchmark's own requests (no `subscribed`: the batched
+ *   one-statement path). Cases `none` and `other`; no event of it is
+ *   deliverable, so `other` (listening to `email.*`) is every endpoint.
+ * - `subscription`: the same requests plus `subscribed`, flipping the
+ *   contact's state on every request (the 20,000 contacts are seeded
+ *   subscribed; the client keeps their state and never has two requests for
+ *   one contact in flight), so every track records its event and one
+ *   `contact.(un)subscribed` (the transactional path). Cases `none`, `other`
+ *   (listening to `email.*`: deliverable events, none matching) and `tracked`
+ *   (listening to `contact.*`: one delivery per track, written by the outbox
+ *   trigger in the track's transaction, then looked up and added to the
+ *   webhooks queue by the API before it answers).
+ *
+ * Only the API runs (APP_ROLE=api), as in the plain benchmark: no worker
+ * sends the deliveries (their sending is bench/webhooks.js), so the endpoint
+ * URL is a name that is never contacted. The machine is shared and its load
+ * drifts, so the cases are interleaved finely: after 2 s of warm-up of each,
+ * BENCH_ROUNDS rounds (default 8) of every case for BENCH_SECONDS (default 3
+ * here) after 1 s of warm-up, the order rotating by one case per round. A
+ * case's ratio is the median over the rounds of its throughput / the
+ * no-endpoint throughput of the same stream in the same round (min-max
+ * printed beside it). Beside throughput, the CPU each request cost the API
+ * process and the database's backends is printed (less sensitive to the
+ * machine's other load than throughput is).
+ *
+ *   BENCH_WEBHOOKS=all npm run bench:track
  */
+const { readdirSync, readFileSync } = require('node:fs');
 const http = require('node:http');
 const { join } = require('node:path');
 const { Pool } = require('pg');
 const { v7: uuidv7 } = require('uuid');
-const { DIST, closedLoop, createBenchDatabase, createProject, startApp } = require('./support');
+const { DIST, REDIS_URL, closedLoop, createBenchDatabase, createProject, startApp } = require('./support');
 
 // The baseline applies the service's own data rule, from the build under test.
 const { toTrackedDataPatch } = require(join(DIST, 'contacts/contact-data.js'));
@@ -49,6 +93,10 @@ const WARMUP_SECONDS = 2;
 const EMAILS = 20_000;
 const NAMES = ['signup', 'login', 'purchase', 'page_view', 'trial_started'];
 const POOL_SIZE = 20; // the app's TypeORM pool (src/database/data-source-options.ts)
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean);
+const WEBHOOKS = process.env.BENCH_WEBHOOKS;
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 8);
+const CASE_SECONDS = Number(process.env.BENCH_SECONDS || 3);
 
 function workload(i) {
   const n = Math.floor(Math.random() * EMAILS);
@@ -59,12 +107,14 @@ function workload(i) {
   };
 }
 
-function apiCaller(base, key) {
+/** `request(i)` gives the body of request i and, optionally, `done()` to call once it is answered. */
+function apiCaller(base, key, request = (i) => ({ body: workload(i) })) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   const url = new URL('/v1/track', base);
   return (i) =>
     new Promise((resolve, reject) => {
-      const body = JSON.stringify(workload(i));
+      const next = request(i);
+      const body = JSON.stringify(next.body);
       const req = http.request(
         {
           agent,
@@ -80,12 +130,39 @@ function apiCaller(base, key) {
         },
         (res) => {
           res.resume();
-          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
+          res.on('end', () => {
+            next.done?.();
+            if (res.statusCode === 200) resolve();
+            else reject(new Error(`HTTP ${res.statusCode}`));
+          });
         },
       );
-      req.on('error', reject);
+      req.on('error', (error) => {
+        next.done?.();
+        reject(error);
+      });
       req.end(body);
     });
+}
+
+/**
+ * The `subscription` stream: this benchmark's requests, each with `subscribed`
+ * set to the opposite of its contact's state (all seeded subscribed), a
+ * contact never in two requests at once, so every track changes it.
+ */
+function subscriptionRequests() {
+  const subscribed = new Uint8Array(EMAILS).fill(1);
+  const inFlight = new Set();
+  return (i) => {
+    const body = workload(i);
+    let n = Number(body.email.slice(4, body.email.indexOf('@')));
+    while (inFlight.has(n)) n = Math.floor(Math.random() * EMAILS);
+    inFlight.add(n);
+    subscribed[n] ^= 1;
+    body.email = `user${n}@bench.example`;
+    body.subscribed = subscribed[n] === 1;
+    return { body, done: () => inFlight.delete(n) };
+  };
 }
 
 /**
@@ -117,15 +194,19 @@ function fmt(r) {
 }
 
 async function main() {
+  if (WEBHOOKS) return webhooksMain();
   const db = await createBenchDatabase('track');
   const api = createProject(db.url, 'bench-api');
   const base = createProject(db.url, 'bench-baseline');
-  const app = await startApp({
-    DATABASE_URL: db.url,
-    APP_ROLE: 'api',
-    API_RATE_LIMIT_PER_MINUTE: '10000000',
-    LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'info',
-  });
+  const app = await startApp(
+    {
+      DATABASE_URL: db.url,
+      APP_ROLE: 'api',
+      API_RATE_LIMIT_PER_MINUTE: '10000000',
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'info',
+    },
+    NODE_ARGS,
+  );
   const pool = new Pool({ connectionString: db.url, max: POOL_SIZE });
   try {
     const callApi = apiCaller(app.base, api.secretKey);
@@ -146,6 +227,172 @@ async function main() {
     await app.stop();
     await db.drop();
   }
+}
+
+/** The cases of BENCH_WEBHOOKS: [stream, case, the endpoint's filter or null]. */
+function webhookCases(which) {
+  const all = [
+    ['custom', 'none', null],
+    ['custom', 'other', ['email.*']],
+    ['subscription', 'none', null],
+    ['subscription', 'other', ['email.*']],
+    ['subscription', 'tracked', ['contact.*']],
+  ];
+  if (which === 'all') return all;
+  if (which === 'other') return all.filter(([, c]) => c !== 'tracked');
+  if (which === 'tracked') return all.filter(([stream, c]) => stream === 'subscription' && c !== 'other');
+  throw new Error(`BENCH_WEBHOOKS must be all, other or tracked (got ${which})`);
+}
+
+async function webhooksMain() {
+  const cases = webhookCases(WEBHOOKS);
+  const db = await createBenchDatabase('trackhooks');
+  const prefix = `mwbenchth${process.pid}`;
+  const app = await startApp(
+    {
+      DATABASE_URL: db.url,
+      APP_ROLE: 'api',
+      QUEUE_PREFIX: prefix,
+      API_RATE_LIMIT_PER_MINUTE: '10000000',
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'info',
+    },
+    NODE_ARGS,
+  );
+  const pool = new Pool({ connectionString: db.url, max: 2 });
+  try {
+    for (const c of cases) {
+      const [stream, name, events] = c;
+      const { project, secretKey } = createProject(db.url, `bench-${stream}-${name}`);
+      c.push({ projectId: project.id, results: [] });
+      const state = c[3];
+      if (events) {
+        const res = await fetch(`${app.base}/webhooks`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${secretKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ url: 'https://hooks.bench.example/mailwright', events }),
+        });
+        if (res.status !== 201) throw new Error(`POST /webhooks answered ${res.status}: ${await res.text()}`);
+      }
+      if (stream === 'subscription') {
+        await pool.query(
+          `INSERT INTO contacts (id, project_id, email, subscribed, suppressed, data, created_at, updated_at)
+           SELECT mw_uuid_v7(), $1, 'user' || i || '@bench.example', TRUE, FALSE, '{}', now(), now()
+             FROM generate_series(0, $2::int - 1) AS i`,
+          [project.id, EMAILS],
+        );
+      }
+      state.call = apiCaller(app.base, secretKey, stream === 'subscription' ? subscriptionRequests() : undefined);
+    }
+    await pool.query('VACUUM ANALYZE contacts');
+
+    const dbName = new URL(db.url).pathname.slice(1);
+    for (const [, , , state] of cases) await closedLoop(CONCURRENCY, WARMUP_SECONDS, state.call);
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = cases.map((_, k) => cases[(k + round) % cases.length]);
+      for (const [stream, name, , state] of order) {
+        await closedLoop(CONCURRENCY, 1, state.call);
+        const apiBefore = procCpuSeconds(app.child.pid);
+        const pgBefore = postgresCpuSeconds(dbName);
+        const r = await closedLoop(CONCURRENCY, CASE_SECONDS, state.call);
+        r.apiUs = ((procCpuSeconds(app.child.pid) - apiBefore) / r.requests) * 1e6;
+        r.pgUs = (backendsDelta(pgBefore, postgresCpuSeconds(dbName)) / r.requests) * 1e6;
+        state.results.push(r);
+        console.log(
+          `  round ${round + 1}  ${`${stream}/${name}`.padEnd(21)} ${fmt(r)}  CPU/request: API ${r.apiUs.toFixed(0)} us, postgres ${r.pgUs.toFixed(0)} us`,
+        );
+      }
+    }
+
+    const { rows } = await pool.query(
+      `SELECT p.id AS "projectId",
+              (SELECT count(*)::int FROM events e WHERE e.project_id = p.id) AS events,
+              (SELECT count(*)::int FROM events e WHERE e.project_id = p.id AND e.name LIKE 'contact.%') AS "contactEvents",
+              (SELECT count(*)::int FROM webhook_deliveries d WHERE d.project_id = p.id) AS deliveries
+         FROM projects p`,
+    );
+    const counts = new Map(rows.map((r) => [r.projectId, r]));
+    const { Queue } = require('bullmq');
+    const queue = new Queue('webhooks', { connection: { url: REDIS_URL }, prefix });
+    const queued = await queue.getJobCounts('waiting', 'delayed');
+    await queue.close();
+
+    const median = (values) => {
+      const sorted = [...values].sort((a, b) => a - b);
+      const mid = Math.floor(sorted.length / 2);
+      return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+    };
+    const pick = (results, key) => results.map((r) => r[key]);
+    console.log(
+      `\nPOST /v1/track with webhook endpoints, ${CONCURRENCY} concurrent, ${ROUNDS} rounds x ${CASE_SECONDS}s per case, ${EMAILS} distinct emails (medians over the rounds)`,
+    );
+    let met = true;
+    for (const stream of ['custom', 'subscription']) {
+      const mine = cases.filter(([s]) => s === stream);
+      if (mine.length === 0) continue;
+      const none = mine.find(([, c]) => c === 'none')[3];
+      console.log(stream === 'custom' ? '  custom events (no subscribed):' : '  every track flips `subscribed` (event + contact.(un)subscribed):');
+      for (const [, name, events, state] of mine) {
+        const rates = pick(state.results, 'perSecond');
+        const ratios = rates.map((rate, round) => rate / none.results[round].perSecond);
+        const ratio = median(ratios);
+        const target = name === 'none' ? null : name === 'other' ? 0.9 : 0.6;
+        if (target !== null && ratio < target) met = false;
+        const c = counts.get(state.projectId);
+        console.log(
+          `    ${name.padEnd(8)} ${(events ? JSON.stringify(events) : 'no endpoint').padEnd(14)} ${median(rates).toFixed(0).padStart(6)} req/s ` +
+            `(${Math.min(...rates).toFixed(0)}-${Math.max(...rates).toFixed(0)})  p50 ${median(pick(state.results, 'p50')).toFixed(1)} ms  ` +
+            `p99 ${median(pick(state.results, 'p99')).toFixed(1)} ms  CPU/request API ${median(pick(state.results, 'apiUs')).toFixed(0)} us ` +
+            `postgres ${median(pick(state.results, 'pgUs')).toFixed(0)} us` +
+            (target === null
+              ? ''
+              : `  ${(ratio * 100).toFixed(1)}% of none (${(Math.min(...ratios) * 100).toFixed(0)}-${(Math.max(...ratios) * 100).toFixed(0)}%; target >= ${target * 100}%)`) +
+            `  [${c.events} events, ${c.contactEvents} contact.*, ${c.deliveries} deliveries]`,
+        );
+      }
+    }
+    console.log(`  webhooks queue: ${queued.waiting} jobs waiting, ${queued.delayed} delayed (no worker runs)`);
+    console.log(`  targets met: ${met ? 'yes' : 'NO'}`);
+  } finally {
+    await pool.end();
+    await app.stop();
+    await db.drop();
+    const { Redis } = require('ioredis');
+    const redis = new Redis(REDIS_URL);
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  }
+}
+
+/** CPU seconds a process has used so far (Linux /proc; clock ticks of 1/100 s). */
+function procCpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU seconds per live Postgres backend connected to `database` (its cmdline names it): pid -> seconds. */
+function postgresCpuSeconds(database) {
+  const out = new Map();
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(` ${database} `)) out.set(pid, procCpuSeconds(pid));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+/** CPU the backends alive at `after` used since `before` (one that exited in between is not counted). */
+function backendsDelta(before, after) {
+  let sum = 0;
+  for (const [pid, seconds] of after) sum += seconds - (before.get(pid) ?? 0);
+  return sum;
 }
 
 main().catch((error) => {

@@ -87,7 +87,7 @@ async function main() {
     REQUIRE_VERIFIED_SENDER: 'false',
     API_RATE_LIMIT_PER_MINUTE: '10000000',
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'warn',
-  });
+  }, (process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean));
   const baseline = await startBaseline();
   try {
     const ids = await createEmails(app.base, project.secretKey);

@@ -1,5 +1,10 @@
+import { OperationsModule } from './operations/operations.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
+import { CampaignsModule } from './campaigns/campaigns.module';
 import { DynamicModule, Module, Type } from '@nestjs/common';
 import { CommonModule } from './common/common.module';
+import { AppMetrics } from './common/metrics/metrics';
+import { MetricsModule } from './common/metrics/metrics.module';
 import { ContactsModule } from './contacts/contacts.module';
 import { AppConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
@@ -16,15 +21,16 @@ import { SendingModule } from './sending/sending.module';
 import { TemplatesModule } from './templates/templates.module';
 
 /** Feature modules: a new feature is a folder under src/ and one line here. */
-export const FEATURE_MODULES: Type[] = [HealthModule, DomainsModule, ProjectSettingsModule, ContactsModule, EventsModule, TrackModule, SegmentsModule, TemplatesModule, SendingModule];
+export const FEATURE_MODULES: Type[] = [HealthModule, DomainsModule, ProjectSettingsModule, ContactsModule, EventsModule, TrackModule, SegmentsModule, TemplatesModule, SendingModule, CampaignsModule, WebhooksModule, OperationsModule];
 
 @Module({})
 export class AppModule {
-  static register(config: AppConfig): DynamicModule {
+  static register(config: AppConfig, metrics: AppMetrics = new AppMetrics()): DynamicModule {
     return {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
+        MetricsModule.forRoot(metrics),
         DatabaseModule,
         RedisModule,
         QueueModule.forRoot(config),

@@ -7,6 +7,8 @@ import { AppConfig, ConfigValidationError, environmentWithDotEnv, loadConfig } f
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { prepareDatabase } from './database/prepare-database';
+import { WebhookSecretsModule } from './webhooks/webhook-secrets.module';
+import { WebhookSecretsService } from './webhooks/webhook-secrets.service';
 import { SealedKeysModule } from './domains/sealed-keys.module';
 import { SealedKeysService, UnreadableSealedKeysError } from './domains/sealed-keys.service';
 import { workerHealth } from './health/worker-health';
@@ -27,7 +29,7 @@ Commands:
   keys revoke <keyId>
   keys list <projectId>
   health worker                             exit 0 when a worker process here consumes every queue (container health check)
-  secrets rotate                            re-seal stored secrets (DKIM keys) under the current APP_SECRET;
+  secrets rotate                            re-seal stored secrets (DKIM keys, webhook signing secrets) under the current APP_SECRET;
                                             earlier secrets are read from APP_SECRET_PREVIOUS
 
 --json prints one JSON document on stdout. API keys are shown once, on creation.`;
@@ -37,7 +39,7 @@ class UsageError extends Error {}
 @Module({})
 class CliModule {
   static register(config: AppConfig) {
-    return { module: CliModule, imports: [ConfigModule.forRoot(config), DatabaseModule, RedisModule, ProjectsModule, SealedKeysModule] };
+    return { module: CliModule, imports: [ConfigModule.forRoot(config), DatabaseModule, RedisModule, ProjectsModule, SealedKeysModule, WebhookSecretsModule] };
   }
 }
 
@@ -54,7 +56,7 @@ async function run(config: AppConfig, positionals: string[], name: string | unde
   const app = await NestFactory.createApplicationContext(CliModule.register(config), { logger: ['error'] });
   try {
     const projects = app.get(ProjectsService);
-    return await dispatch(projects, app.get(SealedKeysService), group, action, arg, name, type);
+    return await dispatch(projects, app.get(SealedKeysService), app.get(WebhookSecretsService), group, action, arg, name, type);
   } finally {
     await app.close();
   }
@@ -63,6 +65,7 @@ async function run(config: AppConfig, positionals: string[], name: string | unde
 async function dispatch(
   projects: ProjectsService,
   sealedKeys: SealedKeysService,
+  webhookSecrets: WebhookSecretsService,
   group: string | undefined,
   action: string | undefined,
   arg: string | undefined,
@@ -114,10 +117,12 @@ async function dispatch(
     }
     case 'secrets rotate': {
       const rotated = await sealedKeys.rotate();
+      const webhooks = await webhookSecrets.rotate();
       return {
-        json: rotated,
+        json: { ...rotated, webhookSecrets: webhooks },
         text:
           `Re-sealed ${rotated.resealed} DKIM key(s) under the current APP_SECRET; ${rotated.alreadyCurrent} already were.\n` +
+          `Re-sealed ${webhooks.resealed} webhook signing secret(s); ${webhooks.alreadyCurrent} already were.\n` +
           'Stored keys no longer need APP_SECRET_PREVIOUS; keep it set while unsubscribe links signed with an earlier secret should keep working.',
       };
     }

@@ -3,6 +3,8 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import { FastifyReply, FastifyRequest, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { SwaggerModule } from '@nestjs/swagger';
+import { AppMetrics } from './common/metrics/metrics';
+import { mountQueueDashboard } from './operations/queue-dashboard';
 import { AppModule } from './app.module';
 import { DEFAULT_BODY_LIMIT, FORM_BODY_ROUTES, ROUTE_BODY_LIMITS } from './common/http/body-limits';
 import { corsOptions } from './common/http/cors';
@@ -36,7 +38,7 @@ class RequestLogController extends LogController {
   }
 }
 
-function createAdapter(config: AppConfig, logger: Logger): FastifyAdapter {
+function createAdapter(config: AppConfig, logger: Logger, metrics: AppMetrics): FastifyAdapter {
   const adapter = new FastifyAdapter({
     bodyLimit: DEFAULT_BODY_LIMIT,
     genReqId: generateRequestId,
@@ -58,6 +60,7 @@ function createAdapter(config: AppConfig, logger: Logger): FastifyAdapter {
     }
   });
   registerSuccessEnvelope(fastify);
+  metrics.instrument(fastify);
   fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     done();
@@ -91,7 +94,8 @@ function setupOpenApi(app: NestFastifyApplication): void {
  */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
   const logger = createRootLogger(config);
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config), createAdapter(config, logger), {
+  const metrics = new AppMetrics();
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config, metrics), createAdapter(config, logger, metrics), {
     logger: new PinoNestLogger(logger),
     abortOnError: false,
   });
@@ -99,6 +103,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   app.enableCors(corsOptions(config.corsOrigins));
   setupOpenApi(app);
   try {
+    if (config.adminToken) await mountQueueDashboard(app, config.adminToken, config.publicUrl.startsWith('https:'));
     await app.init();
     if (runsWorkers(config)) await app.get(QueueWorkersService).start();
   } catch (error) {

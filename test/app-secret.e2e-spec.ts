@@ -100,6 +100,9 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     // A second domain (still PENDING): its key is sealed too, and must be counted and rotated.
     const second = await app.request({ method: 'POST', url: '/domains', key: t.project.secretKey, body: { domain: 'second.test' } });
     expect(second.status).toBe(201);
+    // A webhook endpoint: its signing secret is sealed too, and rotated with the DKIM keys.
+    const hook = await app.request({ method: 'POST', url: '/webhooks', key: t.project.secretKey, body: { url: 'https://hooks.example.com/x', events: ['email.*'] } });
+    expect(hook.status).toBe(201);
     const emails = app.app.get(EmailsService);
     for (const which of ['kept', 'dropped'] as const) {
       const contact = await app.request({
@@ -222,7 +225,7 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     const rotated = runCli(['secrets', 'rotate', '--json'], { ...cliEnv, APP_SECRET_PREVIOUS: SECRET_A });
     expect(rotated.stderr).toBe('');
     expect(rotated.status).toBe(0);
-    expect(JSON.parse(rotated.stdout)).toEqual({ resealed: 2, alreadyCurrent: 1 });
+    expect(JSON.parse(rotated.stdout)).toEqual({ resealed: 2, alreadyCurrent: 1, webhookSecrets: { resealed: 1, alreadyCurrent: 0 } });
     const after = await sealedKeys();
     expect([...after.keys()]).toEqual(['acme.test', 'second.test', 'third.test']);
     expect(after.get('acme.test')).not.toBe(before.get('acme.test'));
@@ -233,6 +236,7 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     const again = runCli(['secrets', 'rotate'], { ...cliEnv, APP_SECRET_PREVIOUS: SECRET_A });
     expect(again.status).toBe(0);
     expect(again.stdout).toContain('Re-sealed 0 DKIM key(s) under the current APP_SECRET; 3 already were.');
+    expect(again.stdout).toContain('Re-sealed 0 webhook signing secret(s); 1 already were.');
     expect(await sealedKeys()).toEqual(after);
 
     // The old secret alone is now the wrong one.

@@ -131,6 +131,9 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
   }
 
   /** The contract's envelope with this status and code, and the X-Request-Id header equal to error.requestId. */
+  /** Routes whose body has required fields: a valid one, so the walk sees what the id alone causes. */
+  const VALID_BODIES: Record<string, unknown> = { '/campaigns/:id/test': { emails: ['walker@example.com'] } };
+
   function expectEnvelope(status: number, headers: Record<string, unknown>, rawBody: string, expected: { status: number; code: string }): { field?: string; code?: string }[] {
     const context = `${expected.status} ${expected.code} expected, got ${status} ${rawBody.slice(0, 400)}`;
     expect({ status, context }).toEqual({ status: expected.status, context });
@@ -243,7 +246,7 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
       for (const route of idRoutes) {
         const names = paramsOf(route.path);
         const unknown = Object.fromEntries(names.map((n) => [n, UNKNOWN_UUID]));
-        const body = route.method === 'POST' || route.method === 'PATCH' ? {} : undefined;
+        const body = route.method === 'POST' || route.method === 'PATCH' ? (VALID_BODIES[route.path] ?? {}) : undefined;
         for (const name of names) {
           for (const bad of ['not-a-uuid', '123', `${UNKNOWN_UUID}x`, UNKNOWN_UUID.replace(/-/g, ''), '%20']) {
             const url = withParams(route.path, { ...unknown, [name]: bad });

@@ -45,6 +45,12 @@ export interface AppConfig {
   logLevel: LogLevel;
   trustProxy: boolean;
   webhookAllowPrivate: boolean;
+  /** Waits before each retry of an outbound webhook delivery (WEBHOOK_RETRY_DELAYS_MS); its length + 1 is the attempt count. */
+  webhookRetryDelaysMs: number[];
+  /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
+  metricsToken: string | null;
+  /** When set, the queue dashboard is served at /admin/queues behind it; unset, it is off. */
+  adminToken: string | null;
 }
 
 export class ConfigValidationError extends Error {
@@ -220,6 +226,9 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     logLevel: r.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
     trustProxy: r.bool('TRUST_PROXY', false),
     webhookAllowPrivate: r.bool('WEBHOOK_ALLOW_PRIVATE', false),
+    webhookRetryDelaysMs: parseDelays(r, r.optional('WEBHOOK_RETRY_DELAYS_MS')),
+    metricsToken: r.optional('METRICS_TOKEN') || null,
+    adminToken: r.optional('ADMIN_TOKEN') || null,
   };
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(config.queuePrefix)) {
     r.problems.push('QUEUE_PREFIX: 1..64 characters of letters, digits, "_" or "-"');
@@ -227,12 +236,28 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   for (const previous of config.appSecretPrevious) {
     if (previous.length < 32) r.problems.push('APP_SECRET_PREVIOUS: every secret must be at least 32 characters');
   }
+  for (const [name, token] of [['METRICS_TOKEN', config.metricsToken], ['ADMIN_TOKEN', config.adminToken]] as const) {
+    if (token !== null && token.length < 16) r.problems.push(`${name}: at least 16 characters`);
+  }
   if (r.problems.length === 0) {
     config.appSecret = resolveAppSecret(r, nodeEnv, resolve(cwd, 'var/app-secret'));
     config.appSecretPrevious = config.appSecretPrevious.filter((previous) => previous !== config.appSecret);
   }
   if (r.problems.length > 0) throw new ConfigValidationError(r.problems);
   return config;
+}
+
+/** The contract's retry schedule of outbound webhooks: 5 s, 1 min, 10 min, 1 h, 6 h, 24 h. */
+export const DEFAULT_WEBHOOK_RETRY_DELAYS_MS = [5_000, 60_000, 600_000, 3_600_000, 21_600_000, 86_400_000];
+
+function parseDelays(r: { problems: string[] }, raw: string | null | undefined): number[] {
+  if (raw === undefined || raw === null || raw.trim() === '') return DEFAULT_WEBHOOK_RETRY_DELAYS_MS;
+  const delays = raw.split(',').map((part) => Number(part.trim()));
+  if (delays.length > 20 || delays.some((d) => !Number.isInteger(d) || d < 1 || d > 7 * 86_400_000)) {
+    r.problems.push('WEBHOOK_RETRY_DELAYS_MS: up to 20 comma-separated waits in milliseconds, each 1..604800000');
+    return DEFAULT_WEBHOOK_RETRY_DELAYS_MS;
+  }
+  return delays;
 }
 
 /**

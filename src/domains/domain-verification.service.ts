@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { EventsService } from '../events/events.service';
 import { DnsTxtResolver, TxtLookup } from './dns-txt-resolver';
 import {
   DnsRecordError,
@@ -56,6 +57,7 @@ export class DomainVerificationService {
     private readonly domains: DomainsRepository,
     private readonly resolver: DnsTxtResolver,
     @Inject(DOMAIN_CHECK_SCHEDULE) readonly schedule: DomainCheckSchedule,
+    private readonly events: EventsService,
   ) {}
 
   /** Reloads the domain and checks it; null when it was deleted meanwhile. */
@@ -112,12 +114,28 @@ export class DomainVerificationService {
         : row.verifiedAt;
     // The creation check, a POST /verify and the sweep may overlap: a background check that
     // finishes after a later-started one must not overwrite that fresher answer with older DNS data.
-    const written = await this.domains.saveCheck(
-      this.dataSource.manager,
-      row.id,
-      { status, recordStatuses, recordProblems, lastCheckedAt: now, verifiedAt },
-      authoritative ? null : now,
-    );
+    // A change to VERIFIED or FAILED records domain.verified / domain.failed (a project event) with it.
+    // The status is read again under the row lock: two checks that both started from PENDING must
+    // record one domain.verified, not two.
+    const { written, event } = await this.dataSource.transaction(async (manager) => {
+      const current = await this.domains.lockStatus(manager, row.id);
+      if (current === null) return { written: false, event: null };
+      const saved = await this.domains.saveCheck(
+        manager,
+        row.id,
+        { status, recordStatuses, recordProblems, lastCheckedAt: now, verifiedAt },
+        authoritative ? null : now,
+      );
+      if (!saved || status === current || status === DomainStatus.PENDING) return { written: saved, event: null };
+      const recorded = await this.events.record(manager, {
+        projectId: row.projectId,
+        contactId: null,
+        name: status === DomainStatus.VERIFIED ? 'domain.verified' : 'domain.failed',
+        data: { domainId: row.id, domain: row.domain, from: current },
+      });
+      return { written: saved, event: recorded };
+    });
+    if (event) await this.events.publish([{ ...event, email: null }]);
     if (!written) {
       return (await this.domains.reload(this.dataSource.manager, row.id)) ?? row;
     }

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { EventsModule } from '../events/events.module';
 import { DnsTxtResolver } from './dns-txt-resolver';
 import { DomainCheckScheduler } from './domain-check.scheduler';
 import { DomainVerificationService } from './domain-verification.service';
@@ -11,7 +12,7 @@ import { SealedKeysModule } from './sealed-keys.module';
 
 /** Sending domains. Exports DomainsService: assertCanSend is the sender check of every sending path. */
 @Module({
-  imports: [SealedKeysModule],
+  imports: [SealedKeysModule, EventsModule],
   controllers: [DomainsController],
   providers: [
     DomainsService,

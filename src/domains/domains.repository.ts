@@ -103,6 +103,15 @@ export class DomainsRepository {
    * started later has written meanwhile (a background check must not
    * overwrite a fresher answer with older DNS data). False when it did not write.
    */
+  /** The domain's status under a row lock (null when deleted): checks that overlap take turns here. */
+  async lockStatus(manager: EntityManager, id: string): Promise<DomainStatus | null> {
+    const rows: { status: DomainStatus }[] = await manager.query(
+      'SELECT status FROM domains WHERE id = $1 FOR UPDATE',
+      [id],
+    );
+    return rows[0]?.status ?? null;
+  }
+
   async saveCheck(
     manager: EntityManager,
     id: string,

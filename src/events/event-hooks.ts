@@ -3,8 +3,8 @@ import type { EventRow } from './event.row';
 
 /** What a listener receives: a committed event and the contact it belongs to. */
 export interface RecordedEvent extends EventRow {
-  /** The contact's email at the time of recording. */
-  email: string;
+  /** The contact's email at the time of recording; null for project events (`campaign.*`). */
+  email: string | null;
 }
 
 /**

@@ -19,8 +19,9 @@ export class Event extends BaseEntity {
   @Column('uuid')
   projectId: string;
 
-  @Column('uuid')
-  contactId: string;
+  /** null for events about the project rather than a contact (`campaign.*`). */
+  @Column({ type: 'uuid', nullable: true })
+  contactId: string | null;
 
   /**
    * The foreign key to contacts, named rather than imported: the event store

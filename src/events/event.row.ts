@@ -6,7 +6,7 @@
 export interface EventRow {
   id: string;
   projectId: string;
-  contactId: string;
+  contactId: string | null;
   emailId: string | null;
   name: string;
   data: Record<string, unknown>;

@@ -6,7 +6,8 @@ import type { EventRow } from './event.row';
 
 export interface NewEvent {
   projectId: string;
-  contactId: string;
+  /** null for a project-level event (`campaign.started`). */
+  contactId: string | null;
   name: string;
   data?: Record<string, unknown>;
   emailId?: string | null;

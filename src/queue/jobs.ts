@@ -84,6 +84,57 @@ export interface RecordHitJobData {
 export type TrackingQueueJob = Job<RecordHitJobData, unknown, typeof TRACKING_JOBS.RECORD_HIT>;
 
 /**
+ * QUEUES.CAMPAIGNS: one RUN job per campaign, job id campaignJobId(id),
+ * delayed until `scheduledAt` for a SCHEDULED campaign. It starts the
+ * campaign when due, fans out its email records, hands them to delivery as
+ * delivery drains, and marks it SENT; a job that dies is run again and
+ * resumes from the committed state.
+ */
+export const CAMPAIGN_JOBS = {
+  RUN: 'run-campaign',
+  /** Re-adds the jobs of SCHEDULED and SENDING campaigns (see RECOVERY_SCHEDULERS). */
+  RECOVER: 'recover-campaigns',
+} as const;
+
+export interface CampaignJobData {
+  campaignId: string;
+}
+
+export type CampaignQueueJob =
+  | Job<CampaignJobData, unknown, typeof CAMPAIGN_JOBS.RUN>
+  | Job<RecoveryJobData, unknown, typeof CAMPAIGN_JOBS.RECOVER>;
+
+export function campaignJobId(campaignId: string): string {
+  return `campaign-${campaignId}`;
+}
+
+/**
+ * QUEUES.WEBHOOKS: one DELIVER job per attempt of a webhook delivery, job id
+ * webhookJobId(delivery): deterministic from the row's state, so the sweep
+ * re-adds exactly the job a lost attempt would have had. DISPATCH is the
+ * sweep (the queue's recovery job).
+ */
+export const WEBHOOK_JOBS = {
+  DELIVER: 'deliver-webhook',
+  DISPATCH: 'dispatch-webhooks',
+} as const;
+
+export interface WebhookJobData {
+  deliveryId: string;
+  /** Lets a worker see that the endpoint has enough in flight before it loads anything. */
+  endpointId: string;
+}
+
+export type WebhookQueueJob =
+  | Job<WebhookJobData, unknown, typeof WEBHOOK_JOBS.DELIVER>
+  | Job<RecoveryJobData, unknown, typeof WEBHOOK_JOBS.DISPATCH>;
+
+/** `webhook-<delivery>-<manual retries>-<attempts made>`: a new id per attempt and per manual retry. */
+export function webhookJobId(delivery: { id: string; retries: number; attempts: number }): string {
+  return `webhook-${delivery.id}-${delivery.retries}-${delivery.attempts}`;
+}
+
+/**
  * One recovery scheduler per queue (see recovery.ts): its fixed id, the same
  * in every worker so upserting it leaves one scheduler per deployment (queue
  * prefix), and the job it produces on that queue. An id must never change
@@ -93,6 +144,8 @@ export const RECOVERY_SCHEDULERS = {
   [QUEUES.DELIVERY]: { id: 'delivery-recovery', jobName: DELIVERY_JOBS.RECOVER },
   [QUEUES.IMPORTS]: { id: 'imports-recovery', jobName: IMPORT_JOBS.RECOVER },
   [QUEUES.DOMAINS]: { id: 'domains-sweep', jobName: DOMAIN_JOBS.SWEEP },
+  [QUEUES.CAMPAIGNS]: { id: 'campaigns-recovery', jobName: CAMPAIGN_JOBS.RECOVER },
+  [QUEUES.WEBHOOKS]: { id: 'webhooks-dispatch', jobName: WEBHOOK_JOBS.DISPATCH },
 } as const satisfies Partial<Record<QueueName, { id: string; jobName: string }>>;
 
 export type RecoverableQueue = keyof typeof RECOVERY_SCHEDULERS;

@@ -12,6 +12,8 @@ export const QUEUES = {
   WORKFLOWS: 'workflows',
   /** Domain DNS verification checks. */
   DOMAINS: 'domains',
+  /** Outbound webhook deliveries (job id webhookJobId(...)) and their dispatch sweep. */
+  WEBHOOKS: 'webhooks',
   /** Open/click hits the API could not write to the database at once (sending/email-tracking.service.ts). */
   TRACKING_HITS: 'tracking-hits',
 } as const;

@@ -1,4 +1,4 @@
-import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Global, Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
@@ -24,8 +24,18 @@ class RedisCloser implements OnApplicationShutdown {
     {
       provide: REDIS,
       inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) =>
-        createRedis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, enableAutoPipelining: true }),
+      useFactory: (config: AppConfig) => {
+        const redis = createRedis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, enableAutoPipelining: true });
+        // Without a listener ioredis prints connection errors to stderr outside the JSON logs; it reconnects by itself.
+        const logger = new Logger('Redis');
+        let last = 0;
+        redis.on('error', (error: Error) => {
+          if (Date.now() - last < 5_000) return;
+          last = Date.now();
+          logger.warn({ err: error }, 'Redis connection error; reconnecting');
+        });
+        return redis;
+      },
     },
     RedisCloser,
   ],

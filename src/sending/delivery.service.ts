@@ -13,6 +13,23 @@ import { EmailStatus } from './email.entity';
 import { ClaimedEmail, EmailsRepository, FinishFields } from './emails.repository';
 import { classifyFailure, describeFailure, MailTransport } from './mail-transport';
 import { TrackingLinks } from './tracking-links';
+import { UnsubscribeLinks } from './unsubscribe-links';
+import { TemplateRenderError } from '../templates/template-renderer';
+import { TemplatesService } from '../templates/templates.service';
+import { StoredContent } from './emails.repository';
+
+/** The message as it goes on the wire (before tracking is added to the HTML). */
+interface OutgoingContent {
+  subject: string;
+  html: string;
+  text: string;
+  headers: Record<string, string>;
+  /** Set when rendered here: written to the row with its final status. */
+  renderedSubject?: string;
+}
+
+/** Shared contents kept per worker (they never change once written). */
+const CONTENT_CACHE_SIZE = 64;
 
 export type DeliveryOutcome = 'sent' | 'bounced' | 'failed' | 'suppressed' | 'skipped';
 
@@ -25,6 +42,9 @@ export class TransientDeliveryError extends Error {
 }
 
 const MARK_SENT_TRIES = 5;
+
+/** The message cannot be built (its shared content is gone or does not render for this contact): FAILED, no retry. */
+class ContentError extends Error {}
 
 /**
  * The sending state machine: QUEUED → SENDING → SENT | BOUNCED | FAILED, or
@@ -51,7 +71,11 @@ export class DeliveryService {
     private readonly contacts: ContactsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly trackingLinks: TrackingLinks,
+    private readonly templates: TemplatesService,
+    private readonly unsubscribeLinks: UnsubscribeLinks,
   ) {}
+
+  private readonly contents = new Map<string, StoredContent>();
 
   async deliver(emailId: string, lastJobAttempt: boolean): Promise<DeliveryOutcome> {
     const email = await this.repository.claim(this.dataSource.manager, emailId);
@@ -72,6 +96,15 @@ export class DeliveryService {
       return 'failed';
     }
 
+    let content: OutgoingContent;
+    try {
+      content = await this.contentOf(email);
+    } catch (error) {
+      if (!(error instanceof ContentError)) throw error;
+      await this.finishFailed(email, error.message);
+      return 'failed';
+    }
+
     // Unsigned (sender null) only where REQUIRE_VERIFIED_SENDER is off: the outbox default.
     const messageId = `${email.id}@${sender?.domain ?? senderDomainOf(email.fromEmail)}`;
     try {
@@ -84,11 +117,11 @@ export class DeliveryService {
         from: { email: email.fromEmail, name: email.fromName },
         to: { email: email.toEmail, name: email.toName },
         replyTo: email.replyTo,
-        subject: email.subject,
+        subject: content.subject,
         // Pixel and tracked links are added here, never stored (tracking-links.ts).
-        html: this.trackingLinks.deliveredHtml(email),
-        text: email.text,
-        headers: email.headers,
+        html: this.trackingLinks.deliveredHtml({ ...email, html: content.html }),
+        text: content.text,
+        headers: content.headers,
         attachments: email.attachments.map((a) => ({
           filename: a.filename,
           contentType: a.contentType,
@@ -99,19 +132,59 @@ export class DeliveryService {
     } catch (error) {
       const description = describeFailure(error);
       if (classifyFailure(error) === 'permanent') {
-        await this.finishBounced(email, description);
+        await this.finishBounced(email, description, content.renderedSubject);
         return 'bounced';
       }
       if (lastAttempt) {
-        await this.finishFailed(email, description);
+        await this.finishFailed(email, description, content.renderedSubject);
         return 'failed';
       }
       await this.repository.requeue(this.dataSource.manager, email.id, description);
       throw new TransientDeliveryError(description);
     }
 
-    await this.finishSent(email, `<${messageId}>`, sender !== null);
+    await this.finishSent(email, `<${messageId}>`, sender !== null, content.renderedSubject);
     return 'sent';
+  }
+
+  /**
+   * The stored rendered message, or, for mail from shared content (a
+   * campaign), the content rendered now for the contact as it is now, with
+   * its unsubscribe link. Marketing mail gets its List-Unsubscribe headers
+   * here when the row does not carry them.
+   */
+  private async contentOf(email: ClaimedEmail): Promise<OutgoingContent> {
+    if (email.contentId === null) {
+      return { subject: email.subject, html: email.html ?? '', text: email.text ?? '', headers: email.headers };
+    }
+    const content = await this.sharedContent(email.contentId);
+    const unsubscribeUrl = this.unsubscribeLinks.url(email.projectId, email.contactId, email.id);
+    let rendered;
+    try {
+      rendered = await this.templates.render(
+        content,
+        { id: email.contactId, email: email.toEmail, subscribed: email.contactSubscribed, data: email.contactData ?? {} },
+        null,
+        unsubscribeUrl,
+      );
+    } catch (error) {
+      if (error instanceof TemplateRenderError) throw new ContentError(`could not render the message: ${error.message}`);
+      throw error;
+    }
+    const headers = email.marketing && !email.headers['List-Unsubscribe']
+      ? { ...email.headers, ...this.unsubscribeLinks.headers(unsubscribeUrl) }
+      : email.headers;
+    return { subject: rendered.subject, html: rendered.html, text: rendered.text, headers, renderedSubject: rendered.subject };
+  }
+
+  private async sharedContent(id: string): Promise<StoredContent> {
+    const cached = this.contents.get(id);
+    if (cached) return cached;
+    const content = await this.repository.findContent(this.dataSource.manager, id);
+    if (!content) throw new ContentError(`content ${id} is missing`);
+    if (this.contents.size >= CONTENT_CACHE_SIZE) this.contents.delete(this.contents.keys().next().value as string);
+    this.contents.set(id, content);
+    return content;
   }
 
   /** The job is gone for good (stalled too often, unexpected errors): the row must not stay open. */
@@ -136,10 +209,10 @@ export class DeliveryService {
    * The server accepted the message: this write must land, or a retry would
    * send it again. A few quick tries ride out a database blip.
    */
-  private async finishSent(email: ClaimedEmail, messageId: string, dkimSigned: boolean): Promise<void> {
+  private async finishSent(email: ClaimedEmail, messageId: string, dkimSigned: boolean, subject?: string): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.finish(email, EmailStatus.SENT, { messageId, error: null, dkimSigned }, 'email.sent', { messageId });
+        await this.finish(email, EmailStatus.SENT, { messageId, error: null, dkimSigned, subject }, 'email.sent', { messageId });
         return;
       } catch (error) {
         if (attempt >= MARK_SENT_TRIES) throw error;
@@ -149,14 +222,14 @@ export class DeliveryService {
     }
   }
 
-  private async finishBounced(email: ClaimedEmail, error: string): Promise<void> {
-    await this.finish(email, EmailStatus.BOUNCED, { error }, 'email.bounced', { error }, async (manager) => {
+  private async finishBounced(email: ClaimedEmail, error: string, subject?: string): Promise<void> {
+    await this.finish(email, EmailStatus.BOUNCED, { error, subject }, 'email.bounced', { error }, async (manager) => {
       await this.contacts.suppress(manager, email.projectId, email.contactId);
     });
   }
 
-  private async finishFailed(email: ClaimedEmail, error: string): Promise<void> {
-    await this.finish(email, EmailStatus.FAILED, { error }, 'email.failed', { error });
+  private async finishFailed(email: ClaimedEmail, error: string, subject?: string): Promise<void> {
+    await this.finish(email, EmailStatus.FAILED, { error, subject }, 'email.failed', { error });
   }
 
   private async finish(

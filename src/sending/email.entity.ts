@@ -1,6 +1,7 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, UpdateDateColumn } from 'typeorm';
 import { Contact } from '../contacts/contact.entity';
 import { BaseEntity } from '../database/base.entity';
+import { EmailContent } from './email-content.entity';
 
 export enum EmailStatus {
   QUEUED = 'QUEUED',
@@ -9,6 +10,8 @@ export enum EmailStatus {
   FAILED = 'FAILED',
   BOUNCED = 'BOUNCED',
   SUPPRESSED = 'SUPPRESSED',
+  /** Campaign mail not yet handed to SMTP when its campaign was cancelled: never sent. */
+  CANCELLED = 'CANCELLED',
 }
 
 export enum EmailSource {
@@ -35,6 +38,8 @@ export interface EmailAttachmentRef {
 @Index('emails_project_id_contact_id_idx', ['projectId', 'contactId'])
 @Index('emails_project_id_status_idx', ['projectId', 'status'])
 @Index('emails_campaign_id_status_idx', ['campaignId', 'status'])
+// One record per recipient of a campaign: a resumed or repeated fan-out batch inserts nothing twice.
+@Index('emails_campaign_id_contact_id_key', ['campaignId', 'contactId'], { unique: true, where: 'campaign_id IS NOT NULL' })
 // The list endpoint: newest first within a project.
 @Index('emails_project_id_id_idx', ['projectId', 'id'])
 // ON DELETE CASCADE from contacts looks emails up by contact_id alone.
@@ -91,11 +96,24 @@ export class Email extends BaseEntity {
   @Column({ type: 'text' })
   subject: string;
 
-  @Column({ type: 'text' })
-  html: string;
+  /**
+   * The rendered body, or null for mail rendered at delivery from shared
+   * content (`contentId`: a campaign stores its content once, not a copy per
+   * recipient).
+   */
+  @Column({ type: 'text', nullable: true })
+  html: string | null;
 
-  @Column({ type: 'text' })
-  text: string;
+  @Column({ type: 'text', nullable: true })
+  text: string | null;
+
+  /** Shared content rendered at delivery (campaign mail); null when html/text hold the rendered message. */
+  @Column({ type: 'uuid', nullable: true })
+  contentId: string | null;
+
+  @ManyToOne(() => EmailContent, { onDelete: 'RESTRICT' })
+  @JoinColumn({ name: 'content_id' })
+  content?: EmailContent;
 
   /** Caller-supplied extra headers (validated: no CR/LF, no reserved names). */
   @Column({ type: 'jsonb', default: () => "'{}'" })
@@ -147,6 +165,10 @@ export class Email extends BaseEntity {
 
   @Column({ type: 'timestamptz', nullable: true })
   bouncedAt: Date | null;
+
+  /** When the recipient unsubscribed through this message's link (a campaign's `unsubscribed` count). */
+  @Column({ type: 'timestamptz', nullable: true })
+  unsubscribedAt: Date | null;
 
   /** Partial index (WHERE status = 'SENDING', hand-written in the migration) for the delivery recovery. */
   @Index('emails_updated_at_sending_idx', { synchronize: false })

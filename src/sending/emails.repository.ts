@@ -20,14 +20,51 @@ export interface ClaimedEmail {
   fromName: string | null;
   replyTo: string | null;
   subject: string;
-  html: string;
-  text: string;
+  /** null when the message is rendered at delivery from `contentId`. */
+  html: string | null;
+  text: string | null;
+  contentId: string | null;
+  marketing: boolean;
   headers: Record<string, string>;
   attachments: EmailAttachmentRef[];
   /** Attempts so far, this one included. */
   attempts: number;
   trackOpens: boolean;
   trackClicks: boolean;
+  /** The contact as it is now, for a render at delivery (only when `contentId` is set). */
+  contactSubscribed: boolean;
+  contactData: Record<string, unknown> | null;
+}
+
+/** Shared content of bulk mail (email_contents). */
+export interface StoredContent {
+  id: string;
+  projectId: string;
+  subject: string;
+  body: string;
+}
+
+/** BulkEmailSpec with its priority, as insertBulk writes it. */
+export interface BulkRowSpec {
+  projectId: string;
+  source: string;
+  campaignId: string | null;
+  contentId: string;
+  subject: string;
+  marketing: boolean;
+  trackOpens: boolean;
+  trackClicks: boolean;
+  from: { email: string; name?: string | null };
+  replyTo?: string | null;
+  priority: number;
+}
+
+/** A campaign email waiting for its delivery job. */
+export interface QueuedCampaignEmail {
+  id: string;
+  contactId: string;
+  priority: number;
+  status: EmailStatus;
 }
 
 /** One email's tracked hits of one kind, counted together (email-tracking.service.ts). */
@@ -63,6 +100,8 @@ export interface FinishFields {
   error?: string | null;
   /** SENT only: whether the message went out with a DKIM signature. */
   dkimSigned?: boolean;
+  /** The subject as rendered at delivery (mail from shared content). */
+  subject?: string;
 }
 
 export interface EmailListFilter {
@@ -160,7 +199,9 @@ export class EmailsRepository {
        RETURNING e.id, e.project_id AS "projectId", e.contact_id AS "contactId", e.status,
                  e.to_email AS "toEmail", e.to_name AS "toName", e.from_email AS "fromEmail", e.from_name AS "fromName",
                  e.reply_to AS "replyTo", e.subject, e.html, e.text, e.headers, e.attachments, e.attempts,
-                 e.track_opens AS "trackOpens", e.track_clicks AS "trackClicks"`,
+                 e.track_opens AS "trackOpens", e.track_clicks AS "trackClicks", e.content_id AS "contentId",
+                 e.marketing, c.subscribed AS "contactSubscribed",
+                 CASE WHEN e.content_id IS NOT NULL THEN c.data END AS "contactData"`,
       [emailId],
     );
     return rows[0] ?? null;
@@ -196,6 +237,77 @@ export class EmailsRepository {
     );
   }
 
+  async insertContent(manager: EntityManager, content: StoredContent): Promise<void> {
+    await queryRows(
+      manager,
+      'INSERT INTO email_contents (id, project_id, subject, body, created_at) VALUES ($1, $2, $3, $4, now())',
+      [content.id, content.projectId, content.subject, content.body],
+    );
+  }
+
+  async findContent(manager: EntityManager, id: string): Promise<StoredContent | null> {
+    const rows = await queryRows<StoredContent>(
+      manager,
+      'SELECT id, project_id AS "projectId", subject, body FROM email_contents WHERE id = $1',
+      [id],
+    );
+    return rows[0] ?? null;
+  }
+
+  /**
+   * One QUEUED row per recipient from arrays (one statement, whatever the
+   * batch size); ON CONFLICT on the unique (campaign_id, contact_id) skips
+   * recipients who already have their email. Answers the rows inserted.
+   */
+  async insertBulk(manager: EntityManager, spec: BulkRowSpec, ids: string[], recipients: Array<{ contactId: string; email: string }>): Promise<number> {
+    const [row] = await queryRows<{ n: number }>(
+      manager,
+      `WITH inserted AS (
+         INSERT INTO emails (id, project_id, contact_id, campaign_id, content_id, source, marketing, track_opens, track_clicks,
+                             to_email, from_email, from_name, reply_to, subject, status, priority)
+         SELECT r.id, $1, r.contact_id, $2, $3, $4::email_source, $5, $6, $7, r.email, $8, $9, $10, $11, 'QUEUED', $12
+           FROM unnest($13::uuid[], $14::uuid[], $15::varchar[]) AS r(id, contact_id, email)
+         ON CONFLICT (campaign_id, contact_id) WHERE campaign_id IS NOT NULL DO NOTHING
+         RETURNING 1)
+       SELECT count(*)::int AS n FROM inserted`,
+      [
+        spec.projectId, spec.campaignId, spec.contentId, spec.source, spec.marketing, spec.trackOpens, spec.trackClicks,
+        spec.from.email, spec.from.name ?? null, spec.replyTo ?? null, spec.subject, spec.priority,
+        ids, recipients.map((r) => r.contactId), recipients.map((r) => r.email),
+      ],
+    );
+    return row.n;
+  }
+
+  /** QUEUED emails of a campaign after a contact id, in contact order (the unique (campaign_id, contact_id) index). */
+  queuedOfCampaign(manager: EntityManager, campaignId: string, afterContactId: string | null, limit: number): Promise<QueuedCampaignEmail[]> {
+    return queryRows<QueuedCampaignEmail>(
+      manager,
+      `SELECT id, contact_id AS "contactId", priority, status FROM emails
+        WHERE campaign_id = $1 AND contact_id > COALESCE($2::uuid, '00000000-0000-0000-0000-000000000000') AND status = 'QUEUED'
+        ORDER BY contact_id LIMIT $3`,
+      [campaignId, afterContactId, limit],
+    );
+  }
+
+  async cancelQueuedOfCampaign(manager: EntityManager, campaignId: string): Promise<number> {
+    const [row] = await queryRows<{ n: number }>(
+      manager,
+      `WITH cancelled AS (
+         UPDATE emails SET status = 'CANCELLED', error = 'campaign cancelled', updated_at = now()
+          WHERE campaign_id = $1 AND status = 'QUEUED'
+         RETURNING 1)
+       SELECT count(*)::int AS n FROM cancelled`,
+      [campaignId],
+    );
+    return row.n;
+  }
+
+  /** The recipient unsubscribed through this email's link (first time only). */
+  async markUnsubscribed(manager: EntityManager, emailId: string): Promise<void> {
+    await queryRows(manager, 'UPDATE emails SET unsubscribed_at = now() WHERE id = $1 AND unsubscribed_at IS NULL', [emailId]);
+  }
+
   async attachmentContents(manager: EntityManager, ids: string[]): Promise<Map<string, Buffer>> {
     if (ids.length === 0) return new Map();
     const rows = await queryRows<{ id: string; content: Buffer }>(
@@ -220,12 +332,13 @@ export class EmailsRepository {
               message_id = COALESCE($3, message_id),
               error = $4,
               dkim_signed = COALESCE($5, dkim_signed),
+              subject = COALESCE($6, subject),
               sent_at = CASE WHEN $2 = 'SENT' THEN now() ELSE sent_at END,
               bounced_at = CASE WHEN $2 = 'BOUNCED' THEN now() ELSE bounced_at END,
               updated_at = now()
         WHERE id = $1 AND status = 'SENDING'
        RETURNING id`,
-      [emailId, status, fields.messageId ?? null, fields.error ?? null, fields.dkimSigned ?? null],
+      [emailId, status, fields.messageId ?? null, fields.error ?? null, fields.dkimSigned ?? null, fields.subject ?? null],
     );
     return rows.length > 0;
   }

@@ -18,7 +18,7 @@ import { EmailResponse } from './dto/email.response';
 import { ListEmailsQueryDto } from './dto/list-emails.query';
 import { Email, EmailAttachmentRef, EmailSource, EmailStatus } from './email.entity';
 import { EmailsRepository } from './emails.repository';
-import { UnsubscribeTokens } from './unsubscribe-token';
+import { UnsubscribeLinks } from './unsubscribe-links';
 
 /** A recipient as the pipeline needs it (a ContactRow fits). */
 export interface EmailRecipient {
@@ -63,6 +63,38 @@ export interface ComposeEmailInput {
   subjectPrefix?: string;
 }
 
+/**
+ * Mail to many contacts from one shared content, rendered at delivery for
+ * each recipient (a campaign): the rows carry no rendered copy.
+ */
+export interface BulkEmailSpec {
+  projectId: string;
+  source: EmailSource;
+  campaignId: string | null;
+  /** From createContent(). */
+  contentId: string;
+  /** The subject as written (Liquid); the row shows it until delivery writes the rendered one. */
+  subject: string;
+  marketing: boolean;
+  trackOpens: boolean;
+  trackClicks: boolean;
+  from: { email: string; name?: string | null };
+  replyTo?: string | null;
+}
+
+/** A contact of a bulk batch. */
+export interface BulkRecipient {
+  contactId: string;
+  email: string;
+}
+
+/** A batch of open emails handed to delivery by enqueueOpenOfCampaign(). */
+export interface EnqueuedBatch {
+  count: number;
+  /** Keyset position (contact id) after the batch; null when none was found. */
+  lastContactId: string | null;
+}
+
 const SOURCE_PRIORITY: Record<EmailSource, number> = {
   [EmailSource.TRANSACTIONAL]: PRIORITY.TRANSACTIONAL,
   [EmailSource.WORKFLOW]: PRIORITY.WORKFLOW,
@@ -71,8 +103,6 @@ const SOURCE_PRIORITY: Record<EmailSource, number> = {
 
 @Injectable()
 export class EmailsService {
-  private readonly tokens: UnsubscribeTokens;
-
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectQueue(QUEUES.DELIVERY) private readonly queue: Queue<DeliveryJobData, unknown, typeof DELIVERY_JOBS.DELIVER>,
@@ -80,13 +110,12 @@ export class EmailsService {
     private readonly repository: EmailsRepository,
     private readonly templates: TemplatesService,
     private readonly events: EventsService,
-  ) {
-    this.tokens = new UnsubscribeTokens(config.appSecret, config.appSecretPrevious);
-  }
+    private readonly unsubscribeLinks: UnsubscribeLinks,
+  ) {}
 
   /** The signed one-click link of a contact (and the message it is in). */
   unsubscribeUrl(projectId: string, contactId: string, emailId: string | null): string {
-    return `${this.config.publicUrl}/unsubscribe/${this.tokens.sign({ projectId, contactId, emailId })}`;
+    return this.unsubscribeLinks.url(projectId, contactId, emailId);
   }
 
   /**
@@ -99,11 +128,10 @@ export class EmailsService {
     const id = newId();
     const unsubscribeUrl = this.unsubscribeUrl(input.projectId, input.contact.id, id);
     const rendered = await this.templates.render(input.content, input.contact, input.data ?? null, unsubscribeUrl);
-    const headers: Record<string, string> = { ...(input.headers ?? {}) };
-    if (input.marketing) {
-      headers['List-Unsubscribe'] = `<${unsubscribeUrl}>`;
-      headers['List-Unsubscribe-Post'] = 'List-Unsubscribe=One-Click';
-    }
+    const headers: Record<string, string> = {
+      ...(input.headers ?? {}),
+      ...(input.marketing ? this.unsubscribeLinks.headers(unsubscribeUrl) : {}),
+    };
     const blocked = input.contact.suppressed
       ? 'contact is suppressed'
       : input.marketing && !input.contact.subscribed
@@ -129,6 +157,7 @@ export class EmailsService {
       subject: `${input.subjectPrefix ?? ''}${rendered.subject}`,
       html: rendered.html,
       text: rendered.text,
+      contentId: null,
       headers,
       attachments: input.attachments ?? [],
       status: blocked ? EmailStatus.SUPPRESSED : EmailStatus.QUEUED,
@@ -176,6 +205,60 @@ export class EmailsService {
         },
       }));
     for (let i = 0; i < jobs.length; i += 1000) await this.queue.addBulk(jobs.slice(i, i + 1000));
+  }
+
+  /**
+   * Stores content shared by many emails (insertBulk), rendered at delivery
+   * for each recipient. Call inside the caller's transaction.
+   */
+  async createContent(manager: EntityManager, projectId: string, content: { subject: string; body: string }): Promise<string> {
+    const id = newId();
+    await this.repository.insertContent(manager, { id, projectId, subject: content.subject, body: content.body });
+    return id;
+  }
+
+  /**
+   * One QUEUED email per recipient of a batch, with no rendered copy (it is
+   * rendered at delivery from the shared content). A recipient who already has
+   * an email of this campaign gets none: the database's unique (campaign,
+   * contact) makes a repeated batch insert nothing. No `email.queued` events
+   * (the caller records one event for the whole send) and no jobs: hand the
+   * rows to delivery with enqueueOpenOfCampaign() after commit. Answers how
+   * many rows were inserted. Call inside the caller's transaction.
+   */
+  insertBulk(manager: EntityManager, spec: BulkEmailSpec, recipients: BulkRecipient[]): Promise<number> {
+    if (recipients.length === 0) return Promise.resolve(0);
+    return this.repository.insertBulk(
+      manager,
+      { ...spec, priority: SOURCE_PRIORITY[spec.source] },
+      recipients.map(() => newId()),
+      recipients,
+    );
+  }
+
+  /**
+   * Adds delivery jobs for a campaign's QUEUED emails after `afterContactId`
+   * (keyset over contact ids), at most `limit`. Jobs that exist are left
+   * alone (job id = email id), so going over the same rows again is harmless.
+   */
+  async enqueueOpenOfCampaign(campaignId: string, afterContactId: string | null, limit: number): Promise<EnqueuedBatch> {
+    const rows = await this.repository.queuedOfCampaign(this.dataSource.manager, campaignId, afterContactId, limit);
+    await this.enqueue(rows);
+    return { count: rows.length, lastContactId: rows.length > 0 ? rows[rows.length - 1].contactId : null };
+  }
+
+  /** Delivery jobs waiting for a worker (all sources): the backlog campaign feeders keep bounded. */
+  async deliveryBacklog(): Promise<number> {
+    return this.queue.getJobCountByTypes('wait', 'prioritized');
+  }
+
+  /**
+   * Every QUEUED email of a campaign becomes CANCELLED (never sent); emails
+   * already SENDING finish their attempt. Answers how many were cancelled.
+   * Call inside the caller's transaction.
+   */
+  cancelQueuedOfCampaign(manager: EntityManager, campaignId: string): Promise<number> {
+    return this.repository.cancelQueuedOfCampaign(manager, campaignId);
   }
 
   async list(projectId: string, query: ListEmailsQueryDto): Promise<Page<EmailResponse>> {

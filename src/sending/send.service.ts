@@ -147,7 +147,7 @@ export class SendService {
         response: result,
         emails: composed,
         // After commit, listeners (workflow triggers) hear the subscription changes and each email.queued.
-        published: [...subscriptions, ...queued].map((event) => ({ ...event, email: emailOf.get(event.contactId) as string })),
+        published: [...subscriptions, ...queued].map((event) => ({ ...event, email: emailOf.get(event.contactId as string) as string })),
       };
     })).catch((error: unknown) => {
       throw error instanceof TemplateRenderError ? renderFailure(error) : error;

@@ -18,6 +18,7 @@ import { SendController } from './send.controller';
 import { SendService } from './send.service';
 import { TrackingLinks } from './tracking-links';
 import { UnsubscribeController } from './unsubscribe.controller';
+import { UnsubscribeLinks } from './unsubscribe-links';
 import { UnsubscribeService } from './unsubscribe.service';
 
 /**
@@ -44,6 +45,7 @@ import { UnsubscribeService } from './unsubscribe.service';
     DeliveryRecovery,
     MailTransport,
     UnsubscribeService,
+    UnsubscribeLinks,
     TrackingLinks,
     EmailTrackingService,
     EmailTrackingProcessor,

@@ -6,6 +6,7 @@ import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { ContactsService } from '../contacts/contacts.service';
 import { EventsService } from '../events/events.service';
+import { EmailsRepository } from './emails.repository';
 import { UnsubscribeTarget, UnsubscribeTokens } from './unsubscribe-token';
 
 export interface UnsubscribePage {
@@ -23,6 +24,7 @@ export class UnsubscribeService {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly contacts: ContactsService,
     private readonly events: EventsService,
+    private readonly emails: EmailsRepository,
   ) {
     this.tokens = new UnsubscribeTokens(config.appSecret, config.appSecretPrevious);
   }
@@ -42,12 +44,15 @@ export class UnsubscribeService {
    */
   async unsubscribe(token: string): Promise<UnsubscribePage> {
     const target = this.verify(token);
-    const outcome = await this.dataSource.transaction((manager) =>
-      this.contacts.unsubscribe(manager, target.projectId, target.contactId, {
+    const outcome = await this.dataSource.transaction(async (manager) => {
+      const result = await this.contacts.unsubscribe(manager, target.projectId, target.contactId, {
         emailId: target.emailId,
         data: { source: 'unsubscribe-link', ...(target.emailId ? { emailId: target.emailId } : {}) },
-      }),
-    );
+      });
+      // Counted in the email's campaign (`unsubscribed`) when this link made the change.
+      if (result.changed && target.emailId) await this.emails.markUnsubscribed(manager, target.emailId);
+      return result;
+    });
     if (!outcome.contact) throw notFound();
     if (outcome.event) await this.events.publish([{ ...outcome.event, email: outcome.contact.email }]);
     return { email: outcome.contact.email, subscribed: false };

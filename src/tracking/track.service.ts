@@ -29,7 +29,7 @@ export class TrackService {
     await this.events.publish(result.recorded.map((event) => ({ ...event, email: result.email })));
     const tracked = result.recorded[0];
     return {
-      contact: tracked.contactId,
+      contact: tracked.contactId as string,
       event: tracked.id,
       timestamp: tracked.createdAt.toISOString(),
     };

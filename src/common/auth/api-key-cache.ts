@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { AppConfig } from '../../config/config';
@@ -19,8 +20,9 @@ interface Entry {
 /**
  * Per-process cache of resolved API keys, so the hot path does not query
  * Postgres for the key on every request. Correctness comes from an "auth
- * epoch" counter in Redis: every revoke, disable, enable or rename (from any
- * API process or the CLI) bumps it, and a cached entry is used only while the
+ * epoch" in Redis: every revoke, disable, enable or rename (from any API
+ * process or the CLI) sets it to a new unique value (a Redis that lost it
+ * starts a new unique one too: values never repeat), and a cached entry is used only while the
  * epoch it was read under is still current. The guard reads the epoch in the
  * same Redis round trip as the rate-limit counters (RateLimitService.gate),
  * so a revoked key is refused on the very next request, everywhere. Unknown
@@ -65,7 +67,9 @@ export class ApiKeyCache {
   async invalidate(): Promise<void> {
     this.entries.clear();
     try {
-      await this.redis.incr(this.epochKey);
+      // A new value, not a counter: after Redis restarts empty a counter would count the same
+      // values again, and an entry cached under one of them would be trusted again.
+      await this.redis.set(this.epochKey, `${Date.now().toString(36)}.${randomBytes(8).toString('hex')}`);
     } catch (error) {
       // Entries elsewhere then expire by TTL at the latest.
       this.logger.warn({ err: error }, 'could not bump the auth epoch in Redis');

@@ -28,8 +28,8 @@ export function RawResponse(): ClassDecorator & MethodDecorator {
  * Fastify preSerialization hook rather than a Nest interceptor: profiling
  * showed the interceptor's RxJS pipeline and async-context binding costing
  * about a fifth of the API's CPU per request. Errors (already enveloped by the
- * exception filter), raw routes and routes Nest did not register (Swagger)
- * pass through untouched.
+ * exception filter), raw routes and routes Nest did not register (Swagger,
+ * the queue dashboard under /admin/) pass through untouched.
  */
 export function registerSuccessEnvelope(fastify: FastifyInstance): void {
   fastify.addHook('preSerialization', (request, reply, payload, done) => {
@@ -43,5 +43,5 @@ export function registerSuccessEnvelope(fastify: FastifyInstance): void {
 }
 
 function isNestRoute(url: string | undefined): boolean {
-  return url !== undefined && url !== '/openapi.json' && url !== '/openapi.yaml' && !url.startsWith('/docs');
+  return url !== undefined && url !== '/openapi.json' && url !== '/openapi.yaml' && !url.startsWith('/docs') && !url.startsWith('/admin/');
 }

@@ -31,7 +31,15 @@ const WINDOW_MS = 60_000;
 const GATE_SCRIPT = `
 local fails = tonumber(redis.call('GET', KEYS[1]) or '0')
 local failsTtl = redis.call('PTTL', KEYS[1])
-local epoch = redis.call('GET', KEYS[2]) or '0'
+local epoch = redis.call('GET', KEYS[2])
+if not epoch then
+  -- A Redis that lost the epoch (restarted empty) starts a new one never used before, so no entry
+  -- cached under an earlier epoch can match it again.
+  local now = redis.call('TIME')
+  epoch = 'r' .. now[1] .. '.' .. now[2]
+  redis.call('SET', KEYS[2], epoch, 'NX')
+  epoch = redis.call('GET', KEYS[2])
+end
 if #KEYS < 3 then return {fails, failsTtl, epoch} end
 local count = redis.call('INCR', KEYS[3])
 if count == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[1]) end

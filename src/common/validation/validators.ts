@@ -1,7 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsNotEmpty, IsString, MaxLength, ValidateIf, ValidationOptions } from 'class-validator';
+import { IsEmail, IsNotEmpty, IsOptional, IsString, MaxLength, ValidateIf, ValidationOptions } from 'class-validator';
 import { constraint } from './constraint';
 import { normalizeEmail } from './email';
 import { isPlainObject, jsonByteSize } from './json-text';
@@ -134,5 +134,32 @@ export function DisplayNameField(description?: string): PropertyDecorator {
     NotBlank(),
     MaxLength(MAX_NAME_LENGTH),
     NoLineBreaks(),
+  );
+}
+
+/**
+ * A stored sender's display name that null clears (a template's or a
+ * campaign's `fromName`): optional, nullable, not blank, at most 200
+ * characters, one line.
+ */
+export function NullableDisplayNameField(): PropertyDecorator {
+  return applyDecorators(
+    ApiPropertyOptional({ type: String, maxLength: MAX_NAME_LENGTH, nullable: true }),
+    IsOptional(),
+    IsString(),
+    NotBlank(),
+    MaxLength(MAX_NAME_LENGTH),
+    NoLineBreaks(),
+  );
+}
+
+/** An optional address that null clears (`replyTo`): normalised, at most 320 characters. */
+export function NullableEmailField(description?: string): PropertyDecorator {
+  return applyDecorators(
+    ApiPropertyOptional({ type: String, format: 'email', nullable: true, description }),
+    IsOptional(),
+    Transform(toNormalizedEmail),
+    IsEmail(),
+    MaxLength(320),
   );
 }

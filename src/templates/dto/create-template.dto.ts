@@ -1,27 +1,18 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsBoolean, IsEmail, IsEnum, IsOptional, IsString, MaxLength } from 'class-validator';
-import { NameField, NoLineBreaks, NotBlank, OptionalNotNull, toNormalizedEmail } from '../../common/validation/validators';
-import { IsLiquidTemplate } from '../template-validators';
+import { IsBoolean, IsEmail, IsEnum, IsOptional, MaxLength } from 'class-validator';
+import { NameField, NullableDisplayNameField, NullableEmailField, OptionalNotNull, toNormalizedEmail } from '../../common/validation/validators';
+import { LiquidBodyField, LiquidSubjectField } from '../template-validators';
 import { TemplateType } from '../template.entity';
 
 export class CreateTemplateDto {
   @NameField()
   name: string;
 
-  @ApiProperty({ description: 'Liquid; no line breaks; not only whitespace', maxLength: 998 })
-  @IsString()
-  @NotBlank()
-  @MaxLength(998)
-  @NoLineBreaks()
-  @IsLiquidTemplate()
+  @LiquidSubjectField()
   subject: string;
 
-  @ApiProperty({ description: 'HTML with Liquid; not only whitespace', maxLength: 1_000_000 })
-  @IsString()
-  @NotBlank()
-  @MaxLength(1_000_000)
-  @IsLiquidTemplate()
+  @LiquidBodyField()
   body: string;
 
   @ApiProperty({ enum: TemplateType, enumName: 'TemplateType' })
@@ -35,19 +26,10 @@ export class CreateTemplateDto {
   @MaxLength(320)
   from?: string | null;
 
-  @ApiPropertyOptional({ type: String, maxLength: 200, nullable: true })
-  @IsOptional()
-  @IsString()
-  @NotBlank()
-  @MaxLength(200)
-  @NoLineBreaks()
+  @NullableDisplayNameField()
   fromName?: string | null;
 
-  @ApiPropertyOptional({ type: String, format: 'email', nullable: true })
-  @IsOptional()
-  @Transform(toNormalizedEmail)
-  @IsEmail()
-  @MaxLength(320)
+  @NullableEmailField()
   replyTo?: string | null;
 
   @ApiPropertyOptional({

@@ -1,0 +1,173 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { wholeProjectSettings } from '../conditions/condition-compiler';
+import { ConditionsService } from '../conditions/conditions.service';
+import { EmailSource } from '../sending/email.entity';
+import { BulkEmailSpec, EmailsService } from '../sending/emails.service';
+import { Campaign, CampaignStatus } from './campaign.entity';
+import { CampaignsRepository } from './campaigns.repository';
+import { CampaignsService } from './campaigns.service';
+
+/** Contacts per fan-out batch: one transaction, one INSERT, one committed resume point. */
+export const FANOUT_BATCH = 2000;
+/** Delivery jobs kept waiting in Redis: fed in chunks as delivery drains, so Redis never holds a whole audience. */
+export const FEED_HIGH_WATER = 5000;
+const FEED_CHUNK = 1000;
+/** How often a campaign whose records all exist checks for the end of delivery. */
+const POLL_MS = 300;
+/** A feed that reached the end starts over at most this often while emails stay QUEUED (a lost job). */
+const REFEED_EVERY_MS = 10_000;
+
+export type RunOutcome = 'sent' | 'stopped' | 'gone' | { notDueUntil: Date };
+
+/**
+ * Runs one campaign inside its RUN job: starts it when due, creates its
+ * email records (the fan-out), keeps delivery fed, and marks it SENT.
+ *
+ * Fan-out: the audience is read through a cursor in one REPEATABLE READ
+ * transaction, so every batch sees the contacts as they were when the
+ * fan-out began; each batch commits its email records together with the
+ * resume point (the last contact id) under the campaign's row lock. The
+ * unique (campaign, contact) index makes a repeated batch insert nothing.
+ * A job that dies resumes from the committed cursor in a new snapshot
+ * (contacts created after the start still never join).
+ *
+ * Feed: delivery jobs are added in contact order while fewer than
+ * FEED_HIGH_WATER wait in Redis (one job per email, job id = email id).
+ */
+@Injectable()
+export class CampaignRunner {
+  private readonly logger = new Logger(CampaignRunner.name);
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly repository: CampaignsRepository,
+    private readonly campaigns: CampaignsService,
+    private readonly conditions: ConditionsService,
+    private readonly emails: EmailsService,
+  ) {}
+
+  async run(campaignId: string): Promise<RunOutcome> {
+    const campaign = await this.campaigns.startIfDue(campaignId);
+    if (!campaign) return 'gone';
+    // Woken early (the schedule moved later): the job waits again.
+    if (campaign.status === CampaignStatus.SCHEDULED) return { notDueUntil: campaign.scheduledAt ?? new Date() };
+    if (campaign.status !== CampaignStatus.SENDING) return 'stopped';
+    const feed = new Feed(this.emails, campaign.id);
+    if (!campaign.fanoutDone && !(await this.fanOut(campaign, feed))) return 'stopped';
+    for (;;) {
+      await feed.topUp(true);
+      if (await this.campaigns.finishIfDone(campaign.id)) return 'sent';
+      const current = await this.repository.findById(this.dataSource.manager, campaign.projectId, campaign.id);
+      if (!current || current.status !== CampaignStatus.SENDING) return 'stopped';
+      await sleep(POLL_MS);
+    }
+  }
+
+  /** False when the campaign stopped being SENDING (cancelled) on the way. */
+  private async fanOut(campaign: Campaign, feed: Feed): Promise<boolean> {
+    const manager = this.dataSource.manager;
+    const compiled = await this.conditions.compile(manager, this.campaigns.audienceCondition(campaign), {
+      projectId: campaign.projectId,
+      contactAlias: 'c',
+      purpose: 'count',
+    });
+    const spec: BulkEmailSpec = {
+      projectId: campaign.projectId,
+      source: EmailSource.CAMPAIGN,
+      campaignId: campaign.id,
+      contentId: campaign.contentId as string,
+      subject: campaign.subject,
+      marketing: true,
+      trackOpens: campaign.trackOpens,
+      trackClicks: campaign.trackClicks,
+      from: { email: campaign.fromEmail, name: campaign.fromName },
+      replyTo: campaign.replyTo,
+    };
+    const startedAt = campaign.startedAt as Date;
+    const resumeFrom = campaign.fanoutCursor;
+    const before = resumeFrom ? await this.repository.counts(manager, campaign.id) : null;
+    const snapshot = this.dataSource.createQueryRunner();
+    await snapshot.connect();
+    try {
+      await snapshot.startTransaction('REPEATABLE READ');
+      for (const setting of wholeProjectSettings(compiled)) await snapshot.query(setting);
+      await this.repository.declareAudience(snapshot.manager, 'audience', compiled, resumeFrom, startedAt);
+      let counted = campaign.recipientCount !== null;
+      for (;;) {
+        const batch = await this.repository.fetchAudience(snapshot.manager, 'audience', FANOUT_BATCH);
+        const done = batch.length < FANOUT_BATCH;
+        const kept = await this.dataSource.transaction(async (m) => {
+          const current = await this.repository.lock(m, null, campaign.id);
+          if (!current || current.status !== CampaignStatus.SENDING) return false;
+          await this.emails.insertBulk(m, spec, batch.map((c) => ({ contactId: c.id, email: c.email })));
+          await this.repository.update(m, campaign.id, {
+            fanoutCursor: batch.length > 0 ? batch[batch.length - 1].id : current.fanoutCursor,
+            fanoutDone: done,
+            // The exact audience once the last record exists (a resumed fan-out may differ from the first count).
+            ...(done ? { recipientCount: () => `(SELECT sum(queued + sending + sent + failed + bounced + suppressed + cancelled) FROM campaign_counters WHERE campaign_id = '${campaign.id}')` } : {}),
+          });
+          return true;
+        });
+        if (!kept) return false;
+        await feed.topUp(false);
+        if (!counted && !done) {
+          // After the first batch is on its way: the audience size, in the fan-out's own snapshot.
+          const rest = await this.repository.countAudience(snapshot.manager, compiled, resumeFrom, startedAt);
+          const earlier = before ? total(before) : 0;
+          await this.repository.update(manager, campaign.id, { recipientCount: earlier + rest });
+          counted = true;
+        }
+        if (done) return true;
+      }
+    } finally {
+      if (snapshot.isTransactionActive) await snapshot.rollbackTransaction().catch(() => undefined);
+      await snapshot.release();
+    }
+  }
+}
+
+function total(c: { queued: number; sending: number; sent: number; failed: number; bounced: number; suppressed: number; cancelled: number }): number {
+  return c.queued + c.sending + c.sent + c.failed + c.bounced + c.suppressed + c.cancelled;
+}
+
+/**
+ * Hands a campaign's QUEUED emails to delivery in contact order, keeping at
+ * most about FEED_HIGH_WATER delivery jobs waiting. Its position lives in
+ * memory: a new RUN job starts over, which re-adds nothing (job id = email id).
+ */
+class Feed {
+  private cursor: string | null = null;
+  /** When a final feed found nothing more (0: not yet). */
+  private exhaustedAt = 0;
+
+  constructor(
+    private readonly emails: EmailsService,
+    private readonly campaignId: string,
+  ) {}
+
+  /** `final`: every record exists, so reaching the end means everything was handed over. */
+  async topUp(final: boolean): Promise<void> {
+    if (this.exhaustedAt > 0) {
+      // Emails still QUEUED after that (a job lost with Redis) are looked for again now and then.
+      if (Date.now() - this.exhaustedAt < REFEED_EVERY_MS) return;
+      this.cursor = null;
+      this.exhaustedAt = 0;
+    }
+    let waiting = await this.emails.deliveryBacklog();
+    while (waiting < FEED_HIGH_WATER) {
+      const batch = await this.emails.enqueueOpenOfCampaign(this.campaignId, this.cursor, FEED_CHUNK);
+      waiting += batch.count;
+      if (batch.lastContactId) this.cursor = batch.lastContactId;
+      if (batch.count < FEED_CHUNK) {
+        if (final) this.exhaustedAt = Date.now();
+        return;
+      }
+    }
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,20 @@
+import { Module } from '@nestjs/common';
+import { ConditionsModule } from '../conditions/conditions.module';
+import { ContactsModule } from '../contacts/contacts.module';
+import { DomainsModule } from '../domains/domains.module';
+import { EventsModule } from '../events/events.module';
+import { SendingModule } from '../sending/sending.module';
+import { CampaignRunner } from './campaign-runner';
+import { CampaignsController } from './campaigns.controller';
+import { CampaignsProcessor } from './campaigns.processor';
+import { CampaignsRecovery } from './campaigns.recovery';
+import { CampaignsRepository } from './campaigns.repository';
+import { CampaignsService } from './campaigns.service';
+
+/** Bulk email to an audience: the resource, its status machine, the fan-out and its statistics. */
+@Module({
+  imports: [SendingModule, ConditionsModule, ContactsModule, DomainsModule, EventsModule],
+  controllers: [CampaignsController],
+  providers: [CampaignsRepository, CampaignsService, CampaignRunner, CampaignsProcessor, CampaignsRecovery],
+})
+export class CampaignsModule {}

@@ -1,0 +1,125 @@
+import { lookup as dnsLookup, LookupAddress, LookupOptions } from 'node:dns';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+/** A request to a customer's server: outbound webhooks and the workflow WEBHOOK step. */
+export interface OutboundRequest {
+  url: string;
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH';
+  headers: Record<string, string>;
+  body?: string;
+  /** Whole request, connect to last byte read. */
+  timeoutMs: number;
+  /** WEBHOOK_ALLOW_PRIVATE: private, loopback and link-local targets allowed. */
+  allowPrivate: boolean;
+  /** How much of the response body to keep (the rest is not read). */
+  maxBodyBytes: number;
+}
+
+export interface OutboundResponse {
+  status: number;
+  /** The first maxBodyBytes of the body, as UTF-8. */
+  body: string;
+}
+
+/** The target is not allowed (a private address, a bad scheme): retrying will not help. */
+export class RefusedTargetError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RefusedTargetError';
+  }
+}
+
+/**
+ * Only ordinary public unicast addresses: not private (10/8, 172.16/12,
+ * 192.168/16, fc00::/7), loopback, link-local (169.254/16 with the cloud
+ * metadata address, fe80::/10), carrier-grade NAT, multicast, unspecified,
+ * reserved, nor IPv6 forms that embed an IPv4 address (mapped, 6to4, Teredo,
+ * NAT64), which could carry any of those.
+ */
+export function isPublicAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false;
+  return ipaddr.process(address).range() === 'unicast';
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * dns.lookup that refuses non-public answers: the address checked is the one
+ * the socket then connects to, so a name that resolves differently the
+ * second time (DNS rebinding) cannot slip through.
+ */
+function guardedLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
+  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error) return callback(error, '');
+    const list = addresses as LookupAddress[];
+    const blocked = list.find((a) => !isPublicAddress(a.address));
+    if (blocked || list.length === 0) {
+      return callback(refused(`${hostname} resolves to ${blocked?.address ?? 'nothing'}, which is not a public address`), '');
+    }
+    if (options.all) return callback(null, list);
+    callback(null, list[0].address, list[0].family);
+  });
+}
+
+function refused(message: string): NodeJS.ErrnoException {
+  return new RefusedTargetError(message) as NodeJS.ErrnoException;
+}
+
+const agents = {
+  'http:': new http.Agent({ keepAlive: true, maxSockets: 256 }),
+  'https:': new https.Agent({ keepAlive: true, maxSockets: 256 }),
+};
+
+/**
+ * One HTTP(S) request with the SSRF guard: the resolved address must be
+ * public unless `allowPrivate`; redirects are answered as they are (3xx),
+ * never followed; the whole exchange times out after `timeoutMs`. Throws
+ * RefusedTargetError for a refused target, another Error for network
+ * failures and timeouts.
+ */
+export function sendOutbound(request: OutboundRequest): Promise<OutboundResponse> {
+  let url: URL;
+  try {
+    url = new URL(request.url);
+  } catch {
+    return Promise.reject(new RefusedTargetError('not a valid URL'));
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    return Promise.reject(new RefusedTargetError(`${url.protocol} URLs are not allowed`));
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (!request.allowPrivate && isIP(host) && !isPublicAddress(host)) {
+    return Promise.reject(new RefusedTargetError(`${host} is not a public address`));
+  }
+  const transport = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const req = transport.request(
+      url,
+      {
+        method: request.method,
+        headers: request.body !== undefined ? { ...request.headers, 'content-length': Buffer.byteLength(request.body) } : request.headers,
+        agent: agents[url.protocol as 'http:' | 'https:'],
+        lookup: request.allowPrivate ? undefined : (guardedLookup as unknown as typeof dnsLookup),
+        signal: AbortSignal.timeout(request.timeoutMs),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          if (size < request.maxBodyBytes) chunks.push(chunk.subarray(0, request.maxBodyBytes - size));
+          size += chunk.length;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', (error: Error) => {
+      // The guard's refusal reaches here wrapped by the socket: keep its type.
+      reject(error instanceof RefusedTargetError ? error : (error.cause instanceof RefusedTargetError ? error.cause : error));
+    });
+    req.end(request.body);
+  });
+}

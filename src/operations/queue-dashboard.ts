@@ -1,0 +1,96 @@
+import { createHmac } from 'node:crypto';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter as BullBoardFastifyAdapter } from '@bull-board/fastify';
+import { getQueueToken } from '@nestjs/bullmq';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { Queue } from 'bullmq';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { bearerToken, tokenMatches } from '../common/metrics/metrics';
+import { QUEUES } from '../queue/queue.constants';
+
+export const DASHBOARD_PATH = '/admin/queues';
+export const LOGIN_PATH = '/admin/login';
+const COOKIE = 'mw_admin';
+const SESSION_HOURS = 12;
+
+/**
+ * Bull Board at /admin/queues, only when ADMIN_TOKEN is set. Access: the
+ * header `Authorization: Bearer <ADMIN_TOKEN>`, or a browser session from
+ * the login form at /admin/login (a cookie holding an HMAC of the token and
+ * its expiry under the token itself: HttpOnly, SameSite=Strict, path /admin;
+ * the token is never stored in the browser). Comparisons are constant-time.
+ */
+export async function mountQueueDashboard(app: NestFastifyApplication, adminToken: string, secureCookies: boolean): Promise<void> {
+  const queues = Object.values(QUEUES).map((name) => new BullMQAdapter(app.get<Queue>(getQueueToken(name), { strict: false })));
+  const serverAdapter = new BullBoardFastifyAdapter();
+  serverAdapter.setBasePath(DASHBOARD_PATH);
+  createBullBoard({ queues, serverAdapter, options: { uiConfig: { boardTitle: 'Mailwright queues' } } });
+
+  const fastify = app.getHttpAdapter().getInstance();
+  const allowed = (request: FastifyRequest): boolean =>
+    tokenMatches(bearerToken(request.headers.authorization), adminToken) || validSession(readCookie(request.headers.cookie, COOKIE), adminToken);
+
+  await fastify.register(
+    async (scope) => {
+      scope.addHook('onRequest', async (request, reply) => {
+        if (allowed(request)) return;
+        if ((request.headers.accept ?? '').includes('text/html')) return reply.redirect(LOGIN_PATH, 303);
+        return reply
+          .code(401)
+          .header('content-type', 'application/json; charset=utf-8')
+          .send({ success: false, message: 'The queue dashboard needs ADMIN_TOKEN', error: { code: 'MISSING_API_KEY', message: 'The queue dashboard needs ADMIN_TOKEN', statusCode: 401, suggestion: 'Sign in at /admin/login or send Authorization: Bearer <ADMIN_TOKEN>.' } });
+      });
+      await scope.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
+    },
+  );
+
+  fastify.get(LOGIN_PATH, (_request, reply: FastifyReply) => sendLoginPage(reply, false));
+  fastify.post(LOGIN_PATH, (request, reply: FastifyReply) => {
+    const token = (request.body as Record<string, unknown> | undefined)?.token;
+    if (typeof token !== 'string' || !tokenMatches(token, adminToken)) return sendLoginPage(reply.code(401), true);
+    const expires = Date.now() + SESSION_HOURS * 3600_000;
+    const cookie = [
+      `${COOKIE}=${expires}.${sessionMac(adminToken, expires)}`,
+      'Path=/admin',
+      'HttpOnly',
+      'SameSite=Strict',
+      `Max-Age=${SESSION_HOURS * 3600}`,
+      ...(secureCookies ? ['Secure'] : []),
+    ].join('; ');
+    return reply.code(303).header('set-cookie', cookie).header('location', DASHBOARD_PATH).send();
+  });
+}
+
+function sessionMac(adminToken: string, expires: number): string {
+  return createHmac('sha256', adminToken).update(`mailwright-admin-session.${expires}`).digest('base64url');
+}
+
+function validSession(value: string | undefined, adminToken: string): boolean {
+  const match = value ? /^(\d{13})\.([A-Za-z0-9_-]{43})$/.exec(value) : null;
+  if (!match) return false;
+  const expires = Number(match[1]);
+  return expires > Date.now() && tokenMatches(match[2], sessionMac(adminToken, expires));
+}
+
+function readCookie(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? '').split(';')) {
+    const [key, ...rest] = part.trim().split('=');
+    if (key === name) return rest.join('=');
+  }
+  return undefined;
+}
+
+function sendLoginPage(reply: FastifyReply, failed: boolean): FastifyReply {
+  return reply
+    .header('content-type', 'text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+    .send(
+      `<!doctype html><html><head><meta charset="utf-8"><title>Mailwright queues</title>` +
+        `<style>body{font:16px system-ui;margin:15vh auto;max-width:22rem}input,button{font:inherit;padding:.4rem;width:100%;box-sizing:border-box;margin:.3rem 0}</style></head>` +
+        `<body><h1>Mailwright queues</h1>${failed ? '<p role="alert">That is not the admin token.</p>' : ''}` +
+        `<form method="post" action="${LOGIN_PATH}"><label>Admin token <input type="password" name="token" autocomplete="current-password" required autofocus></label>` +
+        `<button type="submit">Sign in</button></form></body></html>`,
+    );
+}

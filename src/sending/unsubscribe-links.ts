@@ -1,0 +1,27 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
+import { UnsubscribeTokens } from './unsubscribe-token';
+
+/**
+ * The signed one-click unsubscribe link of a contact (and the message it is
+ * in): `{PUBLIC_URL}/unsubscribe/{token}`. Used where a message is rendered:
+ * at compose for mail stored rendered, at delivery for shared content.
+ */
+@Injectable()
+export class UnsubscribeLinks {
+  private readonly tokens: UnsubscribeTokens;
+
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
+    this.tokens = new UnsubscribeTokens(config.appSecret, config.appSecretPrevious);
+  }
+
+  url(projectId: string, contactId: string, emailId: string | null): string {
+    return `${this.config.publicUrl}/unsubscribe/${this.tokens.sign({ projectId, contactId, emailId })}`;
+  }
+
+  /** RFC 2369 / RFC 8058 headers of marketing mail. */
+  headers(url: string): Record<string, string> {
+    return { 'List-Unsubscribe': `<${url}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
+  }
+}

@@ -1,0 +1,109 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Queue } from 'bullmq';
+import type { DataSource } from 'typeorm';
+import { EventHooks, EventRecordedListener, RecordedEvent } from '../events/event-hooks';
+import { WEBHOOK_JOBS, WebhookJobData, webhookJobId } from '../queue/jobs';
+import { QUEUES } from '../queue/queue.constants';
+import { eventMatches, isDeliverable } from './webhook-events';
+import { PendingDelivery, WebhooksRepository } from './webhooks.repository';
+
+/** How long a project's endpoint filters are trusted in this process (changes made here apply at once). */
+const FILTERS_TTL_MS = 5_000;
+/** Events published within this window share one lookup of their deliveries. */
+const BATCH_WINDOW_MS = 5;
+
+/**
+ * Hands deliveries to the queue right after the events that made them
+ * commit. The rows themselves were written by the outbox trigger in the
+ * event's transaction, so this is only the fast path: whatever it misses (a
+ * process dying after commit, a stale filter cache) the dispatch sweep finds.
+ * For events no endpoint of the project listens to (the common case on the
+ * hot paths: tracks, delivery status changes) it costs a map lookup.
+ */
+@Injectable()
+export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
+  private readonly logger = new Logger(WebhookDispatcher.name);
+  private readonly filters = new Map<string, { events: string[][]; at: number }>();
+  private pendingEvents: string[] = [];
+  private flushing: Promise<void> | null = null;
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectQueue(QUEUES.WEBHOOKS) private readonly queue: Queue<WebhookJobData>,
+    private readonly repository: WebhooksRepository,
+    private readonly hooks: EventHooks,
+  ) {}
+
+  onModuleInit(): void {
+    this.hooks.register(this);
+  }
+
+  /** A project's endpoints changed in this process. */
+  invalidate(projectId: string): void {
+    this.filters.delete(projectId);
+  }
+
+  async onEventsRecorded(events: RecordedEvent[]): Promise<void> {
+    const deliverable = events.filter((e) => isDeliverable(e.name));
+    if (deliverable.length === 0) return;
+    const projects = await this.filtersOf([...new Set(deliverable.map((e) => e.projectId))]);
+    const matching = deliverable.filter((e) => projects.get(e.projectId)?.some((patterns) => eventMatches(patterns, e.name)));
+    if (matching.length === 0) return;
+    this.pendingEvents.push(...matching.map((e) => e.id));
+    this.flushing ??= new Promise<void>((resolve) => setTimeout(resolve, BATCH_WINDOW_MS)).then(() => this.flush());
+    await this.flushing;
+  }
+
+  private async flush(): Promise<void> {
+    const ids = this.pendingEvents;
+    this.pendingEvents = [];
+    this.flushing = null;
+    try {
+      await this.enqueue(await this.repository.pendingOfEvents(this.dataSource.manager, ids));
+    } catch (error) {
+      this.logger.warn({ err: error, events: ids.length }, 'could not hand webhook deliveries to the queue; the dispatch sweep will');
+    }
+  }
+
+  /** One job per delivery attempt, delayed until its time; an existing job id is left alone. */
+  async enqueue(deliveries: PendingDelivery[]): Promise<void> {
+    if (deliveries.length === 0) return;
+    const now = Date.now();
+    await this.queue.addBulk(
+      deliveries.map((d) => ({
+        name: WEBHOOK_JOBS.DELIVER,
+        data: { deliveryId: d.id, endpointId: d.endpointId },
+        opts: {
+          jobId: webhookJobId(d),
+          delay: Math.max(0, (d.nextAttemptAt?.getTime() ?? now) - now),
+          // Nothing kept: a job that failed (the database was down) must not block the sweep from adding it again.
+          removeOnComplete: true,
+          removeOnFail: true,
+          attempts: 1,
+        },
+      })),
+    );
+  }
+
+  private async filtersOf(projectIds: string[]): Promise<Map<string, string[][]>> {
+    const now = Date.now();
+    const out = new Map<string, string[][]>();
+    const missing: string[] = [];
+    for (const id of projectIds) {
+      const cached = this.filters.get(id);
+      if (cached && now - cached.at < FILTERS_TTL_MS) out.set(id, cached.events);
+      else missing.push(id);
+    }
+    if (missing.length > 0) {
+      const rows = await this.repository.filtersOf(this.dataSource.manager, missing);
+      for (const id of missing) {
+        const events = rows.filter((r) => r.projectId === id).map((r) => r.events);
+        this.filters.set(id, { events, at: now });
+        out.set(id, events);
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,42 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
+import { QUEUES } from '../queue/queue.constants';
+import { QueueRecovery } from '../queue/recovery';
+import { WebhookDispatcher } from './webhook-dispatcher';
+import { WebhooksRepository } from './webhooks.repository';
+
+/** An attempt this late has lost its job (or never had one: the process died after the event's commit). */
+const OVERDUE_GRACE_MS = 5_000;
+const SWEEP_BATCH = 1000;
+
+/**
+ * The webhooks queue's recovery job is the dispatch sweep: every
+ * min(RECOVERY_EVERY_MS, 5 s), across all workers, PENDING deliveries
+ * overdue by more than 5 s get their attempt's job (a deterministic id, so
+ * one that exists is left alone). This is what makes the outbox lossless: a
+ * committed delivery row is sent even if nobody enqueued it.
+ */
+@Injectable()
+export class WebhooksRecovery extends QueueRecovery {
+  readonly queue = QUEUES.WEBHOOKS;
+  readonly everyMs: number;
+
+  constructor(
+    @Inject(APP_CONFIG) config: AppConfig,
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly repository: WebhooksRepository,
+    private readonly dispatcher: WebhookDispatcher,
+  ) {
+    super();
+    this.everyMs = Math.min(config.recoveryEveryMs, 5_000);
+  }
+
+  async recover(): Promise<{ found: number }> {
+    const overdue = await this.repository.overdue(this.dataSource.manager, OVERDUE_GRACE_MS, SWEEP_BATCH);
+    await this.dispatcher.enqueue(overdue.map((d) => ({ ...d, nextAttemptAt: null })));
+    return { found: overdue.length };
+  }
+}
