@@ -1,5 +1,6 @@
 import { OperationsModule } from './operations/operations.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
+import { WorkflowsModule } from './workflows/workflows.module';
 import { CampaignsModule } from './campaigns/campaigns.module';
 import { DynamicModule, Module, Type } from '@nestjs/common';
 import { CommonModule } from './common/common.module';
@@ -21,7 +22,7 @@ import { SendingModule } from './sending/sending.module';
 import { TemplatesModule } from './templates/templates.module';
 
 /** Feature modules: a new feature is a folder under src/ and one line here. */
-export const FEATURE_MODULES: Type[] = [HealthModule, DomainsModule, ProjectSettingsModule, ContactsModule, EventsModule, TrackModule, SegmentsModule, TemplatesModule, SendingModule, CampaignsModule, WebhooksModule, OperationsModule];
+export const FEATURE_MODULES: Type[] = [HealthModule, DomainsModule, ProjectSettingsModule, ContactsModule, EventsModule, TrackModule, SegmentsModule, TemplatesModule, SendingModule, CampaignsModule, WorkflowsModule, WebhooksModule, OperationsModule];
 
 @Module({})
 export class AppModule {

@@ -47,6 +47,8 @@ export interface AppConfig {
   webhookAllowPrivate: boolean;
   /** Waits before each retry of an outbound webhook delivery (WEBHOOK_RETRY_DELAYS_MS); its length + 1 is the attempt count. */
   webhookRetryDelaysMs: number[];
+  /** Waits before each retry of a workflow WEBHOOK step (WORKFLOW_RETRY_DELAYS_MS); 5 attempts in all by default. */
+  workflowRetryDelaysMs: number[];
   /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
   metricsToken: string | null;
   /** When set, the queue dashboard is served at /admin/queues behind it; unset, it is off. */
@@ -227,6 +229,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     trustProxy: r.bool('TRUST_PROXY', false),
     webhookAllowPrivate: r.bool('WEBHOOK_ALLOW_PRIVATE', false),
     webhookRetryDelaysMs: parseDelays(r, r.optional('WEBHOOK_RETRY_DELAYS_MS')),
+    workflowRetryDelaysMs: parseDelays(r, r.optional('WORKFLOW_RETRY_DELAYS_MS'), 'WORKFLOW_RETRY_DELAYS_MS', DEFAULT_WORKFLOW_RETRY_DELAYS_MS),
     metricsToken: r.optional('METRICS_TOKEN') || null,
     adminToken: r.optional('ADMIN_TOKEN') || null,
   };
@@ -249,13 +252,20 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
 
 /** The contract's retry schedule of outbound webhooks: 5 s, 1 min, 10 min, 1 h, 6 h, 24 h. */
 export const DEFAULT_WEBHOOK_RETRY_DELAYS_MS = [5_000, 60_000, 600_000, 3_600_000, 21_600_000, 86_400_000];
+/** A WEBHOOK step: 5 attempts, backing off from 10 s to 10 minutes. */
+export const DEFAULT_WORKFLOW_RETRY_DELAYS_MS = [10_000, 60_000, 300_000, 600_000];
 
-function parseDelays(r: { problems: string[] }, raw: string | null | undefined): number[] {
-  if (raw === undefined || raw === null || raw.trim() === '') return DEFAULT_WEBHOOK_RETRY_DELAYS_MS;
+function parseDelays(
+  r: { problems: string[] },
+  raw: string | null | undefined,
+  name = 'WEBHOOK_RETRY_DELAYS_MS',
+  fallback = DEFAULT_WEBHOOK_RETRY_DELAYS_MS,
+): number[] {
+  if (raw === undefined || raw === null || raw.trim() === '') return fallback;
   const delays = raw.split(',').map((part) => Number(part.trim()));
   if (delays.length > 20 || delays.some((d) => !Number.isInteger(d) || d < 1 || d > 7 * 86_400_000)) {
-    r.problems.push('WEBHOOK_RETRY_DELAYS_MS: up to 20 comma-separated waits in milliseconds, each 1..604800000');
-    return DEFAULT_WEBHOOK_RETRY_DELAYS_MS;
+    r.problems.push(`${name}: up to 20 comma-separated waits in milliseconds, each 1..604800000`);
+    return fallback;
   }
   return delays;
 }

@@ -180,32 +180,48 @@ export class ContactsService {
    * `subscribed` records contact.subscribed / contact.unsubscribed in the same transaction.
    */
   async update(projectId: string, id: string, dto: UpdateContactDto): Promise<ContactResponse> {
-    const recorded: EventRow[] = [];
-    const row = await this.dataSource.transaction(async (manager) => {
-      const before = await this.contacts.lockById(manager, projectId, id);
-      if (!before) throw ApiException.notFound('contact', id);
-      const after = await this.contacts.update(
-        manager,
-        projectId,
-        id,
-        dto.subscribed,
-        toDataPatch(dto.data),
-      );
-      if (!after) throw ApiException.notFound('contact', id);
-      if (dto.subscribed !== undefined && dto.subscribed !== before.subscribed) {
-        recorded.push(
-          await this.events.record(manager, {
-            projectId,
-            contactId: id,
-            name: this.subscriptionEventName(dto.subscribed),
-            data: { source: 'api' },
-          }),
-        );
-      }
-      return after;
+    const { row, events } = await this.dataSource.transaction(async (manager) => {
+      const result = await this.applyUpdate(manager, projectId, id, dto);
+      if (!result) throw ApiException.notFound('contact', id);
+      return result;
     });
-    await this.events.publish(recorded.map((event) => ({ ...event, email: row.email })));
+    await this.events.publish(events.map((event) => ({ ...event, email: row.email })));
     return toContactResponse(row);
+  }
+
+  /**
+   * PATCH /contacts' change inside the caller's transaction (workflows'
+   * UPDATE_CONTACT too): data merged, `subscribed` set, the subscription event
+   * recorded on a change; the caller publishes `events` after commit. Null
+   * when the contact does not exist.
+   */
+  async applyUpdate(
+    manager: EntityManager,
+    projectId: string,
+    id: string,
+    change: { data?: Record<string, unknown> | null; subscribed?: boolean },
+  ): Promise<{ row: ContactRow; events: EventRow[] } | null> {
+    const before = await this.contacts.lockById(manager, projectId, id);
+    if (!before) return null;
+    const after = await this.contacts.update(manager, projectId, id, change.subscribed, toDataPatch(change.data ?? undefined));
+    if (!after) return null;
+    const events: EventRow[] = [];
+    if (change.subscribed !== undefined && change.subscribed !== before.subscribed) {
+      events.push(
+        await this.events.record(manager, {
+          projectId,
+          contactId: id,
+          name: this.subscriptionEventName(change.subscribed),
+          data: { source: 'api' },
+        }),
+      );
+    }
+    return { row: after, events };
+  }
+
+  /** The stored row (suppression included) for a sending feature, or null. */
+  findRow(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
+    return this.contacts.findById(manager, projectId, id);
   }
 
   /**

@@ -135,6 +135,46 @@ export function webhookJobId(delivery: { id: string; retries: number; attempts: 
 }
 
 /**
+ * QUEUES.WORKFLOWS: one STEP job per move of an execution, job id
+ * workflowStepJobId(execution): the execution's `version` changes at every
+ * transition, so a repeated or stale job finds a different version and does
+ * nothing. Delays and wait timeouts are the same job, delayed. RECOVER re-adds
+ * the jobs of executions that are due and have none (the queue's recovery job).
+ */
+export const WORKFLOW_JOBS = {
+  STEP: 'workflow-step',
+  RECOVER: 'recover-workflows',
+} as const;
+
+export interface WorkflowStepJobData {
+  executionId: string;
+  version: number;
+}
+
+export type WorkflowQueueJob =
+  | Job<WorkflowStepJobData, unknown, typeof WORKFLOW_JOBS.STEP>
+  | Job<RecoveryJobData, unknown, typeof WORKFLOW_JOBS.RECOVER>;
+
+export function workflowStepJobId(execution: { id: string; version: number }): string {
+  return `wfx-${execution.id}-${execution.version}`;
+}
+
+/**
+ * QUEUES.SEGMENTS: live segment membership. EVALUATE re-evaluates the contacts
+ * marked dirty (job id SEGMENT_EVALUATE_JOB_ID while one waits); SWEEP is the
+ * periodic job (the queue's recovery job): time-window rules, and dirty
+ * contacts a lost EVALUATE left behind.
+ */
+export const SEGMENT_JOBS = {
+  EVALUATE: 'evaluate-membership',
+  SWEEP: 'membership-sweep',
+} as const;
+
+export type SegmentQueueJob =
+  | Job<RecoveryJobData, unknown, typeof SEGMENT_JOBS.EVALUATE>
+  | Job<RecoveryJobData, unknown, typeof SEGMENT_JOBS.SWEEP>;
+
+/**
  * One recovery scheduler per queue (see recovery.ts): its fixed id, the same
  * in every worker so upserting it leaves one scheduler per deployment (queue
  * prefix), and the job it produces on that queue. An id must never change
@@ -146,6 +186,8 @@ export const RECOVERY_SCHEDULERS = {
   [QUEUES.DOMAINS]: { id: 'domains-sweep', jobName: DOMAIN_JOBS.SWEEP },
   [QUEUES.CAMPAIGNS]: { id: 'campaigns-recovery', jobName: CAMPAIGN_JOBS.RECOVER },
   [QUEUES.WEBHOOKS]: { id: 'webhooks-dispatch', jobName: WEBHOOK_JOBS.DISPATCH },
+  [QUEUES.WORKFLOWS]: { id: 'workflows-recovery', jobName: WORKFLOW_JOBS.RECOVER },
+  [QUEUES.SEGMENTS]: { id: 'segments-membership-sweep', jobName: SEGMENT_JOBS.SWEEP },
 } as const satisfies Partial<Record<QueueName, { id: string; jobName: string }>>;
 
 export type RecoverableQueue = keyof typeof RECOVERY_SCHEDULERS;

@@ -8,8 +8,10 @@ export const QUEUES = {
   CAMPAIGNS: 'campaigns',
   /** Contact imports (job id = import id). */
   IMPORTS: 'imports',
-  /** Workflow steps, delays and waits. */
+  /** Workflow steps, delays and waits (job id workflowStepJobId(execution)). */
   WORKFLOWS: 'workflows',
+  /** Live segment membership: re-evaluation of changed contacts, the periodic sweep. */
+  SEGMENTS: 'segments',
   /** Domain DNS verification checks. */
   DOMAINS: 'domains',
   /** Outbound webhook deliveries (job id webhookJobId(...)) and their dispatch sweep. */

@@ -38,6 +38,7 @@ export interface EmailAttachmentRef {
 @Index('emails_project_id_contact_id_idx', ['projectId', 'contactId'])
 @Index('emails_project_id_status_idx', ['projectId', 'status'])
 @Index('emails_campaign_id_status_idx', ['campaignId', 'status'])
+@Index('emails_workflow_step_idx', ['workflowExecutionId', 'workflowStepId'], { unique: true, where: 'workflow_execution_id IS NOT NULL' })
 // One record per recipient of a campaign: a resumed or repeated fan-out batch inserts nothing twice.
 @Index('emails_campaign_id_contact_id_key', ['campaignId', 'contactId'], { unique: true, where: 'campaign_id IS NOT NULL' })
 // The list endpoint: newest first within a project.
@@ -63,6 +64,10 @@ export class Email extends BaseEntity {
 
   @Column({ type: 'uuid', nullable: true })
   workflowExecutionId: string | null;
+
+  /** The SEND_EMAIL step that made it: one email per (execution, step), enforced by an index. */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  workflowStepId: string | null;
 
   @Column({ type: 'enum', enum: EmailSource, enumName: 'email_source' })
   source: EmailSource;

@@ -44,6 +44,7 @@ export interface ComposeEmailInput {
   templateId?: string | null;
   campaignId?: string | null;
   workflowExecutionId?: string | null;
+  workflowStepId?: string | null;
   from: { email: string; name?: string | null };
   replyTo?: string | null;
   content: RenderSource;
@@ -145,6 +146,7 @@ export class EmailsService {
       templateId: input.templateId ?? null,
       campaignId: input.campaignId ?? null,
       workflowExecutionId: input.workflowExecutionId ?? null,
+      workflowStepId: input.workflowStepId ?? null,
       source: input.source,
       marketing: input.marketing,
       trackOpens: input.trackOpens ?? (input.marketing || input.track === true),

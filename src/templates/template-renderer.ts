@@ -100,6 +100,11 @@ export class TemplateRenderer {
     return { subject, html, text: htmlToText(html) };
   }
 
+  /** Plain text (no HTML escaping): workflow WEBHOOK bodies and header values. */
+  renderText(source: string, context: RenderContext): Promise<string> {
+    return this.renderPart('body', this.textEngine, source, context);
+  }
+
   private async renderPart(
     part: 'subject' | 'body',
     liquid: Liquid,

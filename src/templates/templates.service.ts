@@ -109,6 +109,16 @@ export class TemplatesService {
     return row;
   }
 
+  /** Liquid text with a recipient's render context, unescaped (workflow WEBHOOK steps). */
+  renderText(source: string, contact: RenderRecipient, data: Record<string, unknown> | null, unsubscribeUrl: string): Promise<string> {
+    return this.renderer.renderText(source, buildRenderContext({ email: contact.email, contact, data, unsubscribeUrl }));
+  }
+
+  /** The Liquid parse error of a source, or null. */
+  liquidError(source: string): string | null {
+    return this.renderer.validate(source);
+  }
+
   /** One recipient's message: the shared render used by send, campaigns and workflows. */
   render(
     source: RenderSource,

@@ -1,0 +1,444 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { QueryFailedError } from 'typeorm';
+import { ApiException } from '../common/errors/api-exception';
+import { RefusedTargetError, sendOutbound } from '../common/http/outbound-http';
+import type { ConditionGroup } from '../conditions/condition.types';
+import { ConditionsService } from '../conditions/conditions.service';
+import { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
+import { ContactsService } from '../contacts/contacts.service';
+import { sqlState } from '../database/postgres-errors';
+import type { EventRow } from '../events/event.row';
+import { EventsService } from '../events/events.service';
+import { DomainsService } from '../domains/domains.service';
+import { Email, EmailSource } from '../sending/email.entity';
+import { EmailsService } from '../sending/emails.service';
+import { TemplateRenderError } from '../templates/template-renderer';
+import { TemplateType } from '../templates/template.entity';
+import { TemplatesService } from '../templates/templates.service';
+import { WorkflowDispatcher } from './workflow-dispatcher';
+import { durationMs, StepTree, WebhookStep, WorkflowStep } from './workflow-steps';
+import { ExecutionStatus, StepRunStatus, WorkflowExecution } from './workflow.entity';
+import { DueExecution, ExecutionTransition, WorkflowsRepository } from './workflows.repository';
+
+/** A step's own failure (not the infrastructure's): the step and the execution end FAILED. */
+export class StepError extends Error {}
+
+/** What a WEBHOOK call answered, made before the execution is locked (it may take 10 s). */
+type WebhookOutcome =
+  | { kind: 'answered'; status: number; body: string; stepId: string }
+  | { kind: 'refused'; error: string; stepId: string }
+  | { kind: 'unreachable'; error: string; stepId: string };
+
+/** Work to do once the step's transaction has committed. */
+interface AfterCommit {
+  jobs: DueExecution[];
+  emails: Email[];
+  events: { rows: EventRow[]; email: string | null }[];
+}
+
+const WEBHOOK_TIMEOUT_MS = 10_000;
+const WEBHOOK_BODY_BYTES = 1024;
+/** A DELAY or wait job that fires this early (clock skew between Redis and Postgres) waits again. */
+const EARLY_MS = 20;
+
+/**
+ * Runs one step of one execution per job. The job names the execution and
+ * its version; the row is locked, the version checked (a stale or repeated
+ * job does nothing), the step's effect and the move to the next position
+ * are written in one transaction, and the next job is added after commit.
+ * A SEND_EMAIL step's email is inserted in that transaction (and an index
+ * allows one per execution and step), so it exists once whatever is retried.
+ */
+@Injectable()
+export class WorkflowEngine {
+  private readonly logger = new Logger(WorkflowEngine.name);
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly repository: WorkflowsRepository,
+    private readonly dispatcher: WorkflowDispatcher,
+    private readonly contacts: ContactsService,
+    private readonly conditions: ConditionsService,
+    private readonly templates: TemplatesService,
+    private readonly emails: EmailsService,
+    private readonly domains: DomainsService,
+    private readonly events: EventsService,
+  ) {}
+
+  async run(executionId: string, version: number): Promise<string> {
+    const peek = await this.peek(executionId, version);
+    if (!peek) return 'stale';
+    const webhook = peek.webhookStep ? await this.callWebhook(peek.execution, peek.webhookStep) : null;
+    const after: AfterCommit = { jobs: [], emails: [], events: [] };
+    let outcome = 'stale';
+    try {
+      outcome = await this.dataSource.transaction(async (manager) => {
+        const x = await this.repository.lockExecution(manager, executionId);
+        if (!x || x.version !== version || !isOpen(x.status)) return 'stale';
+        return this.step(manager, x, webhook, after);
+      });
+    } catch (error) {
+      if (!isStepFailure(error)) throw error;
+      after.jobs.length = 0;
+      after.emails.length = 0;
+      after.events.length = 0;
+      outcome = await this.dataSource.transaction(async (manager) => {
+        const x = await this.repository.lockExecution(manager, executionId);
+        if (!x || x.version !== version || !isOpen(x.status)) return 'stale';
+        await this.fail(manager, x, x.currentStepId, errorMessage(error), after);
+        return 'failed';
+      });
+    }
+    await this.afterCommit(after);
+    return outcome;
+  }
+
+  private async peek(
+    executionId: string,
+    version: number,
+  ): Promise<{ execution: WorkflowExecution; webhookStep: WebhookStep | null } | null> {
+    const manager = this.dataSource.manager;
+    const [x] = await manager.query(
+      `SELECT id, project_id AS "projectId", workflow_id AS "workflowId", contact_id AS "contactId", status,
+              current_step_id AS "currentStepId", version, resume_event_id AS "resumeEventId", data, step_attempts AS "stepAttempts"
+         FROM workflow_executions WHERE id = $1`,
+      [executionId],
+    );
+    if (!x || x.version !== version || !isOpen(x.status)) return null;
+    let webhookStep: WebhookStep | null = null;
+    if (x.status === ExecutionStatus.RUNNING) {
+      const workflow = await this.repository.findForEngine(manager, x.workflowId);
+      const tree = workflow ? new StepTree(workflow.steps) : null;
+      const position = x.currentStepId ?? tree?.first() ?? null;
+      const step = tree && position ? tree.get(position) : null;
+      if (step?.type === 'WEBHOOK') webhookStep = step;
+    }
+    return { execution: x as WorkflowExecution, webhookStep };
+  }
+
+  /** One move of a locked execution. */
+  private async step(
+    manager: EntityManager,
+    x: WorkflowExecution,
+    webhook: WebhookOutcome | null,
+    after: AfterCommit,
+  ): Promise<string> {
+    const workflow = await this.repository.findForEngine(manager, x.workflowId);
+    if (!workflow) return 'stale';
+    const tree = new StepTree(workflow.steps);
+    const position = x.currentStepId ?? tree.first();
+    if (position === null) {
+      await this.finish(manager, x, ExecutionStatus.COMPLETED, null, after);
+      return 'completed';
+    }
+    const step = tree.get(position);
+    if (!step) {
+      // The definition was edited while the execution waited here.
+      await this.finish(manager, x, ExecutionStatus.EXITED, 'step_removed', after);
+      return 'step_removed';
+    }
+    if (x.status === ExecutionStatus.WAITING) return this.wake(manager, x, tree, step, after);
+    if (x.resumeEventId && step.type === 'WAIT_FOR_EVENT') {
+      await this.record(manager, x, step, StepRunStatus.COMPLETED, { branch: 'then', eventId: x.resumeEventId });
+      await this.moveTo(manager, x, tree.enter(step, 'then'), after);
+      return 'event';
+    }
+    return this.execute(manager, x, tree, step, webhook, after);
+  }
+
+  /** A DELAY's end or a WAIT_FOR_EVENT's timeout (the definition may have changed the duration meanwhile). */
+  private async wake(manager: EntityManager, x: WorkflowExecution, tree: StepTree, step: WorkflowStep, after: AfterCommit): Promise<string> {
+    if (step.type !== 'DELAY' && step.type !== 'WAIT_FOR_EVENT') {
+      // Edited into another type while waiting: run it now.
+      await this.schedule(manager, x, { status: ExecutionStatus.RUNNING, currentStepId: step.id, dueAt: new Date(), waitEvent: null }, after);
+      return 'retyped';
+    }
+    const run = await this.repository.stepRun(manager, x.id, step.id);
+    const startedAt = run?.startedAt ?? new Date();
+    const due = new Date(startedAt.getTime() + durationMs(step.type === 'DELAY' ? step : step.timeout));
+    if (due.getTime() - Date.now() > EARLY_MS) {
+      await this.schedule(
+        manager,
+        x,
+        { status: ExecutionStatus.WAITING, dueAt: due, waitEvent: step.type === 'WAIT_FOR_EVENT' ? step.event : null },
+        after,
+      );
+      return 'rescheduled';
+    }
+    if (step.type === 'DELAY') {
+      await this.record(manager, x, step, StepRunStatus.COMPLETED, null);
+      await this.moveTo(manager, x, tree.next(step.id), after);
+      return 'delayed';
+    }
+    await this.record(manager, x, step, StepRunStatus.COMPLETED, { branch: 'else', timedOut: true });
+    await this.moveTo(manager, x, tree.enter(step, 'else'), after);
+    return 'timeout';
+  }
+
+  private async execute(
+    manager: EntityManager,
+    x: WorkflowExecution,
+    tree: StepTree,
+    step: WorkflowStep,
+    webhook: WebhookOutcome | null,
+    after: AfterCommit,
+  ): Promise<string> {
+    switch (step.type) {
+      case 'DELAY': {
+        await this.record(manager, x, step, StepRunStatus.WAITING, null);
+        await this.schedule(manager, x, { status: ExecutionStatus.WAITING, currentStepId: step.id, dueAt: new Date(Date.now() + durationMs(step)) }, after);
+        return 'waiting';
+      }
+      case 'WAIT_FOR_EVENT': {
+        await this.record(manager, x, step, StepRunStatus.WAITING, { event: step.event });
+        await this.schedule(
+          manager,
+          x,
+          { status: ExecutionStatus.WAITING, currentStepId: step.id, waitEvent: step.event, dueAt: new Date(Date.now() + durationMs(step.timeout)) },
+          after,
+        );
+        return 'waiting';
+      }
+      case 'CONDITION': {
+        const result = await this.conditions.matchesContact(manager, x.projectId, x.contactId, step.condition as ConditionGroup);
+        await this.record(manager, x, step, StepRunStatus.COMPLETED, { result, branch: result ? 'then' : 'else' });
+        await this.moveTo(manager, x, tree.enter(step, result ? 'then' : 'else'), after);
+        return 'condition';
+      }
+      case 'UPDATE_CONTACT': {
+        const updated = await this.contacts.applyUpdate(manager, x.projectId, x.contactId, { data: step.data, subscribed: step.subscribed });
+        if (!updated) throw new StepError('the contact no longer exists');
+        after.events.push({ rows: updated.events, email: updated.row.email });
+        await this.record(manager, x, step, StepRunStatus.COMPLETED, { data: updated.row.data, subscribed: updated.row.subscribed });
+        await this.moveTo(manager, x, tree.next(step.id), after);
+        return 'updated';
+      }
+      case 'SEND_EMAIL': {
+        const emailId = await this.sendEmail(manager, x, step.id, step.templateId, after);
+        await this.record(manager, x, step, StepRunStatus.COMPLETED, { emailId });
+        await this.moveTo(manager, x, tree.next(step.id), after);
+        return 'sent';
+      }
+      case 'WEBHOOK':
+        return this.webhookResult(manager, x, tree, step, webhook, after);
+      case 'EXIT':
+        await this.record(manager, x, step, StepRunStatus.COMPLETED, null);
+        await this.finish(manager, x, ExecutionStatus.EXITED, 'exit_step', after);
+        return 'exited';
+    }
+  }
+
+  private async sendEmail(manager: EntityManager, x: WorkflowExecution, stepId: string, templateId: string, after: AfterCommit): Promise<string> {
+    const template = await this.templates.findOrFail(x.projectId, templateId);
+    if (!template.fromEmail) throw new StepError(`template ${templateId} has no from address`);
+    await this.domains.assertCanSend(x.projectId, template.fromEmail);
+    const contact = await this.contacts.findRow(manager, x.projectId, x.contactId);
+    if (!contact) throw new StepError('the contact no longer exists');
+    const email = await this.emails.compose({
+      projectId: x.projectId,
+      contact,
+      source: EmailSource.WORKFLOW,
+      marketing: template.type === TemplateType.MARKETING,
+      track: template.track,
+      templateId,
+      from: { email: template.fromEmail, name: template.fromName },
+      replyTo: template.replyTo,
+      content: { subject: template.subject, body: template.body },
+      data: x.data,
+      workflowExecutionId: x.id,
+      workflowStepId: stepId,
+    });
+    const queued = await this.emails.insert(manager, [email]);
+    after.emails.push(email);
+    after.events.push({ rows: queued, email: contact.email });
+    return email.id;
+  }
+
+  private async webhookResult(
+    manager: EntityManager,
+    x: WorkflowExecution,
+    tree: StepTree,
+    step: WebhookStep,
+    webhook: WebhookOutcome | null,
+    after: AfterCommit,
+  ): Promise<string> {
+    if (!webhook || webhook.stepId !== step.id) {
+      // The definition changed between the call and the lock: run the step again with a fresh job.
+      await this.schedule(manager, x, { status: ExecutionStatus.RUNNING, currentStepId: step.id, dueAt: new Date() }, after);
+      return 'again';
+    }
+    const attempts = x.stepAttempts + 1;
+    if (webhook.kind === 'answered' && webhook.status < 500) {
+      await this.record(manager, x, step, StepRunStatus.COMPLETED, { status: webhook.status, body: webhook.body, attempts });
+      await this.moveTo(manager, x, tree.next(step.id), after);
+      return 'webhook';
+    }
+    const error = webhook.kind === 'answered' ? `answered ${webhook.status}` : webhook.error;
+    const output = webhook.kind === 'answered' ? { status: webhook.status, body: webhook.body, attempts } : { attempts };
+    const delays = this.config.workflowRetryDelaysMs;
+    if (webhook.kind === 'refused' || attempts > delays.length) {
+      await this.record(manager, x, step, StepRunStatus.FAILED, output, error);
+      await this.fail(manager, x, null, `WEBHOOK step ${step.id}: ${error}`, after);
+      return 'failed';
+    }
+    await this.record(manager, x, step, StepRunStatus.WAITING, output, error);
+    await this.schedule(
+      manager,
+      x,
+      { status: ExecutionStatus.RUNNING, currentStepId: step.id, stepAttempts: attempts, dueAt: new Date(Date.now() + delays[attempts - 1]) },
+      after,
+    );
+    return 'retry';
+  }
+
+  private async callWebhook(x: WorkflowExecution, step: WebhookStep): Promise<WebhookOutcome> {
+    try {
+      const contact = await this.contacts.findRow(this.dataSource.manager, x.projectId, x.contactId);
+      if (!contact) return { kind: 'refused', error: 'the contact no longer exists', stepId: step.id };
+      const unsubscribeUrl = this.emails.unsubscribeUrl(x.projectId, contact.id, null);
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(step.headers ?? {})) {
+        headers[name] = (await this.templates.renderText(value, contact, x.data, unsubscribeUrl)).replace(/[\r\n\0]/g, ' ');
+      }
+      const body = step.body !== undefined ? await this.templates.renderText(step.body, contact, x.data, unsubscribeUrl) : undefined;
+      if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+        headers['content-type'] = 'application/json';
+      }
+      headers['user-agent'] ??= 'Mailwright-Workflows/1';
+      const answer = await sendOutbound({
+        url: step.url,
+        method: step.method,
+        headers,
+        body,
+        timeoutMs: WEBHOOK_TIMEOUT_MS,
+        allowPrivate: this.config.webhookAllowPrivate,
+        maxBodyBytes: WEBHOOK_BODY_BYTES,
+      });
+      return { kind: 'answered', status: answer.status, body: answer.body, stepId: step.id };
+    } catch (error) {
+      if (error instanceof RefusedTargetError || error instanceof TemplateRenderError) {
+        return { kind: 'refused', error: error.message, stepId: step.id };
+      }
+      return { kind: 'unreachable', error: errorMessage(error), stepId: step.id };
+    }
+  }
+
+  private record(
+    manager: EntityManager,
+    x: WorkflowExecution,
+    step: WorkflowStep,
+    status: StepRunStatus,
+    output: Record<string, unknown> | null,
+    error: string | null = null,
+  ): Promise<void> {
+    return this.repository.recordStep(manager, {
+      executionId: x.id,
+      stepId: step.id,
+      type: step.type,
+      status,
+      output,
+      error,
+      finished: status !== StepRunStatus.WAITING,
+    });
+  }
+
+  /** On to `next` (RUNNING, due now), or COMPLETED when there is none. */
+  private async moveTo(manager: EntityManager, x: WorkflowExecution, next: string | null, after: AfterCommit): Promise<void> {
+    if (next === null) return this.finish(manager, x, ExecutionStatus.COMPLETED, null, after);
+    await this.schedule(
+      manager,
+      x,
+      { status: ExecutionStatus.RUNNING, currentStepId: next, dueAt: new Date(), waitEvent: null, resumeEventId: null, stepAttempts: 0 },
+      after,
+    );
+  }
+
+  private async schedule(manager: EntityManager, x: WorkflowExecution, to: ExecutionTransition, after: AfterCommit): Promise<void> {
+    const version = await this.repository.transition(manager, x, to);
+    after.jobs.push({ id: x.id, version, dueAt: to.dueAt });
+  }
+
+  private async finish(
+    manager: EntityManager,
+    x: WorkflowExecution,
+    status: ExecutionStatus,
+    exitReason: string | null,
+    _after: AfterCommit,
+  ): Promise<void> {
+    await this.repository.transition(manager, x, {
+      status,
+      dueAt: null,
+      waitEvent: null,
+      resumeEventId: null,
+      finishedAt: new Date(),
+      exitReason,
+    });
+  }
+
+  /** The step (when known) and the execution end FAILED; `workflow.execution.failed` is recorded for the project. */
+  private async fail(manager: EntityManager, x: WorkflowExecution, stepId: string | null, error: string, after: AfterCommit): Promise<void> {
+    if (stepId) {
+      const workflow = await this.repository.findForEngine(manager, x.workflowId);
+      const step = workflow ? new StepTree(workflow.steps).get(stepId) : null;
+      await this.repository.recordStep(manager, {
+        executionId: x.id,
+        stepId,
+        type: step?.type ?? 'UNKNOWN',
+        status: StepRunStatus.FAILED,
+        output: null,
+        error,
+        finished: true,
+      });
+    }
+    await this.repository.transition(manager, x, {
+      status: ExecutionStatus.FAILED,
+      dueAt: null,
+      waitEvent: null,
+      resumeEventId: null,
+      finishedAt: new Date(),
+      exitReason: error.slice(0, 100),
+    });
+    const event = await this.events.record(manager, {
+      projectId: x.projectId,
+      contactId: x.contactId,
+      name: 'workflow.execution.failed',
+      data: { workflowId: x.workflowId, executionId: x.id, stepId, error: error.slice(0, 500) },
+    });
+    after.events.push({ rows: [event], email: null });
+    this.logger.warn({ executionId: x.id, workflowId: x.workflowId, stepId, error }, 'workflow execution failed');
+  }
+
+  private async afterCommit(after: AfterCommit): Promise<void> {
+    if (after.emails.length > 0) await this.emails.enqueue(after.emails);
+    await this.dispatcher.enqueue(after.jobs);
+    for (const { rows, email } of after.events) {
+      if (rows.length > 0) await this.events.publish(rows.map((row) => ({ ...row, email })));
+    }
+  }
+}
+
+function isOpen(status: ExecutionStatus): boolean {
+  return status === ExecutionStatus.RUNNING || status === ExecutionStatus.WAITING;
+}
+
+/**
+ * The step's own problem (a template gone, a sender not verified, a render
+ * over its limits, a condition the database refuses): the execution fails.
+ * Anything else (the database or Redis unreachable) is retried by the job.
+ */
+function isStepFailure(error: unknown): boolean {
+  if (error instanceof StepError || error instanceof ApiException || error instanceof TemplateRenderError) return true;
+  if (error instanceof QueryFailedError) {
+    const state = sqlState(error) ?? '';
+    return ['22', '23', '42', '2B', '0A'].some((cls) => state.startsWith(cls));
+  }
+  return false;
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,22 @@
+import { Module } from '@nestjs/common';
+import { ConditionsModule } from '../conditions/conditions.module';
+import { ContactsModule } from '../contacts/contacts.module';
+import { DomainsModule } from '../domains/domains.module';
+import { EventsModule } from '../events/events.module';
+import { SegmentsModule } from '../segments/segments.module';
+import { SendingModule } from '../sending/sending.module';
+import { WorkflowDispatcher } from './workflow-dispatcher';
+import { WorkflowEngine } from './workflow-engine';
+import { WorkflowsController } from './workflows.controller';
+import { WorkflowsProcessor } from './workflows.processor';
+import { WorkflowsRecovery } from './workflows.recovery';
+import { WorkflowsRepository } from './workflows.repository';
+import { WorkflowsService } from './workflows.service';
+
+/** Automation: workflows, their executions, the engine that runs one step per job, and the triggers' dispatch. */
+@Module({
+  imports: [SendingModule, ConditionsModule, ContactsModule, DomainsModule, EventsModule, SegmentsModule],
+  controllers: [WorkflowsController],
+  providers: [WorkflowsRepository, WorkflowsService, WorkflowDispatcher, WorkflowEngine, WorkflowsProcessor, WorkflowsRecovery],
+})
+export class WorkflowsModule {}

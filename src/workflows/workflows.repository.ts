@@ -1,0 +1,309 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { newId } from '../database/id';
+import { keysetRows } from '../database/keyset-rows';
+import { containsPattern } from '../database/like-pattern';
+import { queryRows } from '../database/query-rows';
+import {
+  ExecutionStatus,
+  StepRunStatus,
+  Workflow,
+  WorkflowExecution,
+  WorkflowExecutionStep,
+  WorkflowTriggerType,
+} from './workflow.entity';
+
+export interface WorkflowListFilter {
+  enabled?: boolean;
+  search?: string;
+}
+
+export interface ExecutionListFilter {
+  status?: ExecutionStatus;
+  contactId?: string;
+}
+
+export type ExecutionCounts = Record<'running' | 'waiting' | 'completed' | 'exited' | 'failed' | 'cancelled', number>;
+
+/** An execution whose next job should exist: its id and version make the job id. */
+export interface DueExecution {
+  id: string;
+  version: number;
+  dueAt: Date | null;
+}
+
+/** The fields a transition writes; `version` is always bumped by one. */
+export interface ExecutionTransition {
+  status: ExecutionStatus;
+  currentStepId?: string | null;
+  dueAt: Date | null;
+  waitEvent?: string | null;
+  resumeEventId?: null;
+  stepAttempts?: number;
+  finishedAt?: Date | null;
+  exitReason?: string | null;
+}
+
+export interface StepRun {
+  executionId: string;
+  stepId: string;
+  type: string;
+  status: StepRunStatus;
+  output?: Record<string, unknown> | null;
+  error?: string | null;
+  finished: boolean;
+}
+
+const EXECUTION_COLUMNS = `x.id, x.project_id AS "projectId", x.workflow_id AS "workflowId", x.contact_id AS "contactId",
+  x.status, x.current_step_id AS "currentStepId", x.version, x.due_at AS "dueAt", x.wait_event AS "waitEvent",
+  x.trigger_event_id AS "triggerEventId", x.resume_event_id AS "resumeEventId", x.data, x.step_attempts AS "stepAttempts",
+  x.once_key AS "onceKey", x.started_at AS "startedAt", x.finished_at AS "finishedAt", x.exit_reason AS "exitReason",
+  x.created_at AS "createdAt", x.updated_at AS "updatedAt"`;
+
+/** Every statement on workflows, their executions and step records. */
+@Injectable()
+export class WorkflowsRepository {
+  async insert(manager: EntityManager, fields: Partial<Workflow>): Promise<Workflow> {
+    const id = newId();
+    await manager.createQueryBuilder().insert().into(Workflow).values({ ...fields, id } as never).updateEntity(false).execute();
+    return (await this.findById(manager, fields.projectId as string, id)) as Workflow;
+  }
+
+  findById(manager: EntityManager, projectId: string, id: string): Promise<Workflow | null> {
+    return manager
+      .createQueryBuilder(Workflow, 'w')
+      .where('w.id = :id AND w.project_id = :projectId AND w.deleted_at IS NULL', { id, projectId })
+      .getOne();
+  }
+
+  lockById(manager: EntityManager, projectId: string, id: string): Promise<Workflow | null> {
+    return manager
+      .createQueryBuilder(Workflow, 'w')
+      .setLock('pessimistic_write')
+      .where('w.id = :id AND w.project_id = :projectId AND w.deleted_at IS NULL', { id, projectId })
+      .getOne();
+  }
+
+  /** The engine's read: deleted ones too (their executions were cancelled in the delete's transaction). */
+  findForEngine(manager: EntityManager, id: string): Promise<Workflow | null> {
+    return manager.createQueryBuilder(Workflow, 'w').where('w.id = :id', { id }).getOne();
+  }
+
+  async update(manager: EntityManager, id: string, fields: Partial<Workflow>): Promise<void> {
+    await manager
+      .createQueryBuilder()
+      .update(Workflow)
+      .set({ ...fields, updatedAt: () => 'now()' } as never)
+      .where('id = :id', { id })
+      .execute();
+  }
+
+  async softDelete(manager: EntityManager, projectId: string, id: string): Promise<boolean> {
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      `UPDATE workflows SET deleted_at = now(), enabled = false, updated_at = now()
+        WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL RETURNING id`,
+      [id, projectId],
+    );
+    return rows.length > 0;
+  }
+
+  list(
+    manager: EntityManager,
+    projectId: string,
+    filter: WorkflowListFilter,
+    afterId: string | null,
+    limit: number,
+  ): Promise<{ rows: Workflow[]; total: number }> {
+    const qb = manager
+      .createQueryBuilder(Workflow, 'w')
+      .where('w.project_id = :projectId AND w.deleted_at IS NULL', { projectId });
+    if (filter.enabled !== undefined) qb.andWhere('w.enabled = :enabled', { enabled: filter.enabled });
+    if (filter.search) qb.andWhere('w.name ILIKE :search', { search: containsPattern(filter.search) });
+    return keysetRows(qb, 'w.id', afterId, limit);
+  }
+
+  /** Of these projects, those with a workflow (not deleted): the dispatcher looks further only for them. */
+  async projectsWithWorkflows(manager: EntityManager, projectIds: string[]): Promise<string[]> {
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      `SELECT DISTINCT project_id AS id FROM workflows WHERE project_id = ANY($1::uuid[]) AND deleted_at IS NULL`,
+      [projectIds],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** Segments whose membership enabled workflows of the project need (SEGMENT_ENTRY/EXIT triggers). */
+  async keptSegments(manager: EntityManager, projectId: string): Promise<string[]> {
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      `SELECT DISTINCT trigger_segment_id AS id FROM workflows
+        WHERE project_id = $1 AND enabled AND deleted_at IS NULL AND trigger_segment_id IS NOT NULL
+          AND trigger_type IN ('${WorkflowTriggerType.SEGMENT_ENTRY}', '${WorkflowTriggerType.SEGMENT_EXIT}')`,
+      [projectId],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * Whether a segment of the project exists (the trigger's check). Segments
+   * are another feature's table: this read is the one exception, made in the
+   * workflow's transaction.
+   */
+  async segmentExists(manager: EntityManager, projectId: string, segmentId: string): Promise<boolean> {
+    const rows = await queryRows(manager, `SELECT 1 FROM segments WHERE id = $1 AND project_id = $2`, [segmentId, projectId]);
+    return rows.length > 0;
+  }
+
+  /** Open executions at a step no longer in the definition end EXITED (step_removed). */
+  async exitRemovedSteps(manager: EntityManager, workflowId: string, keptStepIds: string[]): Promise<number> {
+    const rows = await queryRows(
+      manager,
+      `UPDATE workflow_executions SET status = 'EXITED', exit_reason = 'step_removed', finished_at = now(), due_at = NULL,
+              wait_event = NULL, version = version + 1, updated_at = now()
+        WHERE workflow_id = $1 AND status IN ('RUNNING', 'WAITING') AND current_step_id IS NOT NULL
+          AND NOT (current_step_id = ANY($2::text[])) RETURNING id`,
+      [workflowId, keptStepIds],
+    );
+    return rows.length;
+  }
+
+  /** Workflows (not deleted) whose trigger names this segment. */
+  async countUsingSegment(manager: EntityManager, segmentId: string): Promise<number> {
+    const rows = await queryRows<{ n: number }>(
+      manager,
+      `SELECT count(*)::int AS n FROM workflows WHERE trigger_segment_id = $1 AND deleted_at IS NULL`,
+      [segmentId],
+    );
+    return rows[0].n;
+  }
+
+  async countsOf(manager: EntityManager, workflowIds: string[]): Promise<Map<string, ExecutionCounts>> {
+    const out = new Map<string, ExecutionCounts>();
+    for (const id of workflowIds) out.set(id, { running: 0, waiting: 0, completed: 0, exited: 0, failed: 0, cancelled: 0 });
+    if (workflowIds.length === 0) return out;
+    const rows = await queryRows<{ workflowId: string; status: ExecutionStatus; n: number }>(
+      manager,
+      `SELECT workflow_id AS "workflowId", status, count(*)::int AS n FROM workflow_executions
+        WHERE workflow_id = ANY($1::uuid[]) GROUP BY 1, 2`,
+      [workflowIds],
+    );
+    for (const r of rows) (out.get(r.workflowId) as ExecutionCounts)[r.status.toLowerCase() as keyof ExecutionCounts] = r.n;
+    return out;
+  }
+
+  // ---- executions ----
+
+  /**
+   * A manual start: one open execution per (workflow, contact), and one ever
+   * without re-entry; null when the database refused it (ON CONFLICT).
+   */
+  async insertExecution(
+    manager: EntityManager,
+    fields: { projectId: string; workflowId: string; contactId: string; data: Record<string, unknown>; allowReentry: boolean },
+  ): Promise<DueExecution | null> {
+    const rows = await queryRows<DueExecution>(
+      manager,
+      `INSERT INTO workflow_executions (id, project_id, workflow_id, contact_id, status, version, due_at, data, once_key)
+       VALUES ($1, $2, $3, $4, 'RUNNING', 0, now(), $5, $6)
+       ON CONFLICT DO NOTHING RETURNING id, version, due_at AS "dueAt"`,
+      [newId(), fields.projectId, fields.workflowId, fields.contactId, JSON.stringify(fields.data), fields.allowReentry ? null : fields.contactId],
+    );
+    return rows[0] ?? null;
+  }
+
+  async lockExecution(manager: EntityManager, id: string): Promise<WorkflowExecution | null> {
+    const rows = await queryRows<WorkflowExecution>(manager, `SELECT ${EXECUTION_COLUMNS} FROM workflow_executions x WHERE x.id = $1 FOR UPDATE`, [id]);
+    return rows[0] ?? null;
+  }
+
+  async findExecution(manager: EntityManager, projectId: string, workflowId: string, id: string): Promise<WorkflowExecution | null> {
+    const rows = await queryRows<WorkflowExecution>(
+      manager,
+      `SELECT ${EXECUTION_COLUMNS} FROM workflow_executions x WHERE x.id = $1 AND x.workflow_id = $2 AND x.project_id = $3`,
+      [id, workflowId, projectId],
+    );
+    return rows[0] ?? null;
+  }
+
+  listExecutions(
+    manager: EntityManager,
+    workflowId: string,
+    filter: ExecutionListFilter,
+    afterId: string | null,
+    limit: number,
+  ): Promise<{ rows: WorkflowExecution[]; total: number }> {
+    const qb = manager.createQueryBuilder(WorkflowExecution, 'x').where('x.workflow_id = :workflowId', { workflowId });
+    if (filter.status) qb.andWhere('x.status = :status', { status: filter.status });
+    if (filter.contactId) qb.andWhere('x.contact_id = :contactId', { contactId: filter.contactId });
+    return keysetRows(qb, 'x.id', afterId, limit);
+  }
+
+  stepsOf(manager: EntityManager, executionIds: string[]): Promise<WorkflowExecutionStep[]> {
+    if (executionIds.length === 0) return Promise.resolve([]);
+    return manager
+      .createQueryBuilder(WorkflowExecutionStep, 's')
+      .where('s.execution_id IN (:...ids)', { ids: executionIds })
+      .orderBy('s.execution_id')
+      .addOrderBy('s.seq')
+      .getMany();
+  }
+
+  async stepRun(manager: EntityManager, executionId: string, stepId: string): Promise<WorkflowExecutionStep | null> {
+    return manager.findOne(WorkflowExecutionStep, { where: { executionId, stepId } });
+  }
+
+  /** Writes one step's record (the first visit numbers it; later writes update it). */
+  async recordStep(manager: EntityManager, run: StepRun): Promise<void> {
+    await manager.query(
+      `INSERT INTO workflow_execution_steps (execution_id, step_id, seq, type, status, started_at, finished_at, output, error)
+       VALUES ($1, $2, (SELECT coalesce(max(seq), 0) + 1 FROM workflow_execution_steps WHERE execution_id = $1), $3, $4, now(),
+               CASE WHEN $5 THEN now() END, $6, $7)
+       ON CONFLICT (execution_id, step_id) DO UPDATE
+         SET status = EXCLUDED.status, finished_at = EXCLUDED.finished_at,
+             output = coalesce(EXCLUDED.output, workflow_execution_steps.output), error = EXCLUDED.error`,
+      [run.executionId, run.stepId, run.type, run.status, run.finished, run.output ? JSON.stringify(run.output) : null, run.error ?? null],
+    );
+  }
+
+  /** One transition of a locked execution; answers the new version. */
+  async transition(manager: EntityManager, execution: WorkflowExecution, to: ExecutionTransition): Promise<number> {
+    const version = execution.version + 1;
+    const set: Record<string, unknown> = { ...to, version, updatedAt: () => 'now()' };
+    await manager.createQueryBuilder().update(WorkflowExecution).set(set as never).where('id = :id', { id: execution.id }).execute();
+    return version;
+  }
+
+  /** Cancels every open execution of a workflow (delete); answers them. */
+  cancelOpenOfWorkflow(manager: EntityManager, workflowId: string, reason: string): Promise<DueExecution[]> {
+    return queryRows<DueExecution>(
+      manager,
+      `UPDATE workflow_executions SET status = 'CANCELLED', finished_at = now(), due_at = NULL, wait_event = NULL,
+              exit_reason = $2, version = version + 1, updated_at = now()
+        WHERE workflow_id = $1 AND status IN ('RUNNING', 'WAITING') RETURNING id, version, due_at AS "dueAt"`,
+      [workflowId, reason],
+    );
+  }
+
+  /** Executions started or resumed by these events (the events trigger wrote them in the events' transaction). */
+  movedByEvents(manager: EntityManager, eventIds: string[]): Promise<DueExecution[]> {
+    return queryRows<DueExecution>(
+      manager,
+      `SELECT id, version, due_at AS "dueAt" FROM workflow_executions
+        WHERE (trigger_event_id = ANY($1::uuid[]) AND current_step_id IS NULL AND status = 'RUNNING')
+           OR (resume_event_id = ANY($1::uuid[]) AND status = 'RUNNING')`,
+      [eventIds],
+    );
+  }
+
+  /** Open executions overdue by more than `graceMs`: their job was lost or never added. */
+  overdue(manager: EntityManager, graceMs: number, limit: number): Promise<DueExecution[]> {
+    return queryRows<DueExecution>(
+      manager,
+      `SELECT id, version, due_at AS "dueAt" FROM workflow_executions
+        WHERE status IN ('RUNNING', 'WAITING') AND due_at < now() - make_interval(secs => $1::double precision / 1000)
+        ORDER BY due_at LIMIT $2`,
+      [graceMs, limit],
+    );
+  }
+}

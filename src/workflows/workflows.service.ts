@@ -1,0 +1,320 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { ApiException, FieldError } from '../common/errors/api-exception';
+import type { DeletedResponse } from '../common/openapi/error-envelope.response';
+import { decodeCursor, Page, pageOf } from '../common/pagination/pagination';
+import { ConditionsService } from '../conditions/conditions.service';
+import { ContactsService } from '../contacts/contacts.service';
+import { SegmentMembershipService } from '../segments/segment-membership.service';
+import { TemplatesService } from '../templates/templates.service';
+import { CreateWorkflowDto, WorkflowTriggerDto } from './dto/create-workflow.dto';
+import { ExecutionResponse, toExecutionResponse } from './dto/execution.response';
+import { ListExecutionsQueryDto } from './dto/list-executions.query';
+import { ListWorkflowsQueryDto } from './dto/list-workflows.query';
+import { StartExecutionDto } from './dto/start-execution.dto';
+import { UpdateWorkflowDto } from './dto/update-workflow.dto';
+import { toWorkflowResponse, WorkflowResponse } from './dto/workflow.response';
+import { WorkflowDispatcher } from './workflow-dispatcher';
+import { checkSteps, StepTree, WorkflowStep } from './workflow-steps';
+import { ExecutionStatus, Workflow, WorkflowExecution, WorkflowTriggerType } from './workflow.entity';
+import { DueExecution, WorkflowsRepository } from './workflows.repository';
+
+/** The event name that starts a workflow of this trigger (the events trigger joins on it). */
+export function triggerNameOf(trigger: { type: WorkflowTriggerType; event?: string | null; segmentId?: string | null }): string | null {
+  switch (trigger.type) {
+    case WorkflowTriggerType.EVENT:
+      return trigger.event ?? null;
+    case WorkflowTriggerType.SEGMENT_ENTRY:
+      return `segment.${trigger.segmentId}.entered`;
+    case WorkflowTriggerType.SEGMENT_EXIT:
+      return `segment.${trigger.segmentId}.exited`;
+    case WorkflowTriggerType.MANUAL:
+      return null;
+  }
+}
+
+/**
+ * Workflows: the resource, its validation, manual starts, executions and
+ * cancel. Starting by events and running steps are the events trigger's and
+ * WorkflowEngine's.
+ */
+@Injectable()
+export class WorkflowsService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly repository: WorkflowsRepository,
+    private readonly dispatcher: WorkflowDispatcher,
+    private readonly conditions: ConditionsService,
+    private readonly templates: TemplatesService,
+    private readonly contacts: ContactsService,
+    private readonly membership: SegmentMembershipService,
+  ) {}
+
+  async create(projectId: string, dto: CreateWorkflowDto): Promise<WorkflowResponse> {
+    const row = await this.dataSource.transaction(async (manager) => {
+      const steps = await this.checkDefinition(manager, projectId, dto.trigger, dto.steps);
+      const created = await this.repository.insert(manager, {
+        projectId,
+        name: dto.name,
+        description: dto.description ?? null,
+        enabled: dto.enabled ?? false,
+        triggerType: dto.trigger.type,
+        triggerEvent: dto.trigger.type === WorkflowTriggerType.EVENT ? (dto.trigger.event as string) : null,
+        triggerSegmentId: isSegmentTrigger(dto.trigger.type) ? (dto.trigger.segmentId as string).toLowerCase() : null,
+        triggerName: triggerNameOf(dto.trigger),
+        allowReentry: dto.allowReentry ?? false,
+        steps,
+      });
+      await this.syncMembership(manager, projectId);
+      return created;
+    });
+    this.dispatcher.invalidate(projectId);
+    return this.respond(row);
+  }
+
+  async list(projectId: string, query: ListWorkflowsQueryDto): Promise<Page<WorkflowResponse>> {
+    const limit = query.limit ?? 20;
+    const afterId = query.cursor ? decodeCursor(query.cursor) : null;
+    const { rows, total } = await this.repository.list(
+      this.dataSource.manager,
+      projectId,
+      { enabled: query.enabled, search: query.search?.trim() },
+      afterId,
+      limit,
+    );
+    const counts = await this.repository.countsOf(this.dataSource.manager, rows.map((r) => r.id));
+    return pageOf(rows, limit, total, (row) => toWorkflowResponse(row, counts.get(row.id) as never), (row) => row.id);
+  }
+
+  async get(projectId: string, id: string): Promise<WorkflowResponse> {
+    return this.respond(await this.findOrFail(this.dataSource.manager, projectId, id));
+  }
+
+  /**
+   * A change of `steps` applies to executions in flight: one at a step that
+   * still exists continues from it under the new definition (at its next
+   * job); one whose step was removed ends EXITED (`step_removed`) here.
+   */
+  async update(projectId: string, id: string, dto: UpdateWorkflowDto): Promise<WorkflowResponse> {
+    const row = await this.dataSource.transaction(async (manager) => {
+      const current = await this.repository.lockById(manager, projectId, id);
+      if (!current) throw ApiException.notFound('workflow', id);
+      const trigger: WorkflowTriggerDto = dto.trigger ?? {
+        type: current.triggerType,
+        event: current.triggerEvent ?? undefined,
+        segmentId: current.triggerSegmentId ?? undefined,
+      };
+      const steps = await this.checkDefinition(manager, projectId, trigger, dto.steps ?? current.steps, !dto.trigger, !dto.steps);
+      const fields: Partial<Workflow> = {};
+      if (dto.name !== undefined) fields.name = dto.name;
+      if (dto.description !== undefined) fields.description = dto.description;
+      if (dto.enabled !== undefined) fields.enabled = dto.enabled;
+      if (dto.allowReentry !== undefined) fields.allowReentry = dto.allowReentry;
+      if (dto.trigger) {
+        fields.triggerType = trigger.type;
+        fields.triggerEvent = trigger.type === WorkflowTriggerType.EVENT ? (trigger.event as string) : null;
+        fields.triggerSegmentId = isSegmentTrigger(trigger.type) ? (trigger.segmentId as string).toLowerCase() : null;
+        fields.triggerName = triggerNameOf(trigger);
+      }
+      if (dto.steps) {
+        fields.steps = steps;
+        const kept = [...collectIds(steps)];
+        await this.repository.exitRemovedSteps(manager, id, kept);
+      }
+      await this.repository.update(manager, id, fields);
+      await this.syncMembership(manager, projectId);
+      return (await this.repository.findById(manager, projectId, id)) as Workflow;
+    });
+    this.dispatcher.invalidate(projectId);
+    return this.respond(row);
+  }
+
+  /** Deleting cancels its running executions (exitReason `workflow_deleted`). */
+  async remove(projectId: string, id: string): Promise<DeletedResponse> {
+    await this.dataSource.transaction(async (manager) => {
+      const current = await this.repository.lockById(manager, projectId, id);
+      if (!current || !(await this.repository.softDelete(manager, projectId, id))) throw ApiException.notFound('workflow', id);
+      await this.repository.cancelOpenOfWorkflow(manager, id, 'workflow_deleted');
+      await this.syncMembership(manager, projectId);
+    });
+    this.dispatcher.invalidate(projectId);
+    return { id, deleted: true };
+  }
+
+  /** POST /workflows/{id}/executions: 202 with the execution; 409 when disabled or the contact may not enter. */
+  async start(projectId: string, id: string, dto: StartExecutionDto): Promise<ExecutionResponse> {
+    if ((dto.contactId === undefined) === (dto.email === undefined)) {
+      throw ApiException.validation([{ field: 'contactId', message: 'Give exactly one of contactId and email', code: 'custom' }]);
+    }
+    const started = await this.dataSource.transaction(async (manager) => {
+      const workflow = await this.findOrFail(manager, projectId, id);
+      if (!workflow.enabled) throw ApiException.conflict(`Workflow ${id} is disabled`, 'Enable it with PATCH /workflows/{id} {enabled: true}.');
+      let contactId: string;
+      if (dto.contactId) {
+        const contact = await this.contacts.findRow(manager, projectId, dto.contactId);
+        if (!contact) throw ApiException.notFound('contact', dto.contactId);
+        contactId = contact.id;
+      } else {
+        const { contact } = await this.contacts.upsertByEmail(manager, projectId, dto.email as string, { defaultSubscribed: true });
+        contactId = contact.id;
+      }
+      const execution = await this.repository.insertExecution(manager, {
+        projectId,
+        workflowId: id,
+        contactId,
+        data: dto.data ?? {},
+        allowReentry: workflow.allowReentry,
+      });
+      if (!execution) {
+        throw ApiException.conflict(
+          workflow.allowReentry
+            ? `The contact is already running workflow ${id}`
+            : `The contact has already run workflow ${id}, which does not allow re-entry`,
+        );
+      }
+      return execution;
+    });
+    await this.dispatcher.enqueue([started]);
+    return this.execution(projectId, id, started.id);
+  }
+
+  async listExecutions(projectId: string, id: string, query: ListExecutionsQueryDto): Promise<Page<ExecutionResponse>> {
+    await this.findOrFail(this.dataSource.manager, projectId, id);
+    const limit = query.limit ?? 20;
+    const afterId = query.cursor ? decodeCursor(query.cursor) : null;
+    const { rows, total } = await this.repository.listExecutions(
+      this.dataSource.manager,
+      id,
+      { status: query.status, contactId: query.contactId?.toLowerCase() },
+      afterId,
+      limit,
+    );
+    const steps = await this.repository.stepsOf(this.dataSource.manager, rows.slice(0, limit).map((r) => r.id));
+    return pageOf(rows, limit, total, (row) => toExecutionResponse(row, steps.filter((s) => s.executionId === row.id)), (row) => row.id);
+  }
+
+  async execution(projectId: string, id: string, executionId: string): Promise<ExecutionResponse> {
+    const row = await this.repository.findExecution(this.dataSource.manager, projectId, id, executionId);
+    if (!row) throw ApiException.notFound('execution', executionId);
+    return toExecutionResponse(row, await this.repository.stepsOf(this.dataSource.manager, [row.id]));
+  }
+
+  /** 200 with the execution; 409 when it has already finished. */
+  async cancel(projectId: string, id: string, executionId: string): Promise<ExecutionResponse> {
+    await this.dataSource.transaction(async (manager) => {
+      const found = await this.repository.findExecution(manager, projectId, id, executionId);
+      if (!found) throw ApiException.notFound('execution', executionId);
+      const x = (await this.repository.lockExecution(manager, executionId)) as WorkflowExecution;
+      if (x.status !== ExecutionStatus.RUNNING && x.status !== ExecutionStatus.WAITING) {
+        throw ApiException.conflict(`Execution ${executionId} has already finished (${x.status})`);
+      }
+      await this.repository.transition(manager, x, {
+        status: ExecutionStatus.CANCELLED,
+        dueAt: null,
+        waitEvent: null,
+        resumeEventId: null,
+        finishedAt: new Date(),
+        exitReason: 'cancelled',
+      });
+    });
+    return this.execution(projectId, id, executionId);
+  }
+
+  private async findOrFail(manager: EntityManager, projectId: string, id: string): Promise<Workflow> {
+    const row = await this.repository.findById(manager, projectId, id);
+    if (!row) throw ApiException.notFound('workflow', id);
+    return row;
+  }
+
+  private async respond(row: Workflow): Promise<WorkflowResponse> {
+    const counts = await this.repository.countsOf(this.dataSource.manager, [row.id]);
+    return toWorkflowResponse(row, counts.get(row.id) as never);
+  }
+
+  /** The segments enabled workflows of the project enter or leave on have their membership kept. */
+  private async syncMembership(manager: EntityManager, projectId: string): Promise<void> {
+    await this.membership.keep(manager, projectId, await this.repository.keptSegments(manager, projectId));
+  }
+
+  /**
+   * The trigger's fields by type and the steps (structure, templates with a
+   * sender, conditions, Liquid): 422 with a `field` path for each problem.
+   * Stored steps are re-checked against what they refer to only when the
+   * request changes them (`stepsUnchanged`): an edit of the name must not
+   * fail because a template was deleted since.
+   */
+  private async checkDefinition(
+    manager: EntityManager,
+    projectId: string,
+    trigger: WorkflowTriggerDto,
+    rawSteps: unknown,
+    triggerUnchanged = false,
+    stepsUnchanged = false,
+  ): Promise<WorkflowStep[]> {
+    const errors: FieldError[] = [];
+    if (!triggerUnchanged) errors.push(...(await this.checkTrigger(manager, projectId, trigger)));
+    const { steps, errors: stepErrors, refs } = checkSteps(rawSteps);
+    errors.push(...stepErrors);
+    if (!stepsUnchanged && stepErrors.length === 0) {
+      for (const ref of refs.templates) {
+        const template = await this.templates.findOrFail(projectId, ref.templateId).catch(() => null);
+        if (!template) errors.push({ field: ref.path, message: `Unknown template ${ref.templateId}`, code: 'custom' });
+        else if (!template.fromEmail) {
+          errors.push({ field: ref.path, message: `Template ${ref.templateId} has no from address; a SEND_EMAIL step needs one`, code: 'custom' });
+        }
+      }
+      for (const ref of refs.conditions) {
+        errors.push(...(await this.conditions.validate(manager, ref.condition, { projectId, path: ref.path })));
+      }
+      for (const ref of refs.liquid) {
+        const problem = this.templates.liquidError(ref.source);
+        if (problem) errors.push({ field: ref.path, message: `Liquid does not parse: ${problem}`, code: 'invalid_template' });
+      }
+    }
+    if (errors.length > 0) throw ApiException.validation(errors);
+    return steps;
+  }
+
+  private async checkTrigger(manager: EntityManager, projectId: string, trigger: WorkflowTriggerDto): Promise<FieldError[]> {
+    const errors: FieldError[] = [];
+    if (trigger.type === WorkflowTriggerType.EVENT) {
+      if (!trigger.event) errors.push({ field: 'trigger.event', message: 'An EVENT trigger names its event', code: 'required' });
+    } else if (trigger.event !== undefined) {
+      errors.push({ field: 'trigger.event', message: `Only an EVENT trigger has an event`, code: 'custom' });
+    }
+    if (isSegmentTrigger(trigger.type)) {
+      if (!trigger.segmentId) errors.push({ field: 'trigger.segmentId', message: `A ${trigger.type} trigger names its segment`, code: 'required' });
+      else if (!(await this.repository.segmentExists(manager, projectId, trigger.segmentId))) {
+        errors.push({ field: 'trigger.segmentId', message: `Unknown segment ${trigger.segmentId}`, code: 'custom' });
+      }
+    } else if (trigger.segmentId !== undefined) {
+      errors.push({ field: 'trigger.segmentId', message: 'Only a SEGMENT_ENTRY or SEGMENT_EXIT trigger has a segment', code: 'custom' });
+    }
+    return errors;
+  }
+
+  /** For the engine's callers and tests: the jobs of these executions. */
+  enqueue(executions: DueExecution[]): Promise<void> {
+    return this.dispatcher.enqueue(executions);
+  }
+}
+
+function isSegmentTrigger(type: WorkflowTriggerType): boolean {
+  return type === WorkflowTriggerType.SEGMENT_ENTRY || type === WorkflowTriggerType.SEGMENT_EXIT;
+}
+
+function collectIds(steps: WorkflowStep[]): Set<string> {
+  const tree = new StepTree(steps);
+  const ids = new Set<string>();
+  const walk = (list: WorkflowStep[]) =>
+    list.forEach((s) => {
+      ids.add(s.id);
+      if (s.type === 'CONDITION' || s.type === 'WAIT_FOR_EVENT') {
+        walk(s.then ?? []);
+        walk(s.else ?? []);
+      }
+    });
+  walk(tree.steps);
+  return ids;
+}

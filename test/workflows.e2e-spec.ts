@@ -1,0 +1,281 @@
+import { DataSource } from 'typeorm';
+import { HttpReceiver, startHttpReceiver } from './support/http-receiver';
+import { pollUntil } from './support/poll';
+import { SendingTest, startSendingTest } from './support/sending';
+
+/**
+ * Workflows end to end (real Postgres, Redis, SMTP server, an HTTP receiver
+ * on loopback): the resource and its validation, a tracked event running
+ * UPDATE_CONTACT → CONDITION → DELAY → SEND_EMAIL, re-entry enforced by the
+ * database, WAIT_FOR_EVENT's three outcomes, edits in flight, WEBHOOK steps,
+ * cancel and delete.
+ */
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+describe('workflows (e2e)', () => {
+  let t: SendingTest;
+  let db: DataSource;
+  let receiver: HttpReceiver;
+  let templateId: string;
+  const req = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown) =>
+    t.app.request({ method, url, key: t.project.secretKey, body });
+  const track = (email: string, event: string, data?: Json) => req('POST', '/v1/track', { email, event, data });
+  const create = async (body: Json) => {
+    const res = await req('POST', '/workflows', { name: 'W', enabled: true, ...body });
+    expect({ status: res.status, body: res.status === 201 ? null : res.body }).toEqual({ status: 201, body: null });
+    return res.body.data as Json;
+  };
+  const executions = async (workflowId: string, query = '') =>
+    (await req('GET', `/workflows/${workflowId}/executions?limit=100${query}`)).body.data.items as Json[];
+  const waitForExecutions = (workflowId: string, predicate: (xs: Json[]) => boolean, timeoutMs = 15_000) =>
+    pollUntil(() => executions(workflowId), predicate, timeoutMs);
+  const finished = (xs: Json[], n: number) => xs.length === n && xs.every((x) => !['RUNNING', 'WAITING'].includes(x.status));
+
+  beforeAll(async () => {
+    t = await startSendingTest('Workflows', { WEBHOOK_ALLOW_PRIVATE: 'true', WORKFLOW_RETRY_DELAYS_MS: '200,200,200,200', RECOVERY_EVERY_MS: '1000' });
+    db = t.app.app.get(DataSource);
+    receiver = await startHttpReceiver();
+    const template = await t.createTemplate({
+      name: 'Welcome',
+      subject: 'Hi {{ firstName }} ({{ plan }})',
+      body: '<p>Plan {{ contact.data.plan }}</p>',
+      from: 'hello@acme.test',
+      type: 'TRANSACTIONAL',
+    });
+    expect(template.status).toBe(201);
+    templateId = template.body.data.id;
+  }, 60_000);
+
+  afterAll(async () => {
+    await receiver?.close();
+    await t?.close();
+  });
+
+  it('validates steps with field paths into nested steps', async () => {
+    const bad = await req('POST', '/workflows', {
+      name: 'Bad',
+      trigger: { type: 'EVENT', event: 'signup' },
+      steps: [
+        { type: 'DELAY', amount: 1, unit: 'weeks' },
+        {
+          type: 'CONDITION',
+          condition: { logic: 'AND', conditions: [{ field: 'data.plan', operator: 'equals', value: 'pro' }] },
+          then: [{ type: 'SEND_EMAIL', templateId: '01234567-89ab-7def-8123-456789abcdef' }],
+          else: [{ type: 'NOPE' }],
+        },
+        { id: 'x', type: 'EXIT' },
+        { id: 'x', type: 'EXIT', extra: 1 },
+      ],
+    });
+    expect(bad.status).toBe(422);
+    const fields = (bad.body.error.errors as Json[]).map((e) => e.field);
+    expect(fields).toEqual(expect.arrayContaining(['steps[0].unit', 'steps[1].else[0].type', 'steps[3].id', 'steps[3]']));
+    const unknownTemplate = await req('POST', '/workflows', {
+      name: 'Bad',
+      trigger: { type: 'EVENT', event: 'signup' },
+      steps: [{ type: 'CONDITION', condition: { logic: 'AND', conditions: [] }, then: [{ type: 'SEND_EMAIL', templateId: '01234567-89ab-7def-8123-456789abcdef' }], else: [] }],
+    });
+    expect(unknownTemplate.status).toBe(422);
+    expect(unknownTemplate.body.error.errors[0].field).toBe('steps[0].then[0].templateId');
+    for (const trigger of [{ type: 'EVENT' }, { type: 'SEGMENT_ENTRY' }, { type: 'MANUAL', event: 'x' }, { type: 'SEGMENT_EXIT', segmentId: '01234567-89ab-7def-8123-456789abcdef' }]) {
+      const res = await req('POST', '/workflows', { name: 'T', trigger, steps: [] });
+      expect({ trigger, status: res.status }).toEqual({ trigger, status: 422 });
+    }
+    const deep: Json[] = [];
+    let level = deep;
+    for (let i = 0; i < 11; i++) {
+      const next: Json[] = [];
+      level.push({ type: 'CONDITION', condition: { logic: 'AND', conditions: [] }, then: next, else: [] });
+      level = next;
+    }
+    expect((await req('POST', '/workflows', { name: 'Deep', trigger: { type: 'MANUAL' }, steps: deep })).status).toBe(422);
+    const many = Array.from({ length: 101 }, () => ({ type: 'EXIT' }));
+    expect((await req('POST', '/workflows', { name: 'Many', trigger: { type: 'MANUAL' }, steps: many })).status).toBe(422);
+    const ok = await create({ name: 'Ids', trigger: { type: 'MANUAL' }, enabled: false, steps: [{ type: 'DELAY', amount: 1, unit: 'seconds' }, { id: 'mine', type: 'EXIT' }] });
+    expect(ok.enabled).toBe(false);
+    expect(ok.steps[0].id).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
+    expect(ok.steps[1].id).toBe('mine');
+    expect(ok.stats).toEqual({ running: 0, waiting: 0, completed: 0, exited: 0, failed: 0, cancelled: 0 });
+    const again = await req('PATCH', `/workflows/${ok.id}`, { name: 'Ids 2' });
+    expect(again.body.data.steps).toEqual(ok.steps);
+    expect((await req('POST', `/workflows/${ok.id}/executions`, { email: 'someone@example.org' })).status).toBe(409);
+  });
+
+  it('a tracked event updates the contact, branches, waits 2 s and sends a template that sees the update', async () => {
+    const w = await create({
+      trigger: { type: 'EVENT', event: 'signed-up' },
+      steps: [
+        { id: 'update', type: 'UPDATE_CONTACT', data: { plan: 'pro' } },
+        {
+          id: 'branch',
+          type: 'CONDITION',
+          condition: { logic: 'AND', conditions: [{ field: 'data.plan', operator: 'equals', value: 'pro' }] },
+          then: [{ id: 'wait', type: 'DELAY', amount: 2, unit: 'seconds' }],
+          else: [{ id: 'bye', type: 'EXIT' }],
+        },
+        { id: 'mail', type: 'SEND_EMAIL', templateId },
+      ],
+    });
+    const started = Date.now();
+    expect((await track('flow@example.org', 'signed-up', { firstName: 'Ada' })).status).toBe(200);
+    const [x] = await waitForExecutions(w.id, (xs) => finished(xs, 1));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
+    expect(x.status).toBe('COMPLETED');
+    expect(x.steps.map((s: Json) => [s.stepId, s.status])).toEqual([
+      ['update', 'COMPLETED'],
+      ['branch', 'COMPLETED'],
+      ['wait', 'COMPLETED'],
+      ['mail', 'COMPLETED'],
+    ]);
+    expect(x.steps[1].output).toMatchObject({ result: true });
+    const emailId = x.steps[3].output.emailId as string;
+    const [message] = await pollUntil(async () => t.smtp.messagesTo('flow@example.org'), (ms) => ms.length > 0, 10_000);
+    expect(message.parsed?.subject).toBe('Hi Ada (pro)');
+    expect(message.parsed?.html).toContain('Plan pro');
+    const email = (await req('GET', `/emails/${emailId}`)).body.data;
+    expect(email.source).toBe('WORKFLOW');
+    expect((await req('GET', `/workflows/${w.id}`)).body.data.stats).toMatchObject({ completed: 1, running: 0 });
+  });
+
+  it('50 identical tracks at once start one execution; with re-entry never two at once', async () => {
+    const once = await create({ trigger: { type: 'EVENT', event: 'burst' }, steps: [{ type: 'DELAY', amount: 1, unit: 'seconds' }] });
+    const again = await create({ trigger: { type: 'EVENT', event: 'burst' }, allowReentry: true, steps: [{ type: 'DELAY', amount: 1, unit: 'seconds' }] });
+    const answers = await Promise.all(Array.from({ length: 50 }, () => track('burst@example.org', 'burst')));
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    await waitForExecutions(once.id, (xs) => finished(xs, 1));
+    const reentered = await waitForExecutions(again.id, (xs) => xs.length >= 1 && finished(xs, xs.length));
+    expect(reentered.length).toBe(1);
+    // After it finished, a new track may enter the re-entry workflow again, and not the other.
+    await track('burst@example.org', 'burst');
+    await waitForExecutions(again.id, (xs) => finished(xs, 2));
+    expect(await executions(once.id)).toHaveLength(1);
+    const overlapping = await db.query(
+      `SELECT count(*)::int AS n FROM workflow_executions a JOIN workflow_executions b
+          ON a.workflow_id = b.workflow_id AND a.contact_id = b.contact_id AND a.id < b.id
+       WHERE a.workflow_id = $1 AND b.started_at < coalesce(a.finished_at, now())`,
+      [again.id],
+    );
+    expect(overlapping[0].n).toBe(0);
+  });
+
+  it('WAIT_FOR_EVENT: the event before the timeout takes then; no event takes else; a race takes exactly one', async () => {
+    const w = await create({
+      trigger: { type: 'EVENT', event: 'cart' },
+      allowReentry: true,
+      steps: [
+        {
+          id: 'wait',
+          type: 'WAIT_FOR_EVENT',
+          event: 'paid',
+          timeout: { amount: 2, unit: 'seconds' },
+          then: [{ id: 'yes', type: 'UPDATE_CONTACT', data: { outcome: 'paid' } }],
+          else: [{ id: 'no', type: 'UPDATE_CONTACT', data: { outcome: 'abandoned' } }],
+        },
+      ],
+    });
+    await track('payer@example.org', 'cart');
+    await track('leaver@example.org', 'cart');
+    await waitForExecutions(w.id, (xs) => xs.length === 2 && xs.every((x) => x.status === 'WAITING'));
+    await track('payer@example.org', 'paid');
+    const xs = await waitForExecutions(w.id, (all) => finished(all, 2));
+    const byContact = async (email: string) => {
+      const contact = (await req('GET', `/contacts?email=${email}`)).body.data.items[0];
+      return { contact, x: xs.find((x) => x.contactId === contact.id) as Json };
+    };
+    const payer = await byContact('payer@example.org');
+    const leaver = await byContact('leaver@example.org');
+    expect(payer.contact.data.outcome).toBe('paid');
+    expect(payer.x.steps.map((s: Json) => s.stepId)).toEqual(['wait', 'yes']);
+    expect(leaver.contact.data.outcome).toBe('abandoned');
+    expect(leaver.x.steps[0].output).toMatchObject({ branch: 'else', timedOut: true });
+
+    // A race: the event lands as the timeout fires; exactly one branch runs.
+    await track('racer@example.org', 'cart');
+    await waitForExecutions(w.id, (all) => all.some((x) => x.status === 'WAITING'));
+    await new Promise((r) => setTimeout(r, 1_990));
+    await track('racer@example.org', 'paid');
+    const all = await waitForExecutions(w.id, (list) => finished(list, 3));
+    const racer = await byContact('racer@example.org');
+    const x = all.find((e) => e.contactId === racer.contact.id) as Json;
+    const branches = x.steps.filter((s: Json) => s.stepId === 'yes' || s.stepId === 'no');
+    expect(branches).toHaveLength(1);
+  });
+
+  it('an edit while executions wait: a kept step continues under the new definition, a removed one exits', async () => {
+    const w = await create({
+      trigger: { type: 'MANUAL' },
+      steps: [
+        { id: 'keep', type: 'DELAY', amount: 2, unit: 'seconds' },
+        { id: 'after', type: 'UPDATE_CONTACT', data: { version: 1 } },
+      ],
+    });
+    const w2 = await create({ trigger: { type: 'MANUAL' }, steps: [{ id: 'gone', type: 'DELAY', amount: 1, unit: 'minutes' }] });
+    const a = await req('POST', `/workflows/${w.id}/executions`, { email: 'edit-a@example.org' });
+    const b = await req('POST', `/workflows/${w2.id}/executions`, { email: 'edit-b@example.org', data: { x: 1 } });
+    expect([a.status, b.status]).toEqual([202, 202]);
+    await waitForExecutions(w.id, (xs) => xs[0]?.status === 'WAITING');
+    await waitForExecutions(w2.id, (xs) => xs[0]?.status === 'WAITING');
+    const edited = await req('PATCH', `/workflows/${w.id}`, {
+      steps: [
+        { id: 'keep', type: 'DELAY', amount: 2, unit: 'seconds' },
+        { id: 'after2', type: 'UPDATE_CONTACT', data: { version: 2 } },
+      ],
+    });
+    expect(edited.status).toBe(200);
+    expect((await req('PATCH', `/workflows/${w2.id}`, { steps: [{ id: 'other', type: 'EXIT' }] })).status).toBe(200);
+    const [removed] = await executions(w2.id);
+    expect(removed).toMatchObject({ status: 'EXITED', exitReason: 'step_removed' });
+    const [kept] = await waitForExecutions(w.id, (xs) => finished(xs, 1));
+    expect(kept.status).toBe('COMPLETED');
+    expect(kept.steps.map((s: Json) => s.stepId)).toEqual(['keep', 'after2']);
+  });
+
+  it('WEBHOOK: the receiver gets the rendered body; 500 then 200 retries; the status and body are in the output', async () => {
+    receiver.answers = [{ status: 500, body: 'boom' }, { status: 200, body: 'ok '.repeat(1000) }];
+    const w = await create({
+      trigger: { type: 'MANUAL' },
+      steps: [{ id: 'hook', type: 'WEBHOOK', url: `${receiver.url}/hook`, method: 'POST', headers: { 'x-who': '{{ contact.email }}' }, body: '{"email":"{{ email }}","n":{{ n }}}' }],
+    });
+    expect((await req('POST', `/workflows/${w.id}/executions`, { email: 'hook@example.org', data: { n: 7 } })).status).toBe(202);
+    const [x] = await waitForExecutions(w.id, (xs) => finished(xs, 1));
+    expect(x.status).toBe('COMPLETED');
+    const hits = receiver.requests.filter((r) => r.path === '/hook');
+    expect(hits).toHaveLength(2);
+    expect(JSON.parse(hits[1].body)).toEqual({ email: 'hook@example.org', n: 7 });
+    expect(hits[1].headers['x-who']).toBe('hook@example.org');
+    expect(x.steps[0].output.status).toBe(200);
+    expect(Buffer.byteLength(x.steps[0].output.body)).toBeLessThanOrEqual(1024);
+  });
+
+  it('WEBHOOK failing every attempt ends FAILED and records workflow.execution.failed', async () => {
+    receiver.answers = Array.from({ length: 5 }, () => ({ status: 503, body: 'down' }));
+    const w = await create({ trigger: { type: 'MANUAL' }, steps: [{ id: 'hook', type: 'WEBHOOK', url: `${receiver.url}/down`, method: 'POST', body: '{}' }] });
+    await req('POST', `/workflows/${w.id}/executions`, { email: 'down@example.org' });
+    const [x] = await waitForExecutions(w.id, (xs) => finished(xs, 1));
+    expect(x.status).toBe('FAILED');
+    expect(x.steps[0]).toMatchObject({ status: 'FAILED', output: { status: 503, attempts: 5 } });
+    expect(receiver.requests.filter((r) => r.path === '/down')).toHaveLength(5);
+    const events = (await req('GET', '/events?name=workflow.execution.failed')).body.data.items as Json[];
+    expect(events.some((e) => e.data.executionId === x.id)).toBe(true);
+  });
+
+  it('cancel of one execution; delete cancels the running ones; executions list filters', async () => {
+    const w = await create({ trigger: { type: 'MANUAL' }, steps: [{ id: 'long', type: 'DELAY', amount: 1, unit: 'hours' }] });
+    const one = (await req('POST', `/workflows/${w.id}/executions`, { email: 'c1@example.org' })).body.data;
+    await req('POST', `/workflows/${w.id}/executions`, { email: 'c2@example.org' });
+    await waitForExecutions(w.id, (xs) => xs.length === 2 && xs.every((x) => x.status === 'WAITING'));
+    const cancelled = await req('POST', `/workflows/${w.id}/executions/${one.id}/cancel`);
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body.data).toMatchObject({ status: 'CANCELLED', exitReason: 'cancelled' });
+    expect((await req('POST', `/workflows/${w.id}/executions/${one.id}/cancel`)).status).toBe(409);
+    expect(await executions(w.id, '&status=WAITING')).toHaveLength(1);
+    expect(await executions(w.id, `&contactId=${one.contactId}`)).toHaveLength(1);
+    expect((await req('DELETE', `/workflows/${w.id}`)).status).toBe(200);
+    expect((await req('GET', `/workflows/${w.id}`)).status).toBe(404);
+    const rows = await db.query(`SELECT status, exit_reason FROM workflow_executions WHERE workflow_id = $1 ORDER BY id`, [w.id]);
+    expect(rows).toEqual([
+      { status: 'CANCELLED', exit_reason: 'cancelled' },
+      { status: 'CANCELLED', exit_reason: 'workflow_deleted' },
+    ]);
+  });
+});
