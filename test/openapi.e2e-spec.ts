@@ -169,6 +169,10 @@ interface Fixtures {
   newWebhook(): Promise<string>;
   /** A delivery of webhookId (its test event). */
   newDelivery(): Promise<string>;
+  workflowId: string;
+  newWorkflow(): Promise<string>;
+  /** An execution of workflowId, waiting in its delay. */
+  newExecution(): Promise<string>;
   newSegment(): Promise<string>;
   newTemplate(): Promise<string>;
   newDomain(): Promise<string>;
@@ -364,6 +368,39 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
   ],
   'GET /campaigns/{id}/stats': (f) => [{ name: 'stats', status: 200, params: { id: f.campaignId } }],
 
+  'GET /workflows': () => [
+    { name: 'list', status: 200 },
+    { name: 'enabled', status: 200, query: 'enabled=true&search=wf' },
+  ],
+  'POST /workflows': () => [
+    {
+      name: 'create',
+      status: 201,
+      body: { name: unique('wf'), trigger: { type: 'EVENT', event: 'signup' }, steps: [{ type: 'DELAY', amount: 1, unit: 'days' }, { type: 'EXIT' }] },
+    },
+    { name: 'bad step', status: 422, body: { name: unique('wf'), trigger: { type: 'MANUAL' }, steps: [{ type: 'NOPE' }] } },
+  ],
+  'GET /workflows/{id}': (f) => [{ name: 'get', status: 200, params: { id: f.workflowId } }],
+  'PATCH /workflows/{id}': (f) => [{ name: 'update', status: 200, params: { id: f.workflowId }, body: { description: null, allowReentry: true } }],
+  'DELETE /workflows/{id}': async (f) => [{ name: 'delete', status: 200, params: { id: await f.newWorkflow() } }],
+  'GET /workflows/{id}/executions': (f) => [
+    { name: 'list', status: 200, params: { id: f.workflowId } },
+    { name: 'by status', status: 200, params: { id: f.workflowId }, query: 'status=WAITING&limit=5' },
+  ],
+  'POST /workflows/{id}/executions': async (f) => [
+    { name: 'start', status: 202, params: { id: f.workflowId }, body: { email: `${unique('wfx')}@example.com`, data: { a: 1 } } },
+    { name: 'neither', status: 422, params: { id: f.workflowId }, body: {} },
+  ],
+  'GET /workflows/{id}/executions/{executionId}': async (f) => [
+    { name: 'get', status: 200, params: { id: f.workflowId, executionId: await f.newExecution() } },
+  ],
+  'POST /workflows/{id}/executions/{executionId}/cancel': async (f) => {
+    const executionId = await f.newExecution();
+    return [
+      { name: 'cancel', status: 200, params: { id: f.workflowId, executionId } },
+      { name: 'finished', status: 409, params: { id: f.workflowId, executionId } },
+    ];
+  },
   'GET /webhooks': () => [{ name: 'list', status: 200 }],
   'POST /webhooks': () => [
     { name: 'create', status: 201, body: { url: 'https://hooks.example.com/mailwright', events: ['email.*', 'contact.unsubscribed'], description: 'App' } },
@@ -710,6 +747,9 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
     const newWebhook = async () =>
       (await ok('POST', '/webhooks', { url: 'https://hooks.example.com/fixture', events: ['*'] })).id;
     const webhookId = await newWebhook();
+    const newWorkflow = async () =>
+      (await ok('POST', '/workflows', { name: unique('wf'), enabled: true, trigger: { type: 'MANUAL' }, steps: [{ id: 'wait', type: 'DELAY', amount: 1, unit: 'hours' }] })).id;
+    const workflowId = await newWorkflow();
     const newCampaign = async () =>
       (await ok('POST', '/campaigns', { name: unique('cmp'), subject: 'S', body: '<p>B</p>', from: 'news@openapi-sender.test', audienceType: 'ALL' })).id;
     const sent = (await ok('POST', '/v1/send', {
@@ -737,6 +777,9 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
       webhookId,
       newWebhook,
       newDelivery: async () => (await ok('POST', `/webhooks/${webhookId}/test`)).id,
+      workflowId,
+      newWorkflow,
+      newExecution: async () => (await ok('POST', `/workflows/${workflowId}/executions`, { email: `${unique('wfx')}@example.com` })).id,
       schedule: async (id) => {
         await ok('POST', `/campaigns/${id}/send`, { scheduledFor: new Date(Date.now() + 3600_000).toISOString() });
       },

@@ -73,7 +73,7 @@ export class WorkflowsController {
   }
 
   @Get(':id/executions')
-  @ApiOp('workflows_executions_list', 'List executions, newest first (filters status, contactId)')
+  @ApiOp('workflows_listExecutions', 'List executions, newest first (filters status, contactId)')
   @ApiListSuccess(ExecutionResponse)
   @ApiErrorResponses([400, 404])
   executions(
@@ -86,7 +86,7 @@ export class WorkflowsController {
 
   @Post(':id/executions')
   @HttpCode(202)
-  @ApiOp('workflows_executions_start', 'Start an execution for a contact (contactId or email)')
+  @ApiOp('workflows_startExecution', 'Start an execution for a contact (contactId or email)')
   @ApiSuccess(202, ExecutionResponse)
   @ApiErrorResponses([400, 404, 409, 422], { 409: 'CONFLICT: the workflow is disabled, or the contact may not enter again' })
   start(
@@ -98,7 +98,7 @@ export class WorkflowsController {
   }
 
   @Get(':id/executions/:executionId')
-  @ApiOp('workflows_executions_get', 'Get one execution with its steps')
+  @ApiOp('workflows_getExecution', 'Get one execution with its steps')
   @ApiSuccess(200, ExecutionResponse)
   @ApiErrorResponses([400, 404])
   execution(@CurrentProject() project: CurrentProjectInfo, @Param() params: ExecutionIdParamDto): Promise<ExecutionResponse> {
@@ -107,7 +107,7 @@ export class WorkflowsController {
 
   @Post(':id/executions/:executionId/cancel')
   @HttpCode(200)
-  @ApiOp('workflows_executions_cancel', 'Cancel a running or waiting execution')
+  @ApiOp('workflows_cancelExecution', 'Cancel a running or waiting execution')
   @ApiSuccess(200, ExecutionResponse)
   @ApiErrorResponses([400, 404, 409], { 409: 'CONFLICT: the execution has already finished' })
   cancel(@CurrentProject() project: CurrentProjectInfo, @Param() params: ExecutionIdParamDto): Promise<ExecutionResponse> {

@@ -144,11 +144,11 @@ export class WorkflowsService {
 
   /** POST /workflows/{id}/executions: 202 with the execution; 409 when disabled or the contact may not enter. */
   async start(projectId: string, id: string, dto: StartExecutionDto): Promise<ExecutionResponse> {
-    if ((dto.contactId === undefined) === (dto.email === undefined)) {
-      throw ApiException.validation([{ field: 'contactId', message: 'Give exactly one of contactId and email', code: 'custom' }]);
-    }
     const started = await this.dataSource.transaction(async (manager) => {
       const workflow = await this.findOrFail(manager, projectId, id);
+      if ((dto.contactId === undefined) === (dto.email === undefined)) {
+        throw ApiException.validation([{ field: 'contactId', message: 'Give exactly one of contactId and email', code: 'custom' }]);
+      }
       if (!workflow.enabled) throw ApiException.conflict(`Workflow ${id} is disabled`, 'Enable it with PATCH /workflows/{id} {enabled: true}.');
       let contactId: string;
       if (dto.contactId) {
@@ -195,6 +195,7 @@ export class WorkflowsService {
   }
 
   async execution(projectId: string, id: string, executionId: string): Promise<ExecutionResponse> {
+    await this.findOrFail(this.dataSource.manager, projectId, id);
     const row = await this.repository.findExecution(this.dataSource.manager, projectId, id, executionId);
     if (!row) throw ApiException.notFound('execution', executionId);
     return toExecutionResponse(row, await this.repository.stepsOf(this.dataSource.manager, [row.id]));
@@ -203,6 +204,7 @@ export class WorkflowsService {
   /** 200 with the execution; 409 when it has already finished. */
   async cancel(projectId: string, id: string, executionId: string): Promise<ExecutionResponse> {
     await this.dataSource.transaction(async (manager) => {
+      await this.findOrFail(manager, projectId, id);
       const found = await this.repository.findExecution(manager, projectId, id, executionId);
       if (!found) throw ApiException.notFound('execution', executionId);
       const x = (await this.repository.lockExecution(manager, executionId)) as WorkflowExecution;
