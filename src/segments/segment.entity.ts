@@ -5,8 +5,10 @@ import { Project } from '../projects/project.entity';
 
 /**
  * A saved condition. `memberCount` is a cache of the live count (see
- * SegmentsService.MEMBER_COUNT_TTL_MS); membership itself is never stored,
- * it is the compiled condition evaluated when asked.
+ * SegmentsService.MEMBER_COUNT_TTL_MS). Membership is the compiled condition
+ * evaluated when asked, except for kept segments (`membershipKeptAt` set: an
+ * enabled SEGMENT_ENTRY/SEGMENT_EXIT workflow names them), whose members are
+ * stored in `segment_memberships` and kept live (SegmentMembershipService).
  */
 @Entity('segments')
 // Keyset pagination (newest first by UUIDv7 id) within a project.
@@ -43,6 +45,18 @@ export class Segment extends BaseEntity {
 
   @Column({ type: 'timestamptz', nullable: true })
   memberCountAt: Date | null;
+
+  /**
+   * Since when the membership is kept (SegmentMembershipService.keep), or
+   * null: stored members, entered/exited events, memberCount from the rows.
+   * Partial index (project_id) WHERE it is set, hand-written in the
+   * SegmentMembership migration: the dirty-marking triggers' "does this
+   * project keep a segment?" probe, an index with no entries while no
+   * workflow uses a segment.
+   */
+  @Index('segments_membership_kept_idx', { synchronize: false })
+  @Column({ type: 'timestamptz', nullable: true })
+  membershipKeptAt: Date | null;
 
   @UpdateDateColumn({ type: 'timestamptz' })
   updatedAt: Date;

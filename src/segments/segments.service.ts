@@ -12,6 +12,7 @@ import type { CreateSegmentDto } from './dto/create-segment.dto';
 import type { PreviewSegmentDto } from './dto/preview-segment.dto';
 import { SegmentPreviewResponse, SegmentResponse, toSegmentResponse } from './dto/segment.response';
 import type { UpdateSegmentDto } from './dto/update-segment.dto';
+import { SegmentMembershipService } from './segment-membership.service';
 import { Segment } from './segment.entity';
 import { SegmentChanges, SegmentsRepository } from './segments.repository';
 
@@ -19,6 +20,8 @@ import { SegmentChanges, SegmentsRepository } from './segments.repository';
  * How long a stored memberCount is served before it is counted again.
  * Counting a large project takes a noticeable fraction of a second, so
  * reads share one count per minute; changing the condition recounts at once.
+ * A kept segment (SegmentMembershipService) is never cached: its count is
+ * the exact number of its membership rows.
  */
 export const MEMBER_COUNT_TTL_MS = 60_000;
 
@@ -34,6 +37,7 @@ export class SegmentsService {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly segments: SegmentsRepository,
     private readonly conditions: ConditionsService,
+    private readonly membership: SegmentMembershipService,
   ) {}
 
   async create(projectId: string, dto: CreateSegmentDto): Promise<SegmentResponse> {
@@ -104,12 +108,15 @@ export class SegmentsService {
           changes.memberCountAt = null;
         }
       }
-      return {
-        segment: await this.segments.update(manager, row, changes),
-        conditionChanged: changed,
-      };
+      const updated = await this.segments.update(manager, row, changes);
+      // Kept segments whose membership depends on this condition get their differences evaluated.
+      if (changed) await this.membership.conditionChanged(manager, projectId, row.id);
+      return { segment: updated, conditionChanged: changed };
     });
-    const count = conditionChanged ? await this.recount(segment) : await this.freshCount(segment);
+    const count =
+      conditionChanged && !segment.membershipKeptAt
+        ? await this.recount(segment)
+        : await this.freshCount(segment);
     return toSegmentResponse(segment, count);
   }
 
@@ -188,17 +195,19 @@ export class SegmentsService {
     );
   }
 
-  /** The stored count when fresh, otherwise a count now. */
+  /** A kept segment's exact membership count; else the stored count when fresh, otherwise a count now. */
   private async freshCount(segment: Segment): Promise<number> {
+    if (segment.membershipKeptAt) return this.membership.count(this.dataSource.manager, segment.id);
     return this.isFresh(segment) ? (segment.memberCount as number) : this.recount(segment);
   }
 
   /**
    * For lists: a stale count is served while a recount runs in the
    * background, so listing many segments never waits for many counts.
-   * A segment never counted is counted now.
+   * A segment never counted is counted now; a kept one is counted exactly.
    */
   private async listCount(segment: Segment): Promise<number> {
+    if (segment.membershipKeptAt) return this.membership.count(this.dataSource.manager, segment.id);
     if (segment.memberCount === null) return this.recount(segment);
     if (!this.isFresh(segment) && !this.refreshing.has(countKey(segment))) {
       this.recount(segment).catch((error: unknown) =>

@@ -19,7 +19,8 @@ export class SegmentResponse {
   @ApiProperty({
     type: 'integer',
     minimum: 0,
-    description: 'Contacts matching the condition; cached for up to 60 seconds',
+    description:
+      'Contacts matching the condition; cached for up to 60 seconds, except for a segment an enabled SEGMENT_ENTRY/SEGMENT_EXIT workflow uses, whose count is exact (its kept membership)',
   })
   memberCount: number;
 
