@@ -259,6 +259,46 @@ describe('workflows (e2e)', () => {
     expect(events.some((e) => e.data.executionId === x.id)).toBe(true);
   });
 
+  it('SEGMENT_ENTRY starts within a second of the track that brings the contact in; an update that takes it out fires SEGMENT_EXIT; a lapsed window exits by the periodic job', async () => {
+    const segment = await req('POST', '/segments', {
+      name: 'Pro users',
+      condition: { logic: 'AND', conditions: [{ field: 'data.tier', operator: 'equals', value: 'pro' }] },
+    });
+    expect(segment.status).toBe(201);
+    const recent = await req('POST', '/segments', {
+      name: 'Visited lately',
+      condition: { logic: 'AND', conditions: [{ field: 'event.visited', operator: 'triggeredWithin', value: { amount: 1, unit: 'hours' } }] },
+    });
+    const entry = await create({ trigger: { type: 'SEGMENT_ENTRY', segmentId: segment.body.data.id }, steps: [{ id: 'in', type: 'UPDATE_CONTACT', data: { welcomed: true } }] });
+    const exit = await create({ trigger: { type: 'SEGMENT_EXIT', segmentId: segment.body.data.id }, steps: [{ id: 'out', type: 'UPDATE_CONTACT', data: { missed: true } }] });
+    const lapsed = await create({ trigger: { type: 'SEGMENT_EXIT', segmentId: recent.body.data.id }, steps: [{ id: 'gone', type: 'EXIT' }] });
+
+    const answered = Date.now();
+    expect((await track('tier@example.org', 'upgraded', { tier: 'pro' })).status).toBe(200);
+    const [x] = await waitForExecutions(entry.id, (xs) => xs.length === 1, 5_000);
+    expect(x).toBeDefined();
+    const startedWithin = new Date(x.startedAt).getTime() - answered;
+    expect(startedWithin).toBeLessThan(1_000);
+    await waitForExecutions(entry.id, (xs) => finished(xs, 1));
+    const contactId = x.contactId as string;
+    expect((await req('PATCH', `/contacts/${contactId}`, { data: { tier: 'free' } })).status).toBe(200);
+    const [out] = await waitForExecutions(exit.id, (xs) => finished(xs, 1), 5_000);
+    expect(out).toMatchObject({ contactId, status: 'COMPLETED' });
+    expect((await t.contact(contactId)).data).toMatchObject({ welcomed: true, missed: true });
+
+    // A time window: the visit is moved back beyond the hour; the periodic job sees the contact leave.
+    await track('visitor@example.org', 'visited');
+    const visitor = (await req('GET', '/contacts?email=visitor@example.org')).body.data.items[0];
+    await pollUntil(
+      () => db.query(`SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND contact_id = $2`, [recent.body.data.id, visitor.id]),
+      (rows: { n: number }[]) => rows[0].n === 1,
+      5_000,
+    );
+    await db.query(`UPDATE events SET created_at = created_at - interval '2 hours' WHERE contact_id = $1 AND name = 'visited'`, [visitor.id]);
+    const [gone] = await waitForExecutions(lapsed.id, (xs) => finished(xs, 1), 20_000);
+    expect(gone).toMatchObject({ contactId: visitor.id, status: 'EXITED' });
+  });
+
   it('cancel of one execution; delete cancels the running ones; executions list filters', async () => {
     const w = await create({ trigger: { type: 'MANUAL' }, steps: [{ id: 'long', type: 'DELAY', amount: 1, unit: 'hours' }] });
     const one = (await req('POST', `/workflows/${w.id}/executions`, { email: 'c1@example.org' })).body.data;
