@@ -4,11 +4,9 @@ import { DataSource } from 'typeorm';
 import type { ConditionGroup } from '../src/conditions/condition.types';
 import { ContactsService } from '../src/contacts/contacts.service';
 import { EventHooks, RecordedEvent } from '../src/events/event-hooks';
+import { SEGMENT_EVALUATE_JOB_ID } from '../src/queue/jobs';
 import { QUEUES } from '../src/queue/queue.constants';
-import {
-  SegmentDirtyListener,
-  SEGMENT_EVALUATE_JOB_ID,
-} from '../src/segments/segment-dirty-listener';
+import { SegmentDirtyListener } from '../src/segments/segment-dirty-listener';
 import { SegmentMembershipService } from '../src/segments/segment-membership.service';
 import { postImport, waitForImport } from './support/imports';
 import { pollUntil } from './support/poll';

@@ -170,6 +170,9 @@ export const SEGMENT_JOBS = {
   SWEEP: 'membership-sweep',
 } as const;
 
+/** The one EVALUATE job's id while it waits (a burst of changes wakes one evaluation). */
+export const SEGMENT_EVALUATE_JOB_ID = 'segments-evaluate';
+
 export type SegmentQueueJob =
   | Job<RecoveryJobData, unknown, typeof SEGMENT_JOBS.EVALUATE>
   | Job<RecoveryJobData, unknown, typeof SEGMENT_JOBS.SWEEP>;

@@ -10,7 +10,7 @@ import type { Queue } from 'bullmq';
 import { Client } from 'pg';
 import { AppConfig, runsWorkers } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
-import { SEGMENT_JOBS } from '../queue/jobs';
+import { SEGMENT_EVALUATE_JOB_ID, SEGMENT_JOBS } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
 import { DIRTY_CHANNEL } from './segment-membership.repository';
 
@@ -19,7 +19,6 @@ import { DIRTY_CHANNEL } from './segment-membership.repository';
  * so a burst of notifications from every worker process makes one job.
  * Removed on completion (and failure), so the id is free again at once.
  */
-export const SEGMENT_EVALUATE_JOB_ID = 'segments-evaluate';
 
 const RECONNECT_MIN_MS = 250;
 const RECONNECT_MAX_MS = 10_000;
