@@ -1,4 +1,6 @@
 import { DataSource } from 'typeorm';
+import { AppConfig } from '../src/config/config';
+import { APP_CONFIG } from '../src/config/config.module';
 import { HttpReceiver, startHttpReceiver } from './support/http-receiver';
 import { pollUntil } from './support/poll';
 import { SendingTest, startSendingTest } from './support/sending';
@@ -245,6 +247,36 @@ describe('workflows (e2e)', () => {
     expect(hits[1].headers['x-who']).toBe('hook@example.org');
     expect(x.steps[0].output.status).toBe(200);
     expect(Buffer.byteLength(x.steps[0].output.body)).toBeLessThanOrEqual(1024);
+  });
+
+  it('WEBHOOK: private targets are refused (no retries) unless allowed; a redirect is not followed', async () => {
+    // The redirect: answered 302 towards another path of the receiver, which is never asked.
+    receiver.answers = [{ status: 302, body: '', headers: { location: `${receiver.url}/elsewhere` } }];
+    const redirect = await create({ trigger: { type: 'MANUAL' }, steps: [{ id: 'hook', type: 'WEBHOOK', url: `${receiver.url}/moved`, method: 'GET' }] });
+    await req('POST', `/workflows/${redirect.id}/executions`, { email: 'redirect@example.org' });
+    const [r] = await waitForExecutions(redirect.id, (xs) => finished(xs, 1));
+    expect(r.steps[0]).toMatchObject({ status: 'COMPLETED', output: { status: 302 } });
+    expect(receiver.requests.map((q) => q.path)).toEqual(['/moved']);
+
+    // WEBHOOK_ALLOW_PRIVATE=false: the worker reads the flag at each call.
+    const config = t.app.app.get(APP_CONFIG) as AppConfig;
+    config.webhookAllowPrivate = false;
+    try {
+      const targets = ['http://127.0.0.1:9/x', 'http://10.0.0.1/x', 'http://169.254.169.254/latest/meta-data', 'http://[::1]:9/x', `http://localhost:${receiver.port}/x`];
+      const ids: string[] = [];
+      for (const [i, url] of targets.entries()) {
+        const w = await create({ name: `ssrf ${i}`, trigger: { type: 'MANUAL' }, steps: [{ id: 'hook', type: 'WEBHOOK', url, method: 'POST', body: '{}' }] });
+        ids.push(w.id);
+        expect((await req('POST', `/workflows/${w.id}/executions`, { email: `ssrf${i}@example.org` })).status).toBe(202);
+      }
+      for (const [i, id] of ids.entries()) {
+        const [x] = await waitForExecutions(id, (xs) => finished(xs, 1), 20_000);
+        expect({ url: targets[i], status: x.status, attempts: x.steps[0]?.output?.attempts }).toEqual({ url: targets[i], status: 'FAILED', attempts: 1 });
+      }
+      expect(receiver.requests.map((q) => q.path)).toEqual(['/moved']);
+    } finally {
+      config.webhookAllowPrivate = true;
+    }
   });
 
   it('WEBHOOK failing every attempt ends FAILED and records workflow.execution.failed', async () => {
