@@ -251,6 +251,7 @@ describe('workflows (e2e)', () => {
 
   it('WEBHOOK: private targets are refused (no retries) unless allowed; a redirect is not followed', async () => {
     // The redirect: answered 302 towards another path of the receiver, which is never asked.
+    receiver.requests.length = 0;
     receiver.answers = [{ status: 302, body: '', headers: { location: `${receiver.url}/elsewhere` } }];
     const redirect = await create({ trigger: { type: 'MANUAL' }, steps: [{ id: 'hook', type: 'WEBHOOK', url: `${receiver.url}/moved`, method: 'GET' }] });
     await req('POST', `/workflows/${redirect.id}/executions`, { email: 'redirect@example.org' });
