@@ -4,7 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { Queue } from 'bullmq';
 import { generateKeyPair, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { SecretBox } from '../common/crypto/secret-box';
 import { ApiException } from '../common/errors/api-exception';
 import { DeletedResponse } from '../common/openapi/error-envelope.response';
@@ -147,9 +147,13 @@ export class DomainsService {
    * AES key is cached (derived once per process); opening the box is
    * microseconds.
    */
-  async assertCanSend(projectId: string, fromAddress: string): Promise<SenderDomain | null> {
+  async assertCanSend(
+    projectId: string,
+    fromAddress: string,
+    manager: EntityManager = this.dataSource.manager,
+  ): Promise<SenderDomain | null> {
     const domain = senderDomainOf(fromAddress);
-    const row = domain ? await this.domains.findSender(this.dataSource.manager, projectId, domain) : null;
+    const row = domain ? await this.domains.findSender(manager, projectId, domain) : null;
     if (row?.status === DomainStatus.VERIFIED) {
       return {
         domainId: row.id,

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { DeletedResponse } from '../common/openapi/error-envelope.response';
 import { ApiException } from '../common/errors/api-exception';
 import { decodeCursor, Page, pageOf } from '../common/pagination/pagination';
@@ -103,8 +103,8 @@ export class TemplatesService {
   }
 
   /** The stored template of this project, or 404 TEMPLATE_NOT_FOUND. `id` is a UUID (IdParamDto, the DTOs' IsUUID). */
-  async findOrFail(projectId: string, id: string): Promise<Template> {
-    const row = await this.templates.findById(this.dataSource.manager, projectId, id);
+  async findOrFail(projectId: string, id: string, manager: EntityManager = this.dataSource.manager): Promise<Template> {
+    const row = await this.templates.findById(manager, projectId, id);
     if (!row) throw ApiException.notFound('template', id);
     return row;
   }

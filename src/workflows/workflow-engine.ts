@@ -233,9 +233,11 @@ export class WorkflowEngine {
   }
 
   private async sendEmail(manager: EntityManager, x: WorkflowExecution, stepId: string, templateId: string, after: AfterCommit): Promise<string> {
-    const template = await this.templates.findOrFail(x.projectId, templateId);
+    // Every read inside the step's transaction goes through its manager: a second connection per
+    // step would let as many concurrent steps as the pool has connections wait on each other forever.
+    const template = await this.templates.findOrFail(x.projectId, templateId, manager);
     if (!template.fromEmail) throw new StepError(`template ${templateId} has no from address`);
-    await this.domains.assertCanSend(x.projectId, template.fromEmail);
+    await this.domains.assertCanSend(x.projectId, template.fromEmail, manager);
     const contact = await this.contacts.findRow(manager, x.projectId, x.contactId);
     if (!contact) throw new StepError('the contact no longer exists');
     const email = await this.emails.compose({

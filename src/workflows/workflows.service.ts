@@ -260,7 +260,7 @@ export class WorkflowsService {
     errors.push(...stepErrors);
     if (!stepsUnchanged && stepErrors.length === 0) {
       for (const ref of refs.templates) {
-        const template = await this.templates.findOrFail(projectId, ref.templateId).catch(() => null);
+        const template = await this.templates.findOrFail(projectId, ref.templateId, manager).catch(() => null);
         if (!template) errors.push({ field: ref.path, message: `Unknown template ${ref.templateId}`, code: 'custom' });
         else if (!template.fromEmail) {
           errors.push({ field: ref.path, message: `Template ${ref.templateId} has no from address; a SEND_EMAIL step needs one`, code: 'custom' });
