@@ -330,6 +330,15 @@ describe('workflows (e2e)', () => {
     await db.query(`UPDATE events SET created_at = created_at - interval '2 hours' WHERE contact_id = $1 AND name = 'visited'`, [visitor.id]);
     const [gone] = await waitForExecutions(lapsed.id, (xs) => finished(xs, 1), 20_000);
     expect(gone).toMatchObject({ contactId: visitor.id, status: 'EXITED' });
+
+    // A segment that triggers workflows cannot be deleted; once they are gone it can.
+    const refused = await req('DELETE', `/segments/${segment.body.data.id}`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe('CONFLICT');
+    await req('DELETE', `/workflows/${entry.id}`);
+    expect((await req('DELETE', `/segments/${segment.body.data.id}`)).status).toBe(409);
+    await req('DELETE', `/workflows/${exit.id}`);
+    expect((await req('DELETE', `/segments/${segment.body.data.id}`)).status).toBe(200);
   });
 
   it('cancel of one execution; delete cancels the running ones; executions list filters', async () => {

@@ -3,6 +3,7 @@ import { QueryFailedError } from 'typeorm';
 /** The SQLSTATEs the code base reacts to. */
 export const SQLSTATE = {
   UNIQUE_VIOLATION: '23505',
+  FOREIGN_KEY_VIOLATION: '23503',
   /** Postgres aborted the transaction to break a lock cycle. */
   DEADLOCK_DETECTED: '40P01',
   /** A lock_timeout expired. */

@@ -15,6 +15,7 @@ import type { UpdateSegmentDto } from './dto/update-segment.dto';
 import { SegmentMembershipService } from './segment-membership.service';
 import { Segment } from './segment.entity';
 import { SegmentChanges, SegmentsRepository } from './segments.repository';
+import { sqlState, SQLSTATE } from '../database/postgres-errors';
 
 /**
  * How long a stored memberCount is served before it is counted again.
@@ -136,7 +137,18 @@ export class SegmentsService {
           'Remove the membership rules naming this segment from those segments, then delete it.',
         );
       }
-      await this.segments.delete(manager, projectId, row.id);
+      try {
+        await this.segments.delete(manager, projectId, row.id);
+      } catch (error) {
+        // workflows.trigger_segment_id refers to segments ON DELETE RESTRICT.
+        if (sqlState(error) === SQLSTATE.FOREIGN_KEY_VIOLATION) {
+          throw ApiException.conflict(
+            `Segment ${row.id} is the trigger of a workflow`,
+            'Change the trigger of the workflows that enter or leave this segment (or delete them), then delete it.',
+          );
+        }
+        throw error;
+      }
     });
     return { id, deleted: true };
   }

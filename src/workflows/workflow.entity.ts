@@ -1,6 +1,7 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 import { BaseEntity } from '../database/base.entity';
 import { Project } from '../projects/project.entity';
+import { Segment } from '../segments/segment.entity';
 import type { WorkflowStep } from './workflow-steps';
 
 export enum WorkflowTriggerType {
@@ -61,8 +62,13 @@ export class Workflow extends BaseEntity {
   @Column({ type: 'varchar', length: 100, nullable: true })
   triggerEvent: string | null;
 
+  /** A deleted segment would leave the trigger naming nothing: the segment's delete is refused (409) instead. */
   @Column({ type: 'uuid', nullable: true })
   triggerSegmentId: string | null;
+
+  @ManyToOne(() => Segment, { onDelete: 'RESTRICT' })
+  @JoinColumn({ name: 'trigger_segment_id' })
+  triggerSegment?: Segment;
 
   @Column({ type: 'varchar', length: 120, nullable: true })
   triggerName: string | null;

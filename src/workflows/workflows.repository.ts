@@ -101,7 +101,7 @@ export class WorkflowsRepository {
   async softDelete(manager: EntityManager, projectId: string, id: string): Promise<boolean> {
     const rows = await queryRows<{ id: string }>(
       manager,
-      `UPDATE workflows SET deleted_at = now(), enabled = false, updated_at = now()
+      `UPDATE workflows SET deleted_at = now(), enabled = false, trigger_segment_id = NULL, trigger_name = NULL, updated_at = now()
         WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL RETURNING id`,
       [id, projectId],
     );
