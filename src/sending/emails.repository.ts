@@ -291,6 +291,11 @@ export class EmailsRepository {
   }
 
   async cancelQueuedOfCampaign(manager: EntityManager, campaignId: string): Promise<number> {
+    // One counter adjustment for the whole statement instead of the row trigger's one per email
+    // (migration CampaignCounterBulk): QUEUED → CANCELLED changes no other counter. The setting is
+    // local to a transaction: outside one, the update and the adjustment would both count.
+    if (!manager.queryRunner?.isTransactionActive) throw new Error('cancelQueuedOfCampaign runs inside a transaction');
+    await manager.query(`SELECT set_config('mw.counters_by_statement', 'on', true)`);
     const [row] = await queryRows<{ n: number }>(
       manager,
       `WITH cancelled AS (
@@ -300,6 +305,13 @@ export class EmailsRepository {
        SELECT count(*)::int AS n FROM cancelled`,
       [campaignId],
     );
+    await manager.query(`SELECT set_config('mw.counters_by_statement', 'off', true)`);
+    if (row.n > 0) {
+      await manager.query(
+        `UPDATE campaign_counters SET queued = queued - $2, cancelled = cancelled + $2 WHERE campaign_id = $1 AND slot = 0`,
+        [campaignId, row.n],
+      );
+    }
     return row.n;
   }
 
