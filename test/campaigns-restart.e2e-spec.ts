@@ -28,7 +28,9 @@ import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './s
  * 1. A campaign scheduled 3 s ahead survives a SIGTERM of every process and
  *    starts within 5 s of its time; a campaign scheduled and cancelled before
  *    the restart never sends.
- * 2. The worker is SIGKILLed in the middle of a 50,000-recipient fan-out; a new
+ * 2. SIGTERM stops a worker within seconds while its campaign still sends (the
+ *    RUN job hands itself back to the queue); the next worker carries on.
+ * 3. The worker is SIGKILLed in the middle of a 50,000-recipient fan-out; a new
  *    worker resumes it: one email record per recipient, every recipient
  *    reached, duplicates at most what the killed worker had in flight.
  *
@@ -279,6 +281,43 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     const cancelledStats = (await call(api.base, key, 'GET', `/campaigns/${cancelledId}/stats`)).body.data;
     expect(cancelledStats).toMatchObject({ recipients: 0, queued: 0, sending: 0, sent: 0, cancelled: 0 });
 
+  }, 120_000);
+
+  it('SIGTERM stops a worker whose campaign is still sending within seconds; the next worker carries on', async () => {
+    const project = createProject('Graceful stop');
+    const key = project.secretKey;
+    const api = await startApi();
+    await verifyDomain(api.base, key, 'graceful.test');
+    await pg.query(
+      `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, 'g' || i || '@graceful.example.org', true, '{}', now() - interval '1 minute', now() - interval '1 minute'
+         FROM generate_series(1, 3000) AS i`,
+      [project.id],
+    );
+    const campaignId = await createCampaign(api.base, key, 'Slow', 'news@graceful.test');
+    // Delivery throttled: the campaign's RUN job would last 10 minutes.
+    const workerEnv = { EMAIL_RATE_PER_SECOND: '5', RECOVERY_EVERY_MS: '60000' };
+    const first = await startWorker(workerEnv);
+    const acceptedBefore = smtp.accepted;
+    expect((await call(api.base, key, 'POST', `/campaigns/${campaignId}/send`, {})).status).toBe(202);
+    await pollUntil(() => recordCount(campaignId), (n) => n === 3000, 30_000);
+    await pollUntil(async () => smtp.accepted, (n) => n > acceptedBefore, 10_000);
+    const stoppingAt = Date.now();
+    const code = await stop(first, 'SIGTERM');
+    const tookMs = Date.now() - stoppingAt;
+    expect([0, 'SIGTERM']).toContain(code);
+    // Without the hand-back, the close waited for the RUN job, i.e. the whole campaign.
+    expect(tookMs).toBeLessThan(15_000);
+    const [c] = (await pg.query('SELECT status FROM campaigns WHERE id = $1', [campaignId])).rows;
+    expect(c.status).toBe('SENDING');
+    const acceptedAtStop = smtp.accepted;
+    const second = await startWorker(workerEnv);
+    // The job handed back runs on the new worker (no recovery run needed: its interval is a minute).
+    await pollUntil(async () => smtp.accepted, (n) => n > acceptedAtStop + 5, 20_000);
+    expect(smtp.accepted).toBeGreaterThan(acceptedAtStop + 5);
+    console.log(`graceful stop: SIGTERM to exit ${tookMs} ms with the campaign SENDING; ${smtp.accepted - acceptedAtStop} more messages after the next worker started`);
+    expect((await call(api.base, key, 'POST', `/campaigns/${campaignId}/cancel`)).status).toBe(200);
+    await stop(second, 'SIGTERM');
   }, 120_000);
 
   it('SIGKILL the worker in the middle of a 50,000-recipient fan-out', async () => {

@@ -8,6 +8,7 @@ import { BulkEmailSpec, EmailsService } from '../sending/emails.service';
 import { Campaign, CampaignStatus } from './campaign.entity';
 import { CampaignsRepository } from './campaigns.repository';
 import { CampaignsService } from './campaigns.service';
+import { WorkerShutdown } from '../queue/worker-shutdown';
 
 /** Contacts per fan-out batch: one transaction, one INSERT, one committed resume point. */
 export const FANOUT_BATCH = 2000;
@@ -20,6 +21,9 @@ const POLL_MS = 300;
 const REFEED_EVERY_MS = 10_000;
 
 export type RunOutcome = 'sent' | 'stopped' | 'gone' | { notDueUntil: Date };
+
+/** A run handed back because the process is shutting down: the job runs again this soon, here or elsewhere. */
+const HAND_BACK_MS = 1_000;
 
 /**
  * Runs one campaign inside its RUN job: starts it when due, creates its
@@ -46,6 +50,7 @@ export class CampaignRunner {
     private readonly campaigns: CampaignsService,
     private readonly conditions: ConditionsService,
     private readonly emails: EmailsService,
+    private readonly shutdown: WorkerShutdown,
   ) {}
 
   async run(campaignId: string): Promise<RunOutcome> {
@@ -55,8 +60,13 @@ export class CampaignRunner {
     if (campaign.status === CampaignStatus.SCHEDULED) return { notDueUntil: campaign.scheduledAt ?? new Date() };
     if (campaign.status !== CampaignStatus.SENDING) return 'stopped';
     const feed = new Feed(this.emails, campaign.id);
-    if (!campaign.fanoutDone && !(await this.fanOut(campaign, feed))) return 'stopped';
+    if (!campaign.fanoutDone) {
+      const fanned = await this.fanOut(campaign, feed);
+      if (fanned === 'stopped') return 'stopped';
+      if (fanned === 'handed-back') return handBack();
+    }
     for (;;) {
+      if (this.shutdown.stopping) return handBack();
       await feed.topUp(true);
       if (await this.campaigns.finishIfDone(campaign.id)) return 'sent';
       const current = await this.repository.findById(this.dataSource.manager, campaign.projectId, campaign.id);
@@ -65,8 +75,12 @@ export class CampaignRunner {
     }
   }
 
-  /** False when the campaign stopped being SENDING (cancelled) on the way. */
-  private async fanOut(campaign: Campaign, feed: Feed): Promise<boolean> {
+  /**
+   * 'stopped' when the campaign stopped being SENDING (cancelled) on the way;
+   * 'handed-back' when the process began shutting down between two batches
+   * (the committed cursor is where the next run resumes).
+   */
+  private async fanOut(campaign: Campaign, feed: Feed): Promise<'done' | 'stopped' | 'handed-back'> {
     const manager = this.dataSource.manager;
     const compiled = await this.conditions.compile(manager, this.campaigns.audienceCondition(campaign), {
       projectId: campaign.projectId,
@@ -96,6 +110,7 @@ export class CampaignRunner {
       await this.repository.declareAudience(snapshot.manager, 'audience', compiled, resumeFrom, startedAt);
       let counted = campaign.recipientCount !== null;
       for (;;) {
+        if (this.shutdown.stopping) return 'handed-back';
         const batch = await this.repository.fetchAudience(snapshot.manager, 'audience', FANOUT_BATCH);
         const done = batch.length < FANOUT_BATCH;
         const kept = await this.dataSource.transaction(async (m) => {
@@ -110,7 +125,7 @@ export class CampaignRunner {
           });
           return true;
         });
-        if (!kept) return false;
+        if (!kept) return 'stopped';
         await feed.topUp(false);
         if (!counted && !done) {
           // After the first batch is on its way: the audience size, in the fan-out's own snapshot.
@@ -119,7 +134,7 @@ export class CampaignRunner {
           await this.repository.update(manager, campaign.id, { recipientCount: earlier + rest });
           counted = true;
         }
-        if (done) return true;
+        if (done) return 'done';
       }
     } finally {
       if (snapshot.isTransactionActive) await snapshot.rollbackTransaction().catch(() => undefined);
@@ -166,6 +181,10 @@ class Feed {
       }
     }
   }
+}
+
+function handBack(): RunOutcome {
+  return { notDueUntil: new Date(Date.now() + HAND_BACK_MS) };
 }
 
 function sleep(ms: number): Promise<void> {

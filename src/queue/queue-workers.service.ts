@@ -14,6 +14,7 @@ import {
 import { QUEUES } from './queue.constants';
 import { RecoveryScheduler } from './recovery';
 import { REDIS } from './redis.module';
+import { WorkerShutdown } from './worker-shutdown';
 
 /**
  * Starts the BullMQ workers of every @Processor in the app, for the worker
@@ -52,6 +53,7 @@ export class QueueWorkersService implements BeforeApplicationShutdown {
     @Inject(REDIS) private readonly redis: Redis,
     private readonly recovery: RecoveryScheduler,
     private readonly moduleRef: ModuleRef,
+    private readonly shutdown: WorkerShutdown,
   ) {}
 
   async start(): Promise<string[]> {
@@ -77,6 +79,8 @@ export class QueueWorkersService implements BeforeApplicationShutdown {
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    // Long jobs (a campaign's RUN) see this and give their job back rather than hold the close.
+    this.shutdown.begin();
     await this.heartbeat?.stop();
     await this.recovery.stop();
     await Promise.all(this.workers.map((worker) => worker.close()));

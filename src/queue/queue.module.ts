@@ -6,6 +6,7 @@ import { DEFAULT_JOB_OPTIONS, QUEUES } from './queue.constants';
 import { QueueWorkersService } from './queue-workers.service';
 import { RecoveryScheduler } from './recovery';
 import { redisConnectionOptions } from './redis';
+import { WorkerShutdown } from './worker-shutdown';
 
 /**
  * BullMQ wiring. Workers are registered by hand (manualRegistration) so an
@@ -30,8 +31,8 @@ export class QueueModule {
         }),
         BullModule.registerQueue(...Object.values(QUEUES).map((name) => ({ name }))),
       ],
-      providers: [QueueWorkersService, RecoveryScheduler],
-      exports: [BullModule, QueueWorkersService],
+      providers: [QueueWorkersService, RecoveryScheduler, WorkerShutdown],
+      exports: [BullModule, QueueWorkersService, WorkerShutdown],
     };
   }
 }
