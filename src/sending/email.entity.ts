@@ -147,7 +147,7 @@ export class Email extends BaseEntity {
   @Column({ type: 'smallint' })
   priority: number;
 
-  /** Partial index (WHERE status = 'QUEUED', hand-written in the migration) for the recovery sweep. */
+  /** Partial index (WHERE status = 'QUEUED' AND campaign_id IS NULL, hand-written in the migrations) for the recovery sweep. */
   @Index('emails_queued_at_queued_idx', { synchronize: false })
   @Column({ type: 'timestamptz', default: () => 'now()' })
   queuedAt: Date;

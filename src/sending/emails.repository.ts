@@ -427,7 +427,9 @@ export class EmailsRepository {
 
   /**
    * Open rows older than `minutes`, for the delivery recovery: QUEUED since
-   * then, or SENDING untouched since then (an attempt lasts seconds). Normally
+   * then (outside campaigns: a campaign's QUEUED rows are its feed's, which
+   * keeps the delivery backlog bounded), or SENDING untouched since then (an
+   * attempt lasts seconds). Normally
    * each already has a job (a retry waiting out its backoff, a long campaign
    * backlog, a stalled job about to run again); the recovery re-adds them with
    * the same job id, which BullMQ ignores when the job exists. Those without
@@ -441,7 +443,7 @@ export class EmailsRepository {
     return queryRows<StaleEmail>(
       manager,
       `(SELECT id, priority, status FROM emails
-         WHERE status = 'QUEUED' AND queued_at < now() - make_interval(mins => $1)
+         WHERE status = 'QUEUED' AND campaign_id IS NULL AND queued_at < now() - make_interval(mins => $1)
          ORDER BY queued_at LIMIT $2)
        UNION ALL
        (SELECT id, priority, status FROM emails
