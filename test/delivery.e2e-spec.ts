@@ -13,6 +13,7 @@ import { startTestDnsServer, TestDnsServer } from './support/dns-server';
 import { verifyDomainForTest } from './support/domains';
 import { insertEmailsWithoutJobs, SendingTest, startSendingTest, verifyDkim, waitForEmailStatus } from './support/sending';
 import { setupTestApp } from './support/test-app';
+import { AppMetrics, METRICS_REGISTRY } from '../src/common/metrics/metrics';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -37,6 +38,9 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
   beforeEach(() => t.smtp.reset());
 
   it('retries a 451 with backoff and delivers once: SENT after 3 attempts', async () => {
+    const transient = async () =>
+      ((await t.app.app.get<AppMetrics>(METRICS_REGISTRY).smtpErrors.get()).values.find((v) => v.labels.class === 'transient')?.value ?? 0);
+    const transientBefore = await transient();
     t.smtp.fail({ stage: 'RCPT', code: 451, recipient: 'slow@example.org', times: 2 });
     const res = await t.send({ to: 'slow@example.org', from: 'hello@acme.test', subject: 'Retry', body: '<p>x</p>' });
     expect(res.status).toBe(200);
@@ -46,6 +50,8 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     expect(record.error).toBeNull();
     expect(t.smtp.refusals).toEqual(['451 RCPT slow@example.org', '451 RCPT slow@example.org']);
     expect(t.smtp.messagesTo('slow@example.org')).toHaveLength(1);
+    // GET /metrics' mailwright_smtp_errors_total{class="transient"}: one per retried attempt.
+    expect((await transient()) - transientBefore).toBe(2);
   });
 
   it('marks FAILED when transient failures outlast the attempts, and records email.failed', async () => {

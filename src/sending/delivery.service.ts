@@ -17,6 +17,7 @@ import { UnsubscribeLinks } from './unsubscribe-links';
 import { TemplateRenderError } from '../templates/template-renderer';
 import { TemplatesService } from '../templates/templates.service';
 import { StoredContent } from './emails.repository';
+import { AppMetrics, METRICS_REGISTRY } from '../common/metrics/metrics';
 
 /** The message as it goes on the wire (before tracking is added to the HTML). */
 interface OutgoingContent {
@@ -73,6 +74,7 @@ export class DeliveryService {
     private readonly trackingLinks: TrackingLinks,
     private readonly templates: TemplatesService,
     private readonly unsubscribeLinks: UnsubscribeLinks,
+    @Inject(METRICS_REGISTRY) private readonly metrics: AppMetrics,
   ) {}
 
   private readonly contents = new Map<string, StoredContent>();
@@ -140,6 +142,7 @@ export class DeliveryService {
         return 'failed';
       }
       await this.repository.requeue(this.dataSource.manager, email.id, description);
+      this.metrics.smtpErrors.inc({ class: 'transient' });
       throw new TransientDeliveryError(description);
     }
 
