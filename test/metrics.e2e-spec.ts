@@ -99,7 +99,7 @@ describe('GET /metrics (e2e)', () => {
     expect(types.get('mailwright_smtp_errors_total') ?? types.get('mailwright_smtp_errors')).toBe('counter');
     expect(types.get('mailwright_email_events_total') ?? types.get('mailwright_email_events')).toBe('counter');
     expect(samples.some((s) => s.name === 'mailwright_email_events_total' && s.labels.event === 'email.queued')).toBe(true);
-    for (const family of ['mailwright_webhook_deliveries', 'mailwright_campaigns', 'mailwright_process_resident_memory_bytes', 'mailwright_nodejs_eventloop_lag_seconds']) {
+    for (const family of ['mailwright_webhook_deliveries', 'mailwright_campaigns', 'mailwright_workflow_executions', 'mailwright_process_resident_memory_bytes', 'mailwright_nodejs_eventloop_lag_seconds']) {
       expect({ family, declared: types.has(family) }).toEqual({ family, declared: true });
     }
   });

@@ -18,8 +18,8 @@ const QUEUE_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'failed'] a
 
 /**
  * The gauges of GET /metrics that are read rather than counted: queue jobs
- * per state (Redis), and emails by status and source, webhook deliveries and
- * campaigns by status (Postgres, at most every 15 s, the last answer served
+ * per state (Redis), and emails by status and source, webhook deliveries,
+ * campaigns and workflow executions by status (Postgres, at most every 15 s, the last answer served
  * in between). Also counts email.* events as they are published.
  */
 @Injectable()
@@ -29,6 +29,7 @@ export class MetricsService implements OnModuleInit, EventRecordedListener {
   private readonly emails: Gauge<'status' | 'source'>;
   private readonly webhookDeliveries: Gauge<'status'>;
   private readonly campaigns: Gauge<'status'>;
+  private readonly workflowExecutions: Gauge<'status'>;
   private databaseAt = 0;
   private queuesAt = 0;
   private refreshing: Promise<void> | null = null;
@@ -45,6 +46,12 @@ export class MetricsService implements OnModuleInit, EventRecordedListener {
     this.emails = new Gauge({ name: 'mailwright_emails', help: 'Email records by status and source (refreshed at most every 15 s)', labelNames: ['status', 'source'], registers });
     this.webhookDeliveries = new Gauge({ name: 'mailwright_webhook_deliveries', help: 'Outbound webhook deliveries by status (refreshed at most every 15 s)', labelNames: ['status'], registers });
     this.campaigns = new Gauge({ name: 'mailwright_campaigns', help: 'Campaigns by status (refreshed at most every 15 s)', labelNames: ['status'], registers });
+    this.workflowExecutions = new Gauge({
+      name: 'mailwright_workflow_executions',
+      help: 'Workflow executions by status (refreshed at most every 15 s)',
+      labelNames: ['status'],
+      registers,
+    });
   }
 
   onModuleInit(): void {
@@ -89,14 +96,16 @@ export class MetricsService implements OnModuleInit, EventRecordedListener {
 
   private async refreshDatabase(): Promise<void> {
     const manager = this.dataSource.manager;
-    const [emails, deliveries, campaigns] = await Promise.all([
+    const [emails, deliveries, campaigns, executions] = await Promise.all([
       this.repository.emailsByStatusAndSource(manager),
       this.repository.webhookDeliveriesByStatus(manager),
       this.repository.campaignsByStatus(manager),
+      this.repository.workflowExecutionsByStatus(manager),
     ]);
     setAll(this.emails, emails);
     setAll(this.webhookDeliveries, deliveries);
     setAll(this.campaigns, campaigns);
+    setAll(this.workflowExecutions, executions);
   }
 }
 

@@ -31,4 +31,9 @@ export class OperationsRepository {
     const rows = await queryRows<{ status: string; n: string }>(manager, 'SELECT status, count(*) AS n FROM campaigns GROUP BY status');
     return rows.map((r) => ({ labels: { status: r.status }, count: Number(r.n) }));
   }
+
+  async workflowExecutionsByStatus(manager: EntityManager): Promise<LabelledCount[]> {
+    const rows = await queryRows<{ status: string; n: string }>(manager, 'SELECT status, count(*) AS n FROM workflow_executions GROUP BY status');
+    return rows.map((r) => ({ labels: { status: r.status }, count: Number(r.n) }));
+  }
 }
