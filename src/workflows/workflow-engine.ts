@@ -41,6 +41,8 @@ interface AfterCommit {
 
 const WEBHOOK_TIMEOUT_MS = 10_000;
 const WEBHOOK_BODY_BYTES = 1024;
+/** Workflow definitions kept parsed per process. */
+const TREE_CACHE_SIZE = 1000;
 /** A DELAY or wait job that fires this early (clock skew between Redis and Postgres) waits again. */
 const EARLY_MS = 20;
 
@@ -55,6 +57,7 @@ const EARLY_MS = 20;
 @Injectable()
 export class WorkflowEngine {
   private readonly logger = new Logger(WorkflowEngine.name);
+  private readonly trees = new Map<string, { stamp: string; tree: StepTree }>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -102,22 +105,34 @@ export class WorkflowEngine {
     version: number,
   ): Promise<{ execution: WorkflowExecution; webhookStep: WebhookStep | null } | null> {
     const manager = this.dataSource.manager;
-    const [x] = await manager.query(
-      `SELECT id, project_id AS "projectId", workflow_id AS "workflowId", contact_id AS "contactId", status,
-              current_step_id AS "currentStepId", version, resume_event_id AS "resumeEventId", data, step_attempts AS "stepAttempts"
-         FROM workflow_executions WHERE id = $1`,
-      [executionId],
-    );
+    const x = await this.repository.findExecutionById(manager, executionId);
     if (!x || x.version !== version || !isOpen(x.status)) return null;
     let webhookStep: WebhookStep | null = null;
     if (x.status === ExecutionStatus.RUNNING) {
-      const workflow = await this.repository.findForEngine(manager, x.workflowId);
-      const tree = workflow ? new StepTree(workflow.steps) : null;
+      const tree = await this.treeOf(manager, x);
       const position = x.currentStepId ?? tree?.first() ?? null;
       const step = tree && position ? tree.get(position) : null;
       if (step?.type === 'WEBHOOK') webhookStep = step;
     }
-    return { execution: x as WorkflowExecution, webhookStep };
+    return { execution: x, webhookStep };
+  }
+
+  /**
+   * The workflow's steps as of the execution's read (which carries the
+   * workflow's `updated_at`): parsed once per definition and kept, so a step
+   * costs no read of the definition unless it changed.
+   */
+  private async treeOf(manager: EntityManager, x: WorkflowExecution): Promise<StepTree | null> {
+    const stamp = x.workflowStamp as string;
+    const cached = this.trees.get(x.workflowId);
+    if (cached && cached.stamp === stamp) return cached.tree;
+    const workflow = await this.repository.findForEngine(manager, x.workflowId);
+    if (!workflow) return null;
+    const tree = new StepTree(workflow.steps);
+    if (this.trees.size >= TREE_CACHE_SIZE) this.trees.delete(this.trees.keys().next().value as string);
+    // Kept under the stamp read with the execution: a definition changed in between is read again next time.
+    this.trees.set(x.workflowId, { stamp, tree });
+    return tree;
   }
 
   /** One move of a locked execution. */
@@ -127,9 +142,8 @@ export class WorkflowEngine {
     webhook: WebhookOutcome | null,
     after: AfterCommit,
   ): Promise<string> {
-    const workflow = await this.repository.findForEngine(manager, x.workflowId);
-    if (!workflow) return 'stale';
-    const tree = new StepTree(workflow.steps);
+    const tree = await this.treeOf(manager, x);
+    if (!tree) return 'stale';
     const position = x.currentStepId ?? tree.first();
     if (position === null) {
       await this.finish(manager, x, ExecutionStatus.COMPLETED, null, after);

@@ -173,6 +173,9 @@ export class WorkflowExecution extends BaseEntity {
 
   @UpdateDateColumn({ type: 'timestamptz' })
   updatedAt: Date;
+
+  /** Read with the execution by the engine (workflows.updated_at in microseconds): not a column of this table. */
+  workflowStamp?: string;
 }
 
 /** What one step did in one execution (a step runs at most once per execution: no loops). */

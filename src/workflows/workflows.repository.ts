@@ -60,6 +60,10 @@ const EXECUTION_COLUMNS = `x.id, x.project_id AS "projectId", x.workflow_id AS "
   x.once_key AS "onceKey", x.started_at AS "startedAt", x.finished_at AS "finishedAt", x.exit_reason AS "exitReason",
   x.created_at AS "createdAt", x.updated_at AS "updatedAt"`;
 
+/** The engine's reads: the execution and when its workflow last changed (whether a cached definition still holds). */
+const ENGINE_READ = `SELECT ${EXECUTION_COLUMNS}, (extract(epoch FROM w.updated_at) * 1000000)::bigint::text AS "workflowStamp"
+  FROM workflow_executions x JOIN workflows w ON w.id = x.workflow_id WHERE x.id = $1`;
+
 /** Every statement on workflows, their executions and step records. */
 @Injectable()
 export class WorkflowsRepository {
@@ -212,8 +216,15 @@ export class WorkflowsRepository {
     return rows[0] ?? null;
   }
 
+  /** The execution under a row lock (the workflow row is read, not locked), with its workflow's updated_at. */
   async lockExecution(manager: EntityManager, id: string): Promise<WorkflowExecution | null> {
-    const rows = await queryRows<WorkflowExecution>(manager, `SELECT ${EXECUTION_COLUMNS} FROM workflow_executions x WHERE x.id = $1 FOR UPDATE`, [id]);
+    const rows = await queryRows<WorkflowExecution>(manager, `${ENGINE_READ} FOR UPDATE OF x`, [id]);
+    return rows[0] ?? null;
+  }
+
+  /** The execution without a lock (the engine's look before a WEBHOOK call), with its workflow's updated_at. */
+  async findExecutionById(manager: EntityManager, id: string): Promise<WorkflowExecution | null> {
+    const rows = await queryRows<WorkflowExecution>(manager, ENGINE_READ, [id]);
     return rows[0] ?? null;
   }
 
