@@ -278,8 +278,9 @@ describe('outbound webhooks survive crashes (e2e)', () => {
     );
     expect(seen).toBeGreaterThanOrEqual(100);
     worker.child.kill('SIGKILL');
-    const killedAt = Date.now();
     expect(await worker.exited).toBe('SIGKILL');
+    // Requests the killed worker had already written may still land for a moment.
+    await new Promise((resolve) => setTimeout(resolve, 500));
     const atKill = distinctEvents(receiver);
     const requestsAtKill = receiver.requests.length;
     expect(atKill).toBeLessThan(1000);
@@ -325,10 +326,11 @@ describe('outbound webhooks survive crashes (e2e)', () => {
     const duplicated = [...byEvent.values()].filter((list) => list.length > 1);
     for (const list of duplicated) expect(new Set(list.map((r) => r.webhookId)).size).toBe(1);
     // Duplicates are the attempts the killed worker had started and never recorded: first seen
-    // before the kill, at most as many as it ran at once, each sent again once.
+    // before the second worker started (a request written just before the kill lands a few ms
+    // after it), at most as many as it ran at once, each sent again once.
     expect(duplicated.length).toBeGreaterThan(0);
     expect(duplicated.length).toBeLessThanOrEqual(WEBHOOK_CONCURRENCY);
-    expect(duplicated.filter((list) => list[0].at > killedAt)).toEqual([]);
+    expect(duplicated.filter((list) => list[0].at > restartedAt)).toEqual([]);
     expect(duplicated.filter((list) => list.length !== 2)).toEqual([]);
     // Each row recorded its one successful attempt once (the killed attempt recorded nothing).
     expect(rows.filter((r) => r.status !== 'SUCCEEDED' || r.attempts !== 1)).toEqual([]);

@@ -109,10 +109,12 @@ export function campaignJobId(campaignId: string): string {
 }
 
 /**
- * QUEUES.WEBHOOKS: one DELIVER job per attempt of a webhook delivery, job id
- * webhookJobId(delivery): deterministic from the row's state, so the sweep
- * re-adds exactly the job a lost attempt would have had. DISPATCH is the
- * sweep (the queue's recovery job).
+ * QUEUES.WEBHOOKS: a DELIVER job wakes its endpoint's drain in the worker that
+ * takes it (the drain claims due deliveries of that endpoint in batches and
+ * records them in batches; see WebhookSender); job id webhookJobId(delivery) of
+ * the delivery that caused it, deterministic from the row's state, and one
+ * delayed job per later attempt. DISPATCH is the sweep (the queue's recovery
+ * job), the path that makes the outbox lossless.
  */
 export const WEBHOOK_JOBS = {
   DELIVER: 'deliver-webhook',

@@ -67,24 +67,35 @@ export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
     }
   }
 
-  /** One job per delivery attempt, delayed until its time; an existing job id is left alone. */
+  /**
+   * Wakes the drains of these deliveries' endpoints: one job per endpoint for
+   * the deliveries due now (its id that of the first one's attempt), one
+   * delayed job per later attempt (the id of that attempt). An existing job
+   * id is left alone.
+   */
   async enqueue(deliveries: PendingDelivery[]): Promise<void> {
     if (deliveries.length === 0) return;
     const now = Date.now();
-    await this.queue.addBulk(
-      deliveries.map((d) => ({
-        name: WEBHOOK_JOBS.DELIVER,
-        data: { deliveryId: d.id, endpointId: d.endpointId },
-        opts: {
-          jobId: webhookJobId(d),
-          delay: Math.max(0, (d.nextAttemptAt?.getTime() ?? now) - now),
-          // Nothing kept: a job that failed (the database was down) must not block the sweep from adding it again.
-          removeOnComplete: true,
-          removeOnFail: true,
-          attempts: 1,
-        },
-      })),
-    );
+    const dueNow = new Map<string, PendingDelivery>();
+    const later: Array<{ d: PendingDelivery; delay: number }> = [];
+    for (const d of deliveries) {
+      const delay = (d.nextAttemptAt?.getTime() ?? now) - now;
+      if (delay > 0) later.push({ d, delay });
+      else if (!dueNow.has(d.endpointId)) dueNow.set(d.endpointId, d);
+    }
+    const job = (d: PendingDelivery, delay: number) => ({
+      name: WEBHOOK_JOBS.DELIVER,
+      data: { deliveryId: d.id, endpointId: d.endpointId },
+      opts: {
+        jobId: webhookJobId(d),
+        delay,
+        // Nothing kept: a job that failed (the database was down) must not block the sweep from adding it again.
+        removeOnComplete: true,
+        removeOnFail: true,
+        attempts: 1,
+      },
+    });
+    await this.queue.addBulk([...[...dueNow.values()].map((d) => job(d, 0)), ...later.map(({ d, delay }) => job(d, delay))]);
   }
 
   private async filtersOf(projectIds: string[]): Promise<Map<string, string[][]>> {

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { SecretBox } from '../common/crypto/secret-box';
@@ -11,31 +11,76 @@ import { WebhookDeliveryStatus } from './webhook-delivery.entity';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import { signWebhook } from './webhook-signature';
 import { WEBHOOK_SECRET_BOX } from './webhooks.constants';
-import { AttemptOutcome, WebhooksRepository } from './webhooks.repository';
+import { AttemptOutcome, ClaimedDelivery, WebhooksRepository } from './webhooks.repository';
 
 /** Per attempt: connect to last byte. */
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 /** Attempts in flight to one endpoint from one worker process: a slow receiver holds at most this many slots. */
 export const PER_ENDPOINT_IN_FLIGHT = 16;
+/** Attempts in flight per worker process, all endpoints together. */
+export const WEBHOOK_CONCURRENCY = 64;
 /** An endpoint whose every attempt has failed this long is disabled. */
 export const DISABLE_AFTER_FAILING_MS = 3 * 24 * 3600 * 1000;
+/**
+ * How long a claimed delivery is held by its worker: at most one attempt
+ * waiting in the claim buffer (10 s), its own attempt (10 s), the recording.
+ * A worker that dies leaves its claimed rows to the dispatch sweep after it.
+ */
+export const CLAIM_LEASE_MS = 30_000;
+/** Claimed deliveries waiting for a slot, per endpoint: the next attempts start without a round trip. */
+const CLAIM_AHEAD = PER_ENDPOINT_IN_FLIGHT;
+/** Outcomes recorded together: at least this many, or whatever waited FLUSH_AFTER_MS, or all when nothing else is in flight. */
+const FLUSH_AT = 16;
+const FLUSH_AFTER_MS = 20;
 const RESPONSE_BYTES = 1024;
 
-export type SendOutcome = 'succeeded' | 'retrying' | 'failed' | 'skipped' | 'busy';
+interface Result {
+  row: ClaimedDelivery;
+  outcome: AttemptOutcome;
+  at: number;
+}
+
+/** One endpoint being drained by this process. */
+interface Drain {
+  /** A job asked for a (new) look at the endpoint's due deliveries. */
+  again: boolean;
+  /** The last claim got fewer rows than it asked for. */
+  exhausted: boolean;
+  claimed: ClaimedDelivery[];
+  inFlight: number;
+  results: Result[];
+  claiming: boolean;
+  flushing: boolean;
+  error: unknown;
+  sent: number;
+  wake: (() => void) | null;
+  signalled: boolean;
+  timer: NodeJS.Timeout | null;
+}
 
 /**
- * One attempt of one delivery: the Standard Webhooks request (webhook-id =
- * delivery id, the same on every attempt; webhook-timestamp = now; the
- * signature over `id.timestamp.body`), 10 s timeout, the SSRF guard, then
- * the outcome recorded under the attempt count it started from (a duplicate
- * attempt of a killed worker records nothing twice). A non-2xx answer or a
- * network error schedules the next attempt (WEBHOOK_RETRY_DELAYS_MS); after
- * the last, FAILED. A refused target fails at once.
+ * Drains an endpoint's due deliveries: claims them in batches (one
+ * statement, `FOR UPDATE SKIP LOCKED`, a lease on next_attempt_at), keeps at
+ * most PER_ENDPOINT_IN_FLIGHT attempts in flight to it (WEBHOOK_CONCURRENCY
+ * in the process), and records the outcomes in one statement per batch with
+ * the endpoint's failing streak. Each attempt is the Standard Webhooks
+ * request (webhook-id = delivery id, the same on every attempt;
+ * webhook-timestamp = now; the signature over `id.timestamp.body`), 10 s
+ * timeout, the SSRF guard, recorded under the attempt count and manual
+ * retries it started from (a duplicate attempt of a killed worker records
+ * nothing twice). A non-2xx answer or a network error schedules the next
+ * attempt (WEBHOOK_RETRY_DELAYS_MS) with its own delayed job; after the last,
+ * FAILED. A refused target fails at once. One drain per endpoint per
+ * process: a job for an endpoint already draining here only tells it to look again.
  */
 @Injectable()
-export class WebhookSender {
+export class WebhookSender implements OnModuleDestroy {
   private readonly logger = new Logger(WebhookSender.name);
-  private readonly inFlight = new Map<string, number>();
+  private readonly drains = new Map<string, Drain>();
+  /** Opened signing secrets by endpoint, with the sealed form they came from (a rotated secret is a new sealed form). */
+  private readonly secrets = new Map<string, { sealed: string; secret: string }>();
+  private inFlight = 0;
+  private stopping = false;
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -46,60 +91,164 @@ export class WebhookSender {
     private readonly events: EventsService,
   ) {}
 
-  /** Whether this process already has enough attempts in flight to the endpoint. */
-  busy(endpointId: string): boolean {
-    return (this.inFlight.get(endpointId) ?? 0) >= PER_ENDPOINT_IN_FLIGHT;
+  /** Shutting down: drains claim nothing more, finish and record what is in flight. */
+  onModuleDestroy(): void {
+    this.stopping = true;
+    for (const d of this.drains.values()) signal(d);
   }
 
-  async deliver(deliveryId: string): Promise<SendOutcome> {
-    const delivery = await this.repository.loadForSend(this.dataSource.manager, deliveryId);
-    if (!delivery || delivery.status !== WebhookDeliveryStatus.PENDING) return 'skipped';
-    if (this.busy(delivery.endpointId)) return 'busy';
-    this.inFlight.set(delivery.endpointId, (this.inFlight.get(delivery.endpointId) ?? 0) + 1);
-    let outcome: AttemptOutcome;
-    try {
-      outcome = delivery.enabled ? await this.attempt(delivery) : final('endpoint is disabled');
-    } finally {
-      const left = (this.inFlight.get(delivery.endpointId) ?? 1) - 1;
-      if (left > 0) this.inFlight.set(delivery.endpointId, left);
-      else this.inFlight.delete(delivery.endpointId);
+  /** Sends the endpoint's due deliveries until none is left; answers how many attempts this call made. */
+  async drain(endpointId: string): Promise<{ attempts: number; joined?: true }> {
+    const running = this.drains.get(endpointId);
+    if (running) {
+      running.again = true;
+      signal(running);
+      return { attempts: 0, joined: true };
     }
-    const { row, disabled } = await this.dataSource.transaction(async (manager) => {
-      const row = await this.repository.recordAttempt(manager, delivery.id, delivery.attempts, outcome);
-      if (!row) return { row: null, disabled: null };
-      if (outcome.status === WebhookDeliveryStatus.SUCCEEDED) {
-        await this.repository.endpointSucceeded(manager, delivery.endpointId);
-        return { row, disabled: null };
+    const d: Drain = {
+      again: true,
+      exhausted: false,
+      claimed: [],
+      inFlight: 0,
+      results: [],
+      claiming: false,
+      flushing: false,
+      error: null,
+      sent: 0,
+      wake: null,
+      signalled: false,
+      timer: null,
+    };
+    this.drains.set(endpointId, d);
+    try {
+      await this.run(endpointId, d);
+      return { attempts: d.sent };
+    } finally {
+      if (d.timer) clearTimeout(d.timer);
+      this.drains.delete(endpointId);
+    }
+  }
+
+  private async run(endpointId: string, d: Drain): Promise<void> {
+    for (;;) {
+      const failed = d.error !== null || this.stopping;
+      if (!failed) {
+        while (d.claimed.length > 0 && d.inFlight < PER_ENDPOINT_IN_FLIGHT && this.inFlight < WEBHOOK_CONCURRENCY) {
+          this.start(d, d.claimed.shift() as ClaimedDelivery);
+        }
+        const want = PER_ENDPOINT_IN_FLIGHT + CLAIM_AHEAD - d.inFlight - d.claimed.length;
+        const idle = d.inFlight === 0 && d.claimed.length === 0;
+        if (!d.claiming && (d.again || !d.exhausted) && want >= (idle ? 1 : CLAIM_AHEAD / 2)) this.claim(endpointId, d, want);
       }
-      if (!delivery.enabled) return { row, disabled: null };
-      const failingSince = await this.repository.endpointFailed(manager, delivery.endpointId);
-      if (!failingSince || Date.now() - failingSince.getTime() < DISABLE_AFTER_FAILING_MS) return { row, disabled: null };
-      const reason = `every delivery failed since ${failingSince.toISOString()}`;
-      if (!(await this.repository.disableEndpoint(manager, delivery.endpointId, reason))) return { row, disabled: null };
-      const event: EventRow = await this.events.record(manager, {
-        projectId: delivery.projectId,
+      if (!d.flushing && d.results.length > 0) {
+        const due = d.results.length >= FLUSH_AT || d.inFlight === 0 || failed || Date.now() - d.results[0].at >= FLUSH_AFTER_MS;
+        if (due) this.flush(endpointId, d);
+        else if (!d.timer) d.timer = setTimeout(() => ((d.timer = null), signal(d)), FLUSH_AFTER_MS);
+      }
+      const quiet = !d.claiming && !d.flushing && d.inFlight === 0 && d.results.length === 0;
+      if (quiet && failed) {
+        if (d.error !== null) throw d.error;
+        return; // stopping: what was claimed and not sent comes back after its lease
+      }
+      if (quiet && d.claimed.length === 0 && d.exhausted && !d.again) return;
+      await wait(d);
+    }
+  }
+
+  private claim(endpointId: string, d: Drain, want: number): void {
+    d.claiming = true;
+    d.again = false;
+    this.repository
+      .claimDue(this.dataSource.manager, endpointId, want, CLAIM_LEASE_MS)
+      .then(
+        (rows) => {
+          d.claimed.push(...rows);
+          d.exhausted = rows.length < want;
+        },
+        (error) => {
+          d.error ??= error;
+        },
+      )
+      .finally(() => {
+        d.claiming = false;
+        signal(d);
+      });
+  }
+
+  private start(d: Drain, row: ClaimedDelivery): void {
+    d.inFlight++;
+    this.inFlight++;
+    d.sent++;
+    (row.enabled ? this.attempt(row) : Promise.resolve(final('endpoint is disabled'))).then(
+      (outcome) => d.results.push({ row, outcome, at: Date.now() }),
+      (error) => this.logger.error({ err: error, deliveryId: row.id }, 'webhook attempt crashed; the sweep sends it again after the lease'),
+    ).finally(() => {
+      d.inFlight--;
+      this.inFlight--;
+      signal(d);
+      // A slot of the process is free: a drain waiting for one can go on.
+      if (this.inFlight === WEBHOOK_CONCURRENCY - 1) for (const other of this.drains.values()) if (other !== d) signal(other);
+    });
+  }
+
+  private flush(endpointId: string, d: Drain): void {
+    const batch = d.results.splice(0);
+    d.flushing = true;
+    this.record(endpointId, batch)
+      .catch((error) => {
+        d.error ??= error;
+      })
+      .finally(() => {
+        d.flushing = false;
+        signal(d);
+      });
+  }
+
+  /** One statement for the batch; then the next attempts' jobs and, rarely, the endpoint's disabling. */
+  private async record(endpointId: string, batch: Result[]): Promise<void> {
+    const enabled = batch.some((r) => r.row.enabled);
+    const { rows, failingSince } = await this.repository.recordAttempts(
+      this.dataSource.manager,
+      endpointId,
+      enabled,
+      batch.map((r) => ({ id: r.row.id, attempts: r.row.attempts, retries: r.row.retries, outcome: r.outcome })),
+    );
+    const retrying = rows.filter((r) => r.status === WebhookDeliveryStatus.PENDING);
+    if (retrying.length > 0) await this.dispatcher.enqueue(retrying);
+    if (enabled && failingSince && Date.now() - failingSince.getTime() >= DISABLE_AFTER_FAILING_MS) {
+      await this.disable(batch[0].row, failingSince);
+    }
+  }
+
+  private async disable(endpoint: { projectId: string; endpointId: string; url: string }, failingSince: Date): Promise<void> {
+    const reason = `every delivery failed since ${failingSince.toISOString()}`;
+    const disabled = await this.dataSource.transaction(async (manager): Promise<EventRow | null> => {
+      if (!(await this.repository.disableEndpoint(manager, endpoint.endpointId, reason))) return null;
+      return this.events.record(manager, {
+        projectId: endpoint.projectId,
         contactId: null,
         name: 'webhook.disabled',
-        data: { endpointId: delivery.endpointId, url: delivery.url, reason },
+        data: { endpointId: endpoint.endpointId, url: endpoint.url, reason },
       });
-      return { row, disabled: event };
     });
     if (disabled) {
-      this.dispatcher.invalidate(delivery.projectId);
+      this.dispatcher.invalidate(endpoint.projectId);
       await this.events.publish([{ ...disabled, email: null }]);
     }
-    if (!row) return 'skipped';
-    if (outcome.status === WebhookDeliveryStatus.PENDING) {
-      await this.dispatcher.enqueue([row]);
-      return 'retrying';
-    }
-    return outcome.status === WebhookDeliveryStatus.SUCCEEDED ? 'succeeded' : 'failed';
   }
 
-  private async attempt(delivery: { id: string; endpointId: string; url: string; payload: string; secretSealed: string; attempts: number }): Promise<AttemptOutcome> {
+  private secretOf(delivery: ClaimedDelivery): string {
+    const cached = this.secrets.get(delivery.endpointId);
+    if (cached && cached.sealed === delivery.secretSealed) return cached.secret;
+    const secret = this.box.openString(Buffer.from(delivery.secretSealed, 'base64'), delivery.endpointId);
+    this.secrets.set(delivery.endpointId, { sealed: delivery.secretSealed, secret });
+    return secret;
+  }
+
+  private async attempt(delivery: ClaimedDelivery): Promise<AttemptOutcome> {
     let secret: string;
     try {
-      secret = this.box.openString(Buffer.from(delivery.secretSealed, 'base64'), delivery.endpointId);
+      secret = this.secretOf(delivery);
     } catch {
       return final('the signing secret opens with neither APP_SECRET nor APP_SECRET_PREVIOUS: rotate the endpoint secret');
     }
@@ -142,4 +291,22 @@ export class WebhookSender {
 
 function final(lastError: string): AttemptOutcome {
   return { status: WebhookDeliveryStatus.FAILED, responseStatus: null, lastError, nextAttemptAt: null };
+}
+
+function signal(d: Drain): void {
+  const wake = d.wake;
+  if (wake) {
+    d.wake = null;
+    wake();
+  } else d.signalled = true;
+}
+
+function wait(d: Drain): Promise<void> {
+  if (d.signalled) {
+    d.signalled = false;
+    return Promise.resolve();
+  }
+  return new Promise((resolve) => {
+    d.wake = resolve;
+  });
 }

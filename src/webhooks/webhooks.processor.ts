@@ -1,21 +1,20 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
-import { DelayedError } from 'bullmq';
 import { WEBHOOK_JOBS, WebhookQueueJob } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
-import { SendOutcome, WebhookSender } from './webhook-sender';
+import { WEBHOOK_CONCURRENCY, WebhookSender } from './webhook-sender';
 import { WebhooksRecovery } from './webhooks.recovery';
 
-/** Attempts in flight per worker process, all endpoints together. */
-export const WEBHOOK_CONCURRENCY = 64;
-/** A job for an endpoint with enough in flight waits this long (plus jitter) and asks again. */
-const BUSY_WAIT_MS = 1000;
+export { WEBHOOK_CONCURRENCY };
 
 /**
- * QUEUES.WEBHOOKS worker. An attempt lasts at most 10 s; a killed worker's
- * jobs come back when their lock lapses (30 s) and are attempted again with
- * the same webhook-id. An endpoint with PER_ENDPOINT_IN_FLIGHT attempts
- * running in this process gets no more slots: its further jobs step aside
- * (delayed by about a second), so a slow receiver cannot take every slot.
+ * QUEUES.WEBHOOKS worker. A DELIVER job wakes its endpoint's drain in this
+ * process: it claims the endpoint's due deliveries in batches and sends them
+ * with at most PER_ENDPOINT_IN_FLIGHT in flight (WEBHOOK_CONCURRENCY for the
+ * process), so a slow receiver holds one job slot and 16 attempts, never the
+ * others'. A job for an endpoint already draining here returns at once (the
+ * drain looks again). A killed worker's claimed deliveries come back through
+ * the dispatch sweep when their lease (30 s) is over, and are attempted again
+ * with the same webhook-id.
  */
 @Processor(QUEUES.WEBHOOKS, {
   concurrency: WEBHOOK_CONCURRENCY,
@@ -31,13 +30,8 @@ export class WebhooksProcessor extends WorkerHost {
     super();
   }
 
-  async process(job: WebhookQueueJob, token?: string): Promise<SendOutcome | { found: number }> {
+  async process(job: WebhookQueueJob): Promise<{ attempts: number; joined?: true } | { found: number }> {
     if (job.name === WEBHOOK_JOBS.DISPATCH) return this.recovery.recover();
-    const outcome = this.sender.busy(job.data.endpointId) ? 'busy' : await this.sender.deliver(job.data.deliveryId);
-    if (outcome === 'busy' && token) {
-      await job.moveToDelayed(Date.now() + BUSY_WAIT_MS + Math.floor(Math.random() * 500), token);
-      throw new DelayedError();
-    }
-    return outcome;
+    return this.sender.drain(job.data.endpointId);
   }
 }

@@ -15,9 +15,11 @@ const SWEEP_BATCH = 1000;
 /**
  * The webhooks queue's recovery job is the dispatch sweep: every
  * min(RECOVERY_EVERY_MS, 5 s), across all workers, PENDING deliveries
- * overdue by more than 5 s get their attempt's job (a deterministic id, so
- * one that exists is left alone). This is what makes the outbox lossless: a
- * committed delivery row is sent even if nobody enqueued it.
+ * overdue by more than 5 s (never enqueued, a job lost, or claimed by a
+ * worker that died: its claim lease is over) wake their endpoint's drain
+ * (one job per endpoint, a deterministic id, so one that exists is left
+ * alone). This is what makes the outbox lossless: a committed delivery row is
+ * sent even if nobody enqueued it.
  */
 @Injectable()
 export class WebhooksRecovery extends QueueRecovery {

@@ -6,21 +6,6 @@ import { queryRows } from '../database/query-rows';
 import { WebhookDelivery, WebhookDeliveryStatus } from './webhook-delivery.entity';
 import { WebhookEndpoint } from './webhook-endpoint.entity';
 
-/** What an attempt needs: the delivery, its endpoint's target and secret. */
-export interface DeliveryToSend {
-  id: string;
-  projectId: string;
-  endpointId: string;
-  eventType: string;
-  payload: string;
-  status: WebhookDeliveryStatus;
-  attempts: number;
-  retries: number;
-  url: string;
-  enabled: boolean;
-  secretSealed: string;
-}
-
 /** A PENDING delivery and the state its job id is made of. */
 export interface PendingDelivery {
   id: string;
@@ -36,6 +21,19 @@ export interface AttemptOutcome {
   lastError: string | null;
   /** Null when final. */
   nextAttemptAt: Date | null;
+}
+
+/** A delivery claimed for an attempt, with its endpoint's target and sealed secret. */
+export interface ClaimedDelivery {
+  id: string;
+  projectId: string;
+  endpointId: string;
+  payload: string;
+  attempts: number;
+  retries: number;
+  url: string;
+  enabled: boolean;
+  secretSealed: string;
 }
 
 /** Project → its enabled endpoints' filters (what the after-commit dispatch needs). */
@@ -109,49 +107,82 @@ export class WebhooksRepository {
     );
   }
 
-  async loadForSend(manager: EntityManager, deliveryId: string): Promise<DeliveryToSend | null> {
-    const rows = await queryRows<DeliveryToSend>(
+  /**
+   * Claims up to `limit` due PENDING deliveries of one endpoint (the oldest
+   * first; rows another worker holds are skipped) by moving their
+   * next_attempt_at `leaseMs` ahead: a worker that dies with them leaves rows
+   * the dispatch sweep finds overdue once the lease is over. One statement,
+   * with what the attempts need (body, attempt count, target, secret).
+   */
+  claimDue(manager: EntityManager, endpointId: string, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+    return queryRows<ClaimedDelivery>(
       manager,
-      `SELECT d.id, d.project_id AS "projectId", d.endpoint_id AS "endpointId", d.event_type AS "eventType", d.payload,
-              d.status, d.attempts, d.retries, w.url, w.enabled, w.secret_sealed AS "secretSealed"
-         FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
-        WHERE d.id = $1`,
-      [deliveryId],
+      `WITH due AS (
+         SELECT id FROM webhook_deliveries
+          WHERE endpoint_id = $1 AND status = 'PENDING' AND next_attempt_at <= now()
+          ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
+       )
+       UPDATE webhook_deliveries d SET next_attempt_at = now() + make_interval(secs => $3::double precision / 1000)
+         FROM due, webhook_endpoints w
+        WHERE d.id = due.id AND w.id = d.endpoint_id
+       RETURNING d.id, d.project_id AS "projectId", d.endpoint_id AS "endpointId", d.payload, d.attempts, d.retries,
+                 w.url, w.enabled, w.secret_sealed AS "secretSealed"`,
+      [endpointId, limit, leaseMs],
     );
-    return rows[0] ?? null;
   }
 
   /**
-   * Records an attempt on a delivery still PENDING with the attempts the
-   * sender saw (a concurrent duplicate attempt records nothing). Answers the
-   * row's new state, or null.
+   * Records a batch of attempts on one endpoint in one statement: each on a
+   * delivery still PENDING with the attempt count and manual retries its
+   * sender saw (a duplicate attempt records nothing), and the endpoint's
+   * failing streak: cleared by any success recorded, else started (when the
+   * endpoint was enabled). Answers the rows recorded, their new state, and
+   * since when the endpoint fails (null when it does not, or was not touched).
    */
-  async recordAttempt(manager: EntityManager, deliveryId: string, attemptsBefore: number, outcome: AttemptOutcome): Promise<PendingDelivery | null> {
-    const rows = await queryRows<PendingDelivery>(
+  async recordAttempts(
+    manager: EntityManager,
+    endpointId: string,
+    endpointEnabled: boolean,
+    attempts: Array<{ id: string; attempts: number; retries: number; outcome: AttemptOutcome }>,
+  ): Promise<{ rows: Array<PendingDelivery & { status: WebhookDeliveryStatus }>; failingSince: Date | null }> {
+    const rows = await queryRows<PendingDelivery & { status: WebhookDeliveryStatus; failingSince: Date | null }>(
       manager,
-      `UPDATE webhook_deliveries
-          SET status = $3::webhook_delivery_status, attempts = attempts + 1, response_status = $4, last_error = $5,
-              last_attempt_at = now(), next_attempt_at = $6, updated_at = now()
-        WHERE id = $1 AND status = 'PENDING' AND attempts = $2
-       RETURNING ${PENDING_COLUMNS}`,
-      [deliveryId, attemptsBefore, outcome.status, outcome.responseStatus, outcome.lastError, outcome.nextAttemptAt],
+      `WITH u AS (
+         SELECT * FROM unnest($3::uuid[], $4::int[], $5::int[], $6::text[], $7::int[], $8::text[], $9::timestamptz[])
+           AS u(id, attempts, retries, status, response_status, last_error, next_attempt_at)
+       ), rec AS (
+         UPDATE webhook_deliveries d
+            SET status = u.status::webhook_delivery_status, attempts = d.attempts + 1, response_status = u.response_status,
+                last_error = u.last_error, last_attempt_at = now(), next_attempt_at = u.next_attempt_at, updated_at = now()
+           FROM u
+          WHERE d.id = u.id AND d.status = 'PENDING' AND d.attempts = u.attempts AND d.retries = u.retries
+         RETURNING d.id, d.endpoint_id, d.retries, d.attempts, d.next_attempt_at, d.status
+       ), ep AS (
+         UPDATE webhook_endpoints w
+            SET failing_since = CASE WHEN s.any_ok THEN NULL ELSE COALESCE(w.failing_since, now()) END
+           FROM (SELECT bool_or(status = 'SUCCEEDED') AS any_ok FROM rec) s
+          WHERE w.id = $1 AND s.any_ok IS NOT NULL AND CASE WHEN s.any_ok THEN w.failing_since IS NOT NULL ELSE $2::boolean END
+         RETURNING w.failing_since
+       )
+       SELECT rec.id, rec.endpoint_id AS "endpointId", rec.retries, rec.attempts, rec.next_attempt_at AS "nextAttemptAt", rec.status,
+              (SELECT failing_since FROM ep) AS "failingSince"
+         FROM rec`,
+      [
+        endpointId,
+        endpointEnabled,
+        attempts.map((a) => a.id),
+        attempts.map((a) => a.attempts),
+        attempts.map((a) => a.retries),
+        attempts.map((a) => a.outcome.status),
+        attempts.map((a) => a.outcome.responseStatus),
+        attempts.map((a) => a.outcome.lastError),
+        attempts.map((a) => a.outcome.nextAttemptAt),
+      ],
     );
-    return rows[0] ?? null;
-  }
-
-  /** A success clears the endpoint's failing streak. */
-  async endpointSucceeded(manager: EntityManager, endpointId: string): Promise<void> {
-    await queryRows(manager, 'UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [endpointId]);
-  }
-
-  /** A failure starts (or continues) the endpoint's failing streak; answers since when it fails. */
-  async endpointFailed(manager: EntityManager, endpointId: string): Promise<Date | null> {
-    const rows = await queryRows<{ failingSince: Date }>(
-      manager,
-      'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, now()) WHERE id = $1 RETURNING failing_since AS "failingSince"',
-      [endpointId],
-    );
-    return rows[0]?.failingSince ?? null;
+    return {
+      rows: rows.map(({ failingSince: _, ...row }) => row),
+      failingSince: rows.find((r) => r.failingSince)?.failingSince ?? null,
+    };
   }
 
   /** Disables an enabled endpoint; false when it already was. */
