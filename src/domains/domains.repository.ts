@@ -16,6 +16,61 @@ export interface SenderRow {
   dkim_private_key_sealed: Buffer;
 }
 
+/**
+ * The sender check's read made inside another statement (the delivery
+ * claim): the domain it looked up and the row it found there.
+ */
+export interface SenderRead {
+  /** The address's domain part as the statement took it (lower-cased, no IDNA); null without one. */
+  lookup: string | null;
+  row: SenderRow | null;
+}
+
+/** The columns senderJoin adds to a statement's rows. */
+export interface SenderReadColumns {
+  senderLookup: string | null;
+  senderId: string | null;
+  senderDomain: string | null;
+  senderStatus: DomainStatus | null;
+  senderSelector: string | null;
+  senderKeySealed: Buffer | null;
+}
+
+/**
+ * The sender check's read as part of another statement, so a delivery reads
+ * its email and its sender domain in one round trip: a LEFT JOIN of
+ * `domains` by (project, the address's domain part) on the unique index, and
+ * the columns it adds (senderReadOf turns them back into a SenderRead). Read
+ * in that statement, so as fresh as findSender: a deleted or FAILED domain
+ * stops the next message. The domain part is taken in SQL without IDNA, so it
+ * is only a candidate: DomainsService.assertCanSend trusts the read only when
+ * `lookup` equals senderDomainOf(address), and runs findSender otherwise.
+ */
+export function senderJoin(projectIdSql: string, addressSql: string): { join: string; columns: string } {
+  const lookup = `lower(substring(${addressSql} FROM '@([^@]*)$'))`;
+  return {
+    join: `LEFT JOIN domains sd ON sd.project_id = ${projectIdSql} AND sd.domain = ${lookup}`,
+    columns: `${lookup} AS "senderLookup", sd.id AS "senderId", sd.domain AS "senderDomain", sd.status AS "senderStatus",
+              sd.dkim_selector AS "senderSelector", sd.dkim_private_key_sealed AS "senderKeySealed"`,
+  };
+}
+
+export function senderReadOf(row: SenderReadColumns): SenderRead {
+  return {
+    lookup: row.senderLookup,
+    row:
+      row.senderId === null
+        ? null
+        : {
+            id: row.senderId,
+            domain: row.senderDomain as string,
+            status: row.senderStatus as DomainStatus,
+            dkim_selector: row.senderSelector as string,
+            dkim_private_key_sealed: row.senderKeySealed as Buffer,
+          },
+  };
+}
+
 /** A domain's sealed DKIM key with what names it in messages (never the key itself). */
 export interface SealedKeyRow {
   id: string;

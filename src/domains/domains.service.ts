@@ -20,7 +20,7 @@ import { normalizeDomainName, senderDomainOf } from './domain-name';
 import { recordResponses } from './domain-records';
 import { DomainVerificationService } from './domain-verification.service';
 import { DKIM_KEY_BOX } from './domains.constants';
-import { DomainsRepository, NewDomain, SenderRow } from './domains.repository';
+import { DomainsRepository, NewDomain, SenderRead, SenderRow } from './domains.repository';
 import { DomainResponse } from './dto/domain.response';
 import { ListDomainsQueryDto } from './dto/list-domains.query';
 
@@ -143,17 +143,22 @@ export class DomainsService {
    * default: nothing leaves the machine), answers null: send unsigned.
    *
    * No cache on purpose: one indexed lookup per call, so a delete, or a
-   * domain turning FAILED, stops sending at once in every process. Only the
-   * AES key is cached (derived once per process); opening the box is
-   * microseconds.
+   * domain turning FAILED, stops sending at once in every process. `read` is
+   * that lookup made by the caller's own statement just before (the delivery
+   * claim joins it: DomainsRepository.senderJoin); it is used when it looked
+   * up this address's domain, else the row is read here. Only the AES key is
+   * cached (derived once per process); opening the box is microseconds.
    */
   async assertCanSend(
     projectId: string,
     fromAddress: string,
     manager: EntityManager = this.dataSource.manager,
+    read?: SenderRead,
   ): Promise<SenderDomain | null> {
     const domain = senderDomainOf(fromAddress);
-    const row = domain ? await this.domains.findSender(manager, projectId, domain) : null;
+    let row: SenderRow | null = null;
+    if (domain && read?.lookup === domain) row = read.row;
+    else if (domain) row = await this.domains.findSender(manager, projectId, domain);
     if (row?.status === DomainStatus.VERIFIED) {
       return {
         domainId: row.id,

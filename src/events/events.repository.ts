@@ -37,6 +37,37 @@ const MICROS = (column: string) => `(extract(epoch FROM ${column}) * 1000000)::b
 const FROM_MICROS = (param: string) =>
   `('epoch'::timestamptz + ${param}::bigint * interval '1 microsecond')`;
 
+/** The columns an event INSERT writes, in the order of eventValues. */
+const INSERT_COLUMNS = 'id, project_id, contact_id, email_id, name, data, created_at';
+
+/** One event's parameters (a fresh UUIDv7 id first), for the placeholders of eventPlaceholders. */
+function eventValues(event: NewEvent): unknown[] {
+  return [newId(), event.projectId, event.contactId, event.emailId ?? null, event.name, JSON.stringify(event.data ?? {})];
+}
+
+/** The six placeholders of one event from `$first` on, and created_at. */
+function eventPlaceholders(first: number): string {
+  const p = (i: number) => `$${first + i}`;
+  return `${p(0)}::uuid, ${p(1)}::uuid, ${p(2)}::uuid, ${p(3)}::uuid, ${p(4)}, ${p(5)}::jsonb, now()`;
+}
+
+/**
+ * An event INSERT for a statement of another aggregate that records its
+ * event in the same statement: `WITH <source> AS (UPDATE … RETURNING …)`
+ * followed by this. The event is written once per row `source` answers
+ * (none: no event). One statement is one transaction, so the change and its
+ * event commit together in one round trip (delivery's finish). Its
+ * parameters are numbered from `$first`; it answers EVENT_COLUMNS.
+ */
+export function insertEventFrom(source: string, first: number, event: NewEvent): { sql: string; params: unknown[] } {
+  return {
+    sql: `INSERT INTO events AS e (${INSERT_COLUMNS})
+       SELECT ${eventPlaceholders(first)} FROM ${source}
+       RETURNING ${EVENT_COLUMNS}`,
+    params: eventValues(event),
+  };
+}
+
 /** Every SQL statement on `events` and `event_name_stats`. */
 @Injectable()
 export class EventsRepository {
@@ -45,20 +76,13 @@ export class EventsRepository {
     if (events.length === 0) return [];
     const params: unknown[] = [];
     const tuples = events.map((event) => {
-      params.push(
-        newId(),
-        event.projectId,
-        event.contactId,
-        event.emailId ?? null,
-        event.name,
-        JSON.stringify(event.data ?? {}),
-      );
-      const n = params.length;
-      return `($${n - 5}::uuid, $${n - 4}::uuid, $${n - 3}::uuid, $${n - 2}::uuid, $${n - 1}, $${n}::jsonb, now())`;
+      const first = params.length + 1;
+      params.push(...eventValues(event));
+      return `(${eventPlaceholders(first)})`;
     });
     const rows = await queryRows<EventRow>(
       manager,
-      `INSERT INTO events AS e (id, project_id, contact_id, email_id, name, data, created_at)
+      `INSERT INTO events AS e (${INSERT_COLUMNS})
        VALUES ${tuples.join(', ')}
        RETURNING ${EVENT_COLUMNS}`,
       params,

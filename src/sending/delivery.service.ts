@@ -91,7 +91,8 @@ export class DeliveryService {
 
     let sender: SenderDomain | null;
     try {
-      sender = await this.domains.assertCanSend(email.projectId, email.fromEmail);
+      // The claim read the sender's domain row just now (no round trip of its own, still uncached).
+      sender = await this.domains.assertCanSend(email.projectId, email.fromEmail, undefined, email.sender);
     } catch (error) {
       if (!(error instanceof ApiException)) throw error;
       await this.finishFailed(email, `sender domain is not verified: ${error.message}`);
@@ -243,18 +244,17 @@ export class DeliveryService {
     eventData: Record<string, unknown>,
     extra?: (manager: EntityManager) => Promise<void>,
   ): Promise<void> {
-    const event = await this.dataSource.transaction(async (manager): Promise<EventRow | null> => {
-      if (!(await this.repository.finish(manager, email.id, status, fields))) return null;
-      await this.repository.releaseAttachments(manager, email.attachments);
-      if (extra) await extra(manager);
-      return this.events.record(manager, {
-        projectId: email.projectId,
-        contactId: email.contactId,
-        emailId: email.id,
-        name: eventName,
-        data: eventData,
-      });
-    });
+    const record = { projectId: email.projectId, contactId: email.contactId, emailId: email.id, name: eventName, data: eventData };
+    // Nothing else to write (the common case): the status and its event in one statement, one round trip.
+    const event =
+      email.attachments.length === 0 && !extra
+        ? await this.repository.finishRecording(this.dataSource.manager, email.id, status, fields, record)
+        : await this.dataSource.transaction(async (manager): Promise<EventRow | null> => {
+            if (!(await this.repository.finish(manager, email.id, status, fields))) return null;
+            await this.repository.releaseAttachments(manager, email.attachments);
+            if (extra) await extra(manager);
+            return this.events.record(manager, record);
+          });
     if (event) await this.events.publish([{ ...event, email: email.toEmail }]);
   }
 }

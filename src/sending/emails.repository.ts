@@ -3,6 +3,9 @@ import type { EntityManager } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { keysetRows } from '../database/keyset-rows';
 import { queryRows } from '../database/query-rows';
+import { SenderRead, SenderReadColumns, senderJoin, senderReadOf } from '../domains/domains.repository';
+import type { EventRow } from '../events/event.row';
+import { insertEventFrom, NewEvent } from '../events/events.repository';
 import { EmailAttachment } from './email-attachment.entity';
 import { Email, EmailAttachmentRef, EmailStatus } from './email.entity';
 import { IdempotencyKey } from './idempotency-key.entity';
@@ -34,6 +37,8 @@ export interface ClaimedEmail {
   /** The contact as it is now, for a render at delivery (only when `contentId` is set). */
   contactSubscribed: boolean;
   contactData: Record<string, unknown> | null;
+  /** The sender domain as the claim read it (for DomainsService.assertCanSend). */
+  sender: SenderRead;
 }
 
 /** Shared content of bulk mail (email_contents). */
@@ -132,6 +137,23 @@ const LIST_FIELDS = [
   'e.clickedAt', 'e.bouncedAt', 'e.createdAt', 'e.trackOpens', 'e.trackClicks', 'e.opens', 'e.clicks',
 ];
 
+/** SENDING → a final status, RETURNING id (finish, finishRecording); parameters of finishParams. */
+const FINISH_UPDATE = `UPDATE emails
+          SET status = $2::email_status,
+              message_id = COALESCE($3, message_id),
+              error = $4,
+              dkim_signed = COALESCE($5, dkim_signed),
+              subject = COALESCE($6, subject),
+              sent_at = CASE WHEN $2 = 'SENT' THEN now() ELSE sent_at END,
+              bounced_at = CASE WHEN $2 = 'BOUNCED' THEN now() ELSE bounced_at END,
+              updated_at = now()
+        WHERE id = $1 AND status = 'SENDING'
+       RETURNING id`;
+
+function finishParams(emailId: string, status: EmailStatus, fields: FinishFields): unknown[] {
+  return [emailId, status, fields.messageId ?? null, fields.error ?? null, fields.dkimSigned ?? null, fields.subject ?? null];
+}
+
 /** The condition of an idempotency key past its lifetime, for the claim and the housekeeping alike. */
 const IDEMPOTENCY_KEY_EXPIRED = `created_at < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})`;
 
@@ -182,11 +204,15 @@ export class EmailsRepository {
    * by a worker that died mid-attempt) becomes SENDING with attempts + 1, or
    * SUPPRESSED when the contact is suppressed, or unsubscribed and the mail is
    * marketing. Final rows are not touched: null means "nothing to do".
+   * The same statement reads the sender's domain row (senderJoin), so the
+   * sender check costs no round trip of its own.
    */
   async claim(manager: EntityManager, emailId: string): Promise<ClaimedEmail | null> {
-    const rows = await queryRows<ClaimedEmail>(
+    const sender = senderJoin('claimed."projectId"', 'claimed."fromEmail"');
+    const rows = await queryRows<Omit<ClaimedEmail, 'sender'> & SenderReadColumns>(
       manager,
-      `UPDATE emails e
+      `WITH claimed AS (
+       UPDATE emails e
           SET status = CASE WHEN c.suppressed OR (e.marketing AND NOT c.subscribed)
                             THEN 'SUPPRESSED'::email_status ELSE 'SENDING'::email_status END,
               attempts = e.attempts + CASE WHEN c.suppressed OR (e.marketing AND NOT c.subscribed) THEN 0 ELSE 1 END,
@@ -201,10 +227,16 @@ export class EmailsRepository {
                  e.reply_to AS "replyTo", e.subject, e.html, e.text, e.headers, e.attachments, e.attempts,
                  e.track_opens AS "trackOpens", e.track_clicks AS "trackClicks", e.content_id AS "contentId",
                  e.marketing, c.subscribed AS "contactSubscribed",
-                 CASE WHEN e.content_id IS NOT NULL THEN c.data END AS "contactData"`,
+                 CASE WHEN e.content_id IS NOT NULL THEN c.data END AS "contactData")
+       SELECT claimed.*, ${sender.columns} FROM claimed ${sender.join}`,
       [emailId],
     );
-    return rows[0] ?? null;
+    if (rows.length === 0) return null;
+    const { senderLookup, senderId, senderDomain, senderStatus, senderSelector, senderKeySealed, ...email } = rows[0];
+    return {
+      ...email,
+      sender: senderReadOf({ senderLookup, senderId, senderDomain, senderStatus, senderSelector, senderKeySealed }),
+    };
   }
 
   /**
@@ -337,22 +369,32 @@ export class EmailsRepository {
     status: EmailStatus.SENT | EmailStatus.FAILED | EmailStatus.BOUNCED,
     fields: FinishFields,
   ): Promise<boolean> {
-    const rows = await queryRows<{ id: string }>(
-      manager,
-      `UPDATE emails
-          SET status = $2::email_status,
-              message_id = COALESCE($3, message_id),
-              error = $4,
-              dkim_signed = COALESCE($5, dkim_signed),
-              subject = COALESCE($6, subject),
-              sent_at = CASE WHEN $2 = 'SENT' THEN now() ELSE sent_at END,
-              bounced_at = CASE WHEN $2 = 'BOUNCED' THEN now() ELSE bounced_at END,
-              updated_at = now()
-        WHERE id = $1 AND status = 'SENDING'
-       RETURNING id`,
-      [emailId, status, fields.messageId ?? null, fields.error ?? null, fields.dkimSigned ?? null, fields.subject ?? null],
-    );
+    const rows = await queryRows<{ id: string }>(manager, FINISH_UPDATE, finishParams(emailId, status, fields));
     return rows.length > 0;
+  }
+
+  /**
+   * finish() and the email's event in one statement: one round trip, no
+   * BEGIN/COMMIT (a statement is its own transaction, so the status and the
+   * event commit together or not at all). The event is written only when the
+   * row was SENDING; null otherwise. For an email with nothing else to write
+   * in that transaction (no attachments to release).
+   */
+  async finishRecording(
+    manager: EntityManager,
+    emailId: string,
+    status: EmailStatus.SENT | EmailStatus.FAILED | EmailStatus.BOUNCED,
+    fields: FinishFields,
+    event: NewEvent,
+  ): Promise<EventRow | null> {
+    const params = finishParams(emailId, status, fields);
+    const insert = insertEventFrom('finished', params.length + 1, event);
+    const rows = await queryRows<EventRow>(
+      manager,
+      `WITH finished AS (${FINISH_UPDATE}) ${insert.sql}`,
+      [...params, ...insert.params],
+    );
+    return rows[0] ?? null;
   }
 
   /** A transient failure: back to QUEUED until BullMQ runs the next attempt. */

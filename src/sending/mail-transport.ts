@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { randomBytes } from 'node:crypto';
+import { createPrivateKey, KeyObject, randomBytes } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createTransport } from 'nodemailer';
@@ -46,6 +46,16 @@ const DKIM_HEADER_FIELDS = [
   'In-Reply-To', 'References', 'List-Id', 'List-Unsubscribe', 'List-Unsubscribe-Post',
 ].join(':');
 
+/**
+ * Parsed DKIM keys kept per process, by their PEM text. Parsing a PKCS#8 PEM
+ * costs more than the RSA signature itself (about 0.85 ms against 0.4 ms for
+ * a 2048-bit key), and nodemailer would parse the PEM for every message. The
+ * PEM still comes from the sender check of each message (uncached), so a
+ * deleted domain or a new key applies at once; an entry no check answers
+ * any more only waits here for eviction.
+ */
+const SIGNING_KEY_CACHE_SIZE = 256;
+
 /** Pool size: connections kept open to the relay, shared by every delivery job of the process. */
 export const SMTP_POOL_CONNECTIONS = 10;
 
@@ -63,6 +73,7 @@ export class MailTransport implements OnApplicationShutdown {
   private readonly mailer: Mailer;
   private readonly outbox: string | null;
   private outboxReady: Promise<unknown> | null = null;
+  private readonly signingKeys = new Map<string, KeyObject>();
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     if (config.smtpUrl) {
@@ -103,12 +114,29 @@ export class MailTransport implements OnApplicationShutdown {
         contentType: a.contentType,
         content: a.content,
       })),
-      dkim: message.dkim ? { ...message.dkim, headerFieldNames: DKIM_HEADER_FIELDS } : undefined,
+      dkim: message.dkim
+        ? { ...message.dkim, privateKey: this.signingKey(message.dkim.privateKey), headerFieldNames: DKIM_HEADER_FIELDS }
+        : undefined,
       disableFileAccess: true,
       disableUrlAccess: true,
     });
     if (this.outbox === null) return { response: String((info as { response?: string }).response ?? '') };
     return { response: await this.writeEml(message.messageId, (info as { message: Buffer }).message) };
+  }
+
+  /** The parsed key of a PEM (cached); the PEM itself when it does not parse, for nodemailer to handle as before. */
+  private signingKey(pem: string): KeyObject | string {
+    const cached = this.signingKeys.get(pem);
+    if (cached) return cached;
+    let key: KeyObject;
+    try {
+      key = createPrivateKey(pem);
+    } catch {
+      return pem;
+    }
+    if (this.signingKeys.size >= SIGNING_KEY_CACHE_SIZE) this.signingKeys.delete(this.signingKeys.keys().next().value as string);
+    this.signingKeys.set(pem, key);
+    return key;
   }
 
   private async writeEml(messageId: string, bytes: Buffer): Promise<string> {
