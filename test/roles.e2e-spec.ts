@@ -1,6 +1,7 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import { QUEUES } from '../src/queue/queue.constants';
+import { freePort } from './support/processes';
 import { createTestDatabase, flushPrefix, startTestApp, testConfig, TestApp, uniqueName } from './support/test-app';
 
 describe('APP_ROLE decides what a process runs (e2e)', () => {
@@ -32,5 +33,26 @@ describe('APP_ROLE decides what a process runs (e2e)', () => {
 
     // The API still answers in api role; health needs no key.
     expect((await api.request({ method: 'GET', url: '/health/ready' })).status).toBe(200);
+  });
+
+  it('a worker-only process serves GET /metrics on WORKER_METRICS_PORT (METRICS_TOKEN applies); an api process does not open it', async () => {
+    const token = 'worker-metrics-token-0123';
+    const port = await freePort();
+    const worker = await startTestApp(testConfig(db.url, prefix, { APP_ROLE: 'worker', WORKER_METRICS_PORT: String(port), METRICS_TOKEN: token, HOST: '127.0.0.1' }));
+    apps.push(worker);
+    const url = `http://127.0.0.1:${port}/metrics`;
+    expect((await fetch(url)).status).toBe(401);
+    const ok = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = await ok.text();
+    expect(text).toContain('# TYPE mailwright_smtp_errors_total counter');
+    expect(text).toContain('mailwright_queue_jobs');
+    expect((await fetch(`http://127.0.0.1:${port}/other`)).status).toBe(404);
+
+    const apiPort = await freePort();
+    const api = await startTestApp(testConfig(db.url, prefix, { APP_ROLE: 'api', WORKER_METRICS_PORT: String(apiPort), HOST: '127.0.0.1' }));
+    apps.push(api);
+    await expect(fetch(`http://127.0.0.1:${apiPort}/metrics`)).rejects.toThrow();
   });
 });

@@ -51,6 +51,8 @@ export interface AppConfig {
   workflowRetryDelaysMs: number[];
   /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
   metricsToken: string | null;
+  /** A worker-only process (APP_ROLE=worker) serves GET /metrics on this port when set (WORKER_METRICS_PORT). */
+  workerMetricsPort: number | null;
   /** When set, the queue dashboard is served at /admin/queues behind it; unset, it is off. */
   adminToken: string | null;
 }
@@ -231,6 +233,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     webhookRetryDelaysMs: parseDelays(r, r.optional('WEBHOOK_RETRY_DELAYS_MS')),
     workflowRetryDelaysMs: parseDelays(r, r.optional('WORKFLOW_RETRY_DELAYS_MS'), 'WORKFLOW_RETRY_DELAYS_MS', DEFAULT_WORKFLOW_RETRY_DELAYS_MS),
     metricsToken: r.optional('METRICS_TOKEN') || null,
+    workerMetricsPort: r.optional('WORKER_METRICS_PORT') ? r.int('WORKER_METRICS_PORT', 9464, 1, 65535) : null,
     adminToken: r.optional('ADMIN_TOKEN') || null,
   };
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(config.queuePrefix)) {
