@@ -53,6 +53,35 @@
  * machine's other load than throughput is).
  *
  *   BENCH_WEBHOOKS=all npm run bench:track
+ *
+ * BENCH_WORKFLOWS=all (or `event`) measures what enabled workflows cost
+ * POST /v1/track (issue 13: "with 10 enabled workflows, 5 EVENT on other
+ * event names, 5 SEGMENT_ENTRY on data rules, keeps >= 70% of the throughput
+ * without them"). One project, this benchmark's own request stream (events
+ * signup, login, ...; data.plan and data.step), and the cases:
+ *
+ * - `none`: the project has no workflow (and the database no kept segment);
+ * - `event`: 5 enabled EVENT workflows on event names the stream never
+ *   tracks (`other_event_<k>`): the events trigger's join finds nothing, the
+ *   API's dispatcher looks for moved executions after each batch;
+ * - `all` (BENCH_WORKFLOWS=all only): those 5 plus 5 enabled SEGMENT_ENTRY
+ *   workflows on segments of data rules the stream's data matches
+ *   (data.plan = pro, data.step = 3, ...): their membership is kept, so every
+ *   track's contact upsert and event insert also mark the contact dirty
+ *   (segment_membership_dirty, triggers of migration SegmentMembership).
+ *
+ * Before each measurement the case's workflows are created through the API
+ * (and the previous case's deleted), so `none` is a project and a database
+ * without live workflows or kept segments. Only the API runs (APP_ROLE=api),
+ * as in the plain benchmark: no worker evaluates the dirty rows or runs
+ * executions (none start: no tracked event names a workflow, and entries
+ * are recorded only by the evaluator). The dirty rows left are printed: the
+ * deferred evaluation work the tracks created. Rounds and ratios as in
+ * BENCH_WEBHOOKS (median over BENCH_ROUNDS rounds of BENCH_SECONDS each,
+ * order rotating). When creating a SEGMENT_ENTRY workflow is refused (the
+ * segment membership feature not there), that is printed and `all` dropped.
+ *
+ *   BENCH_WORKFLOWS=all npm run bench:track
  */
 const { readdirSync, readFileSync } = require('node:fs');
 const http = require('node:http');
@@ -95,6 +124,7 @@ const NAMES = ['signup', 'login', 'purchase', 'page_view', 'trial_started'];
 const POOL_SIZE = 20; // the app's TypeORM pool (src/database/data-source-options.ts)
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean);
 const WEBHOOKS = process.env.BENCH_WEBHOOKS;
+const WORKFLOWS = process.env.BENCH_WORKFLOWS;
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 8);
 const CASE_SECONDS = Number(process.env.BENCH_SECONDS || 3);
 
@@ -195,6 +225,7 @@ function fmt(r) {
 
 async function main() {
   if (WEBHOOKS) return webhooksMain();
+  if (WORKFLOWS) return workflowsMain();
   const db = await createBenchDatabase('track');
   const api = createProject(db.url, 'bench-api');
   const base = createProject(db.url, 'bench-baseline');
@@ -351,6 +382,169 @@ async function webhooksMain() {
       }
     }
     console.log(`  webhooks queue: ${queued.waiting} jobs waiting, ${queued.delayed} delayed (no worker runs)`);
+    console.log(`  targets met: ${met ? 'yes' : 'NO'}`);
+  } finally {
+    await pool.end();
+    await app.stop();
+    await db.drop();
+    const { Redis } = require('ioredis');
+    const redis = new Redis(REDIS_URL);
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  }
+}
+
+/** The data rules of the SEGMENT_ENTRY workflows' segments (the stream's data: plan free|pro, step 0-6). */
+const SEGMENT_RULES = [
+  [{ field: 'data.plan', operator: 'equals', value: 'pro' }],
+  [{ field: 'data.step', operator: 'equals', value: 3 }],
+  [{ field: 'data.step', operator: 'greaterThanOrEqual', value: 5 }],
+  [
+    { field: 'data.plan', operator: 'equals', value: 'free' },
+    { field: 'data.step', operator: 'equals', value: 0 },
+  ],
+  [{ field: 'data.plan', operator: 'in', value: ['enterprise', 'team'] }],
+];
+
+async function workflowsMain() {
+  if (WORKFLOWS !== 'all' && WORKFLOWS !== 'event') throw new Error(`BENCH_WORKFLOWS must be all or event (got ${WORKFLOWS})`);
+  const db = await createBenchDatabase('trackwf');
+  const prefix = `mwbenchtw${process.pid}`;
+  const app = await startApp(
+    {
+      DATABASE_URL: db.url,
+      APP_ROLE: 'api',
+      QUEUE_PREFIX: prefix,
+      API_RATE_LIMIT_PER_MINUTE: '10000000',
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'info',
+    },
+    NODE_ARGS,
+  );
+  const pool = new Pool({ connectionString: db.url, max: 2 });
+  const { project, secretKey } = createProject(db.url, 'bench-workflows');
+  const call = async (method, url, body) => {
+    const res = await fetch(`${app.base}${url}`, {
+      method,
+      headers: { authorization: `Bearer ${secretKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, json: await res.json().catch(() => null) };
+  };
+  try {
+    const eventDefs = Array.from({ length: 5 }, (_, k) => ({
+      name: `Other event ${k}`,
+      enabled: true,
+      trigger: { type: 'EVENT', event: `other_event_${k}` },
+      steps: [{ type: 'UPDATE_CONTACT', data: { workflow: `event-${k}` } }],
+    }));
+    const segmentDefs = [];
+    for (const [k, conditions] of SEGMENT_RULES.entries()) {
+      const res = await call('POST', '/segments', { name: `Data rule ${k}`, condition: { logic: 'AND', conditions } });
+      if (res.status !== 201) throw new Error(`POST /segments answered ${res.status}: ${JSON.stringify(res.json)}`);
+      segmentDefs.push({
+        name: `Segment entry ${k}`,
+        enabled: true,
+        trigger: { type: 'SEGMENT_ENTRY', segmentId: res.json.data.id },
+        steps: [{ type: 'UPDATE_CONTACT', data: { workflow: `segment-${k}` } }],
+      });
+    }
+    const cases = [
+      ['none', [], { results: [] }],
+      ['event', eventDefs, { results: [] }],
+    ];
+    if (WORKFLOWS === 'all') {
+      const probe = await call('POST', '/workflows', segmentDefs[0]);
+      if (probe.status === 201) {
+        const deleted = await call('DELETE', `/workflows/${probe.json.data.id}`);
+        if (deleted.status !== 200) throw new Error(`DELETE /workflows answered ${deleted.status}: ${JSON.stringify(deleted.json)}`);
+        cases.push(['all', [...eventDefs, ...segmentDefs], { results: [] }]);
+      } else {
+        console.log(`!! a SEGMENT_ENTRY workflow was refused (${probe.status}: ${JSON.stringify(probe.json)}): measuring the EVENT workflows only`);
+      }
+    }
+
+    let live = [];
+    const setWorkflows = async (defs) => {
+      for (const id of live) {
+        const res = await call('DELETE', `/workflows/${id}`);
+        if (res.status !== 200) throw new Error(`DELETE /workflows answered ${res.status}: ${JSON.stringify(res.json)}`);
+      }
+      live = [];
+      for (const def of defs) {
+        const res = await call('POST', '/workflows', def);
+        if (res.status !== 201) throw new Error(`POST /workflows answered ${res.status}: ${JSON.stringify(res.json)}`);
+        live.push(res.json.data.id);
+      }
+      const { rows } = await pool.query(
+        `SELECT (SELECT count(*)::int FROM workflows WHERE enabled AND deleted_at IS NULL) AS workflows,
+                (SELECT count(*)::int FROM segments WHERE membership_kept_at IS NOT NULL) AS kept`,
+      );
+      return rows[0];
+    };
+    const callApi = apiCaller(app.base, secretKey);
+    const dbName = new URL(db.url).pathname.slice(1);
+    for (const [name, defs] of cases) {
+      const state = await setWorkflows(defs);
+      console.log(`  warm-up ${name}: ${state.workflows} enabled workflows, ${state.kept} kept segments`);
+      await closedLoop(CONCURRENCY, WARMUP_SECONDS, callApi);
+    }
+    await pool.query('VACUUM ANALYZE contacts');
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = cases.map((_, k) => cases[(k + round) % cases.length]);
+      for (const [name, defs, state] of order) {
+        const setup = await setWorkflows(defs);
+        await closedLoop(CONCURRENCY, 1, callApi);
+        const dirtyBefore = (await pool.query('SELECT count(*)::int AS n FROM segment_membership_dirty')).rows[0].n;
+        const apiBefore = procCpuSeconds(app.child.pid);
+        const pgBefore = postgresCpuSeconds(dbName);
+        const r = await closedLoop(CONCURRENCY, CASE_SECONDS, callApi);
+        r.apiUs = ((procCpuSeconds(app.child.pid) - apiBefore) / r.requests) * 1e6;
+        r.pgUs = (backendsDelta(pgBefore, postgresCpuSeconds(dbName)) / r.requests) * 1e6;
+        r.dirty = (await pool.query('SELECT count(*)::int AS n FROM segment_membership_dirty')).rows[0].n - dirtyBefore;
+        state.results.push(r);
+        console.log(
+          `  round ${round + 1}  ${name.padEnd(6)} (${String(setup.workflows).padStart(2)} workflows, ${setup.kept} kept segments) ${fmt(r)}  ` +
+            `CPU/request: API ${r.apiUs.toFixed(0)} us, postgres ${r.pgUs.toFixed(0)} us; ${r.dirty} dirty rows`,
+        );
+      }
+    }
+    await setWorkflows([]);
+    const { rows: counts } = await pool.query(
+      `SELECT (SELECT count(*)::int FROM workflow_executions) AS executions, (SELECT count(*)::int FROM segment_membership_dirty) AS dirty,
+              (SELECT count(*)::int FROM contacts) AS contacts`,
+    );
+    const median = (values) => {
+      const sorted = [...values].sort((a, b) => a - b);
+      const mid = Math.floor(sorted.length / 2);
+      return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+    };
+    const pick = (results, key) => results.map((r) => r[key]);
+    console.log(
+      `\nPOST /v1/track with enabled workflows, ${CONCURRENCY} concurrent, ${ROUNDS} rounds x ${CASE_SECONDS}s per case, ${EMAILS} distinct emails (medians over the rounds)`,
+    );
+    const none = cases[0][2];
+    let met = true;
+    for (const [name, defs, state] of cases) {
+      const rates = pick(state.results, 'perSecond');
+      const ratios = rates.map((rate, round) => rate / none.results[round].perSecond);
+      const ratio = median(ratios);
+      if (name !== 'none' && ratio < 0.7) met = false;
+      const what = name === 'none' ? 'no workflow' : name === 'event' ? '5 EVENT (other names)' : '5 EVENT + 5 SEGMENT_ENTRY';
+      console.log(
+        `  ${name.padEnd(6)} ${what.padEnd(26)} ${median(rates).toFixed(0).padStart(6)} req/s (${Math.min(...rates).toFixed(0)}-${Math.max(...rates).toFixed(0)})  ` +
+          `p50 ${median(pick(state.results, 'p50')).toFixed(1)} ms  p99 ${median(pick(state.results, 'p99')).toFixed(1)} ms  ` +
+          `CPU/request API ${median(pick(state.results, 'apiUs')).toFixed(0)} us postgres ${median(pick(state.results, 'pgUs')).toFixed(0)} us` +
+          (name === 'none'
+            ? ''
+            : `  ${(ratio * 100).toFixed(1)}% of none (${(Math.min(...ratios) * 100).toFixed(0)}-${(Math.max(...ratios) * 100).toFixed(0)}%; target >= 70%)`) +
+          `  [${defs.length} workflows]`,
+      );
+    }
+    console.log(
+      `  afterwards: ${counts[0].executions} executions (none expected), ${counts[0].dirty} dirty rows left for the evaluator (no worker runs), ${counts[0].contacts} contacts`,
+    );
+    if (!cases.some(([name]) => name === 'all') && WORKFLOWS === 'all') console.log('  SEGMENT_ENTRY case NOT measured (see above)');
     console.log(`  targets met: ${met ? 'yes' : 'NO'}`);
   } finally {
     await pool.end();
