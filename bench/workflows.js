@@ -47,8 +47,13 @@
  *     answer arrived to its execution's first step record's started_at
  *     (Postgres clock, same machine). Printed: p50, p99, max, and the same
  *     from the execution's created_at (the track's transaction) to the
- *     first step. Target: p99 < 1 s. The workflow (its own event name):
- *     by default `entry`, whose only step is a DELAY of 1 hour (the first
+ *     first step; the HTTP answer times too (the client keeps at most 64
+ *     requests in flight, over kept-alive connections: when answers take
+ *     longer than 128 ms, requests wait in the client and that wait is in
+ *     the HTTP figure; a pool of 1,024 sockets instead opened hundreds of
+ *     connections at once and put 11 s in the HTTP tail, presumably SYN
+ *     retries on the listen backlog). Target: p99 < 1 s. The workflow (its
+ *     own event name): by default `entry`, whose only step is a DELAY of 1 hour (the first
  *     step record is written and nothing more runs during the bench: one job
  *     per track, what starting an execution costs when the engine is not
  *     also busy with later steps); BENCH_LATENCY=four measures instead a copy
@@ -61,8 +66,8 @@
  * and the shared redis-server (less sensitive to the machine's other load
  * than the rate); the sink's count of delivered messages.
  *
- *   npm run bench:workflows                       (builds first)
- *   BENCH_DIST=var/bench-dist node bench/workflows.js   (a private build)
+ *   npm run bench:workflows                       (builds first; about 5 minutes here at ~190 steps/s)
+ *   BENCH_DIST=$PWD/var/bench-dist node bench/workflows.js   (a private build; an absolute path)
  *   BENCH_EXECUTIONS=2000 BENCH_LATENCY=none node bench/workflows.js
  *   BENCH_RATE=14 ...          (the worker's EMAIL_RATE_PER_SECOND; default lifted, as bench/delivery.js)
  *   BENCH_PROFILE=var/prof ... (the worker writes a V8 CPU profile of the steps phase only, from the
@@ -70,13 +75,16 @@
  *                               file, preloaded into the worker with --require, starts and stops the
  *                               inspector's profiler on SIGWINCH; open the .cpuprofile in Chrome DevTools.
  *                               Beside it, worker-<pid>.commands.json counts every Postgres statement
- *                               (by text) and Redis command the worker sent meanwhile, and, if callers
- *                               waited > 10 s for a pool connection, worker-<pid>.pool-waiters.txt
- *                               has their stacks. The counting costs the worker a few per cent.)
+ *                               (by text) and Redis command the worker sent meanwhile (the counting
+ *                               costs the worker about 1.5 %); with BENCH_POOL_WAITERS=1 too, callers
+ *                               that waited > 10 s for a pool connection have their stacks in
+ *                               worker-<pid>.pool-waiters.txt.)
  *
- * When no step finishes for BENCH_STALL_SECONDS (default 30), the bench stops and prints what the
- * worker's Postgres connections are doing and where its active jobs' executions are (a pool starved by
- * transactions waiting for a second connection wedged the worker before 5a284b2).
+ * When no step record is written or finished for BENCH_STALL_SECONDS
+ * (default 30), the bench stops and prints what the worker's Postgres
+ * connections are doing and where its active jobs' executions are (a pool
+ * starved by transactions waiting for a second connection wedged the worker
+ * before 5a284b2: all 20 connections idle in transaction).
  */
 const http = require('node:http');
 const { fork, spawn } = require('node:child_process');
@@ -278,7 +286,7 @@ async function main() {
     const bootAt = Date.now();
     const profileArgs = PROFILE_DIR ? ['--require', __filename] : [];
     worker = startWorker(
-      { ...common, APP_ROLE: 'worker', SMTP_URL: `smtp://127.0.0.1:${sink.port}`, EMAIL_RATE_PER_SECOND: String(RATE), ...(PROFILE_DIR ? { BENCH_PROFILE_DIR: PROFILE_DIR } : {}) },
+      { ...common, APP_ROLE: 'worker', SMTP_URL: `smtp://127.0.0.1:${sink.port}`, EMAIL_RATE_PER_SECOND: String(RATE), ...(PROFILE_DIR ? { BENCH_PROFILE_DIR: PROFILE_DIR, BENCH_POOL_WAITERS: process.env.BENCH_POOL_WAITERS || '' } : {}) },
       [...NODE_ARGS, ...profileArgs],
     );
     const snapshot = () => ({
@@ -290,7 +298,7 @@ async function main() {
     });
     let first = null;
     let progressAt = Date.now();
-    let lastSteps = -1;
+    let lastProgress = -1;
     let lastChangeAt = Date.now();
     let lastChangeCpu = 0;
     const deadline = Date.now() + 20 * 60_000;
@@ -300,19 +308,22 @@ async function main() {
       } = await pg.query(
         `SELECT count(*) FILTER (WHERE status = 'COMPLETED')::int AS completed,
                 count(*) FILTER (WHERE status NOT IN ('RUNNING', 'WAITING', 'COMPLETED'))::int AS other,
-                (SELECT count(*)::int FROM workflow_execution_steps WHERE finished_at IS NOT NULL) AS steps
+                (SELECT count(*)::int FROM workflow_execution_steps WHERE finished_at IS NOT NULL) AS steps,
+                (SELECT count(*)::int FROM workflow_execution_steps) AS records
            FROM workflow_executions WHERE workflow_id = $1`,
         [workflow.id],
       );
-      const started = p.steps > 0;
+      const started = p.records > 0;
+      // Progress: a step record written (a DELAY's first job writes one, WAITING) or finished.
+      const progress = p.records + p.steps;
       if (!first && started) {
         first = snapshot();
         if (PROFILE_DIR) process.kill(worker.pid, 'SIGWINCH'); // start the profile
       }
       if (p.completed + p.other >= EXECUTIONS) break;
       if (Date.now() > deadline) throw new Error(`only ${p.completed} executions COMPLETED (${p.other} otherwise ended)`);
-      if (p.steps !== lastSteps) {
-        lastSteps = p.steps;
+      if (progress !== lastProgress) {
+        lastProgress = progress;
         lastChangeAt = Date.now();
         lastChangeCpu = procCpuSeconds(worker.pid);
       } else if (started && Date.now() - lastChangeAt > STALL_MS) {
@@ -322,7 +333,10 @@ async function main() {
             WHERE datname = current_database() AND application_name = 'mailwright' GROUP BY 1, 2 ORDER BY 3 DESC`,
         );
         const c = await queue.getJobCounts('waiting', 'active', 'delayed');
-        console.log(`  !! no step finished for ${STALL_MS / 1000} s (${p.steps} step records, ${p.completed} executions COMPLETED); queue ${JSON.stringify(c)}`);
+        console.log(
+          `  !! no step record written or finished for ${STALL_MS / 1000} s (${p.records} step records, ${p.steps} finished, ` +
+            `${p.completed} executions COMPLETED); queue ${JSON.stringify(c)}`,
+        );
         console.log(
           `     worker meanwhile: ${(procCpuSeconds(worker.pid) - lastChangeCpu).toFixed(1)} CPU seconds, ${procStatus(worker.pid)}; ` +
             `machine load ${readFileSync('/proc/loadavg', 'utf8').trim()}`,
@@ -444,9 +458,9 @@ async function main() {
     console.log(`  ratio service/baseline:        ${(ratio * 100).toFixed(1)}%  (target >= 40%: ${ratio >= 0.4 ? 'met' : 'MISSED'})`);
     for (const l of latencies) {
       console.log(
-        `  entry latency, ${l.label.padEnd(17)} ${l.sent} tracks at ${l.rate.toFixed(0)}/s: answer -> first step p50 ${l.p50.toFixed(0)} ms, p99 ${l.p99.toFixed(0)} ms, ` +
+        `  entry latency, ${l.label.padEnd(17)} ${l.sent} tracks at ${l.rate.toFixed(0)}/s (HTTP p99 ${l.httpP99.toFixed(0)} ms): answer -> first step p50 ${l.p50.toFixed(0)} ms, p99 ${l.p99.toFixed(0)} ms, ` +
           `max ${l.max.toFixed(0)} ms (created_at -> first step p50 ${l.createdP50.toFixed(0)} ms, p99 ${l.createdP99.toFixed(0)} ms); ` +
-          `${l.missing ? `${l.missing} without a step record! ` : ''}target p99 < 1 s: ${l.p99 < 1000 && !l.missing ? 'met' : 'MISSED'}`,
+          `worker started ${l.startedRate.toFixed(0)}/s; ${l.missing ? `${l.missing} without a step record! ` : ''}target p99 < 1 s: ${l.p99 < 1000 && !l.missing ? 'met' : 'MISSED'}`,
       );
     }
   } finally {
@@ -484,6 +498,7 @@ async function main() {
     const event = w.trigger.event;
     console.log(`entry latency (${label}): ${total} POST /v1/track {event: '${event}'}, new contacts, open loop at ${LATENCY_RATE}/s ...`);
     const answeredAt = new Array(total);
+    const httpMs = [];
     const inFlight = [];
     let errors = 0;
     const start = performance.now() + 50;
@@ -493,9 +508,11 @@ async function main() {
       const due = Math.min(total, Math.floor(((now - start) / 1000) * LATENCY_RATE) + 1);
       for (; sent < due; sent++) {
         const i = sent;
+        const sentAt = performance.timeOrigin + performance.now();
         inFlight.push(
           track(agent, api.base, secretKey, { email: `${event}-${i}@bench.example`, event, data: { n: i } }).then(
             ({ status, at }) => {
+              httpMs.push(at - sentAt);
               if (status === 200) answeredAt[i] = at;
               else errors++;
             },
@@ -505,8 +522,9 @@ async function main() {
       }
       await sleep(1);
     }
+    const sendSeconds = (performance.now() - start) / 1000;
     await Promise.all(inFlight);
-    const elapsed = (performance.now() - start) / 1000;
+    httpMs.sort((a, b) => a - b);
     // Every execution has its first step record (or give up after 120 s).
     const until = Date.now() + 120_000;
     let rows;
@@ -535,10 +553,16 @@ async function main() {
     }
     fromAnswer.sort((a, b) => a - b);
     fromCreated.sort((a, b) => a - b);
+    const stepTimes = rows.filter((r) => r.stepMs !== null).map((r) => Number(r.stepMs));
+    // How fast the worker started executions meanwhile (below the sending rate: a backlog built up).
+    const startedRate = stepTimes.length / ((Math.max(...stepTimes) - Math.min(...stepTimes)) / 1000);
     const result = {
       label,
       sent: total,
-      rate: total / elapsed,
+      rate: total / sendSeconds,
+      startedRate,
+      httpP50: percentile(httpMs, 50),
+      httpP99: percentile(httpMs, 99),
       errors,
       missing,
       p50: percentile(fromAnswer, 50),
@@ -548,8 +572,9 @@ async function main() {
       createdP99: percentile(fromCreated, 99),
     };
     console.log(
-      `  sent at ${result.rate.toFixed(0)}/s (${errors} errors); answer -> first step: p50 ${result.p50.toFixed(0)} ms, p99 ${result.p99.toFixed(0)} ms, max ${result.max.toFixed(0)} ms, ` +
+      `  sent at ${result.rate.toFixed(0)}/s (${errors} errors; HTTP answer p50 ${result.httpP50.toFixed(1)} ms, p99 ${result.httpP99.toFixed(1)} ms); answer -> first step: p50 ${result.p50.toFixed(0)} ms, p99 ${result.p99.toFixed(0)} ms, max ${result.max.toFixed(0)} ms, ` +
         `${fromAnswer.filter((v) => v < 0).length} negative; created_at -> first step p50 ${result.createdP50.toFixed(0)} ms, p99 ${result.createdP99.toFixed(0)} ms` +
+        `; the worker started ${startedRate.toFixed(0)} executions/s` +
         (missing ? `; ${missing} executions without a step record after 120 s` : ''),
     );
     return result;
@@ -717,35 +742,7 @@ function installProfiler(dir) {
     if (running && typeof text === 'string') count(counts.postgres, text.slice(0, 200).replace(/\s+/g, ' ').trim().slice(0, 110));
     return query.call(this, config, ...rest);
   };
-  // Callers waiting more than 10 s for a pool connection (a pool starved by transactions that need a
-  // second connection): their stacks are written to worker-<pid>.pool-waiters.txt every 5 s.
-  const waiters = new Map();
-  const connect = pg.Pool.prototype.connect;
-  Error.stackTraceLimit = Math.max(Error.stackTraceLimit, 30);
-  pg.Pool.prototype.connect = function (callback) {
-    // Only a caller that will have to wait (no idle connection, the pool full) pays for a stack.
-    if (this.idleCount > 0 || this.totalCount < this.options.max) return connect.call(this, callback);
-    const token = {};
-    waiters.set(token, { at: Date.now(), stack: new Error('waiting for a pool connection').stack });
-    if (typeof callback === 'function') {
-      return connect.call(this, (...args) => {
-        waiters.delete(token);
-        return callback(...args);
-      });
-    }
-    return connect.call(this).finally(() => waiters.delete(token));
-  };
-  setInterval(() => {
-    const old = [...waiters.values()].filter((w) => Date.now() - w.at > 10_000);
-    if (old.length === 0) return;
-    const byStack = new Map();
-    for (const w of old) byStack.set(w.stack, (byStack.get(w.stack) || 0) + 1);
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(
-      join(dir, `worker-${process.pid}.pool-waiters.txt`),
-      [...byStack].map(([stack, n]) => `${n} waiting:\n${stack}\n`).join('\n'),
-    );
-  }, 5_000).unref();
+  if (process.env.BENCH_POOL_WAITERS === '1') recordPoolWaiters(pg, dir);
   const { Redis } = require('ioredis');
   const sendCommand = Redis.prototype.sendCommand;
   Redis.prototype.sendCommand = function (command, ...rest) {
@@ -769,6 +766,43 @@ function installProfiler(dir) {
       renameSync(`${file}.tmp`, file);
     });
   });
+}
+
+/**
+ * BENCH_POOL_WAITERS=1 (with BENCH_PROFILE): callers waiting more than 10 s for a pool connection (a
+ * pool starved by transactions that need a second connection) have their stacks written to
+ * worker-<pid>.pool-waiters.txt every 5 s. Off by default: capturing a stack whenever the pool is
+ * momentarily full (often, at 32 jobs on 20 connections) costs the worker about 3 %.
+ */
+function recordPoolWaiters(pg, dir) {
+  const waiters = new Map();
+  const connect = pg.Pool.prototype.connect;
+  Error.stackTraceLimit = Math.max(Error.stackTraceLimit, 30);
+  pg.Pool.prototype.connect = function (callback) {
+    // Only a caller that will have to wait (no idle connection, the pool full) pays for a stack.
+    if (this.idleCount > 0 || this.totalCount < this.options.max) return connect.call(this, callback);
+    const token = {};
+    // The Error's frames are captured now; formatting them (the costly part) waits until they are written.
+    waiters.set(token, { at: Date.now(), error: new Error('waiting for a pool connection') });
+    if (typeof callback === 'function') {
+      return connect.call(this, (...args) => {
+        waiters.delete(token);
+        return callback(...args);
+      });
+    }
+    return connect.call(this).finally(() => waiters.delete(token));
+  };
+  setInterval(() => {
+    const old = [...waiters.values()].filter((w) => Date.now() - w.at > 10_000);
+    if (old.length === 0) return;
+    const byStack = new Map();
+    for (const w of old) byStack.set(w.error.stack, (byStack.get(w.error.stack) || 0) + 1);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, `worker-${process.pid}.pool-waiters.txt`),
+      [...byStack].map(([stack, n]) => `${n} waiting:\n${stack}\n`).join('\n'),
+    );
+  }, 5_000).unref();
 }
 
 if (require.main !== module) {
