@@ -57,10 +57,23 @@ export class WebhookDelivery extends BaseEntity {
   @Column({ type: 'timestamptz', nullable: true })
   lastAttemptAt: Date | null;
 
-  /** Partial index (WHERE status = 'PENDING', hand-written in the migration) for the dispatch sweep. */
+  /**
+   * Partial index (endpoint_id, next_attempt_at) WHERE status = 'PENDING',
+   * hand-written in the migrations: the claim's exact order (no sort, whatever
+   * the statistics say) and the dispatch sweep's one probe per endpoint.
+   */
   @Index('webhook_deliveries_pending_idx', { synchronize: false })
   @Column({ type: 'timestamptz', nullable: true, default: () => 'now()' })
   nextAttemptAt: Date | null;
+
+  /**
+   * A worker holds the delivery for an attempt until then (the claim): not
+   * indexed, so the claim is a HOT update (the table keeps room for one on
+   * each page, fillfactor 70, migration WebhookClaimLease) and writes no
+   * index entry; an attempt's recording clears it.
+   */
+  @Column({ type: 'timestamptz', nullable: true })
+  leasedUntil: Date | null;
 
   /** Manual retries so far: part of the job id, so a retried delivery gets a new job. */
   @Column({ type: 'int', default: 0 })

@@ -60,7 +60,7 @@ interface Drain {
 
 /**
  * Drains an endpoint's due deliveries: claims them in batches (one
- * statement, `FOR UPDATE SKIP LOCKED`, a lease on next_attempt_at), keeps at
+ * statement, `FOR UPDATE SKIP LOCKED`, a lease in leased_until), keeps at
  * most PER_ENDPOINT_IN_FLIGHT attempts in flight to it (WEBHOOK_CONCURRENCY
  * in the process), and records the outcomes in one statement per batch with
  * the endpoint's failing streak. Each attempt is the Standard Webhooks

@@ -96,33 +96,46 @@ export class WebhooksRepository {
     );
   }
 
-  /** PENDING deliveries whose attempt is overdue by more than `graceMs` (their job was lost), oldest first. */
+  /**
+   * For each endpoint (at most `limit`) with a PENDING delivery overdue by
+   * more than `graceMs` (its job was lost, or its claim's lease is over), the
+   * oldest such delivery: waking the endpoint's drain sends them all. One
+   * probe of the pending index per endpoint, whatever the backlog.
+   */
   overdue(manager: EntityManager, graceMs: number, limit: number): Promise<PendingDelivery[]> {
     return queryRows<PendingDelivery>(
       manager,
-      `SELECT ${PENDING_COLUMNS} FROM webhook_deliveries
-        WHERE status = 'PENDING' AND next_attempt_at < now() - make_interval(secs => $1::double precision / 1000)
-        ORDER BY next_attempt_at LIMIT $2`,
+      `SELECT d.*
+         FROM webhook_endpoints w
+         CROSS JOIN LATERAL (
+           SELECT ${PENDING_COLUMNS} FROM webhook_deliveries
+            WHERE endpoint_id = w.id AND status = 'PENDING'
+              AND next_attempt_at < now() - make_interval(secs => $1::double precision / 1000)
+              AND (leased_until IS NULL OR leased_until < now() - make_interval(secs => $1::double precision / 1000))
+            ORDER BY next_attempt_at LIMIT 1
+         ) d
+        ORDER BY d."nextAttemptAt" LIMIT $2`,
       [graceMs, limit],
     );
   }
 
   /**
    * Claims up to `limit` due PENDING deliveries of one endpoint (the oldest
-   * first; rows another worker holds are skipped) by moving their
-   * next_attempt_at `leaseMs` ahead: a worker that dies with them leaves rows
-   * the dispatch sweep finds overdue once the lease is over. One statement,
-   * with what the attempts need (body, attempt count, target, secret).
+   * first; rows another worker holds or has leased are skipped) by leasing
+   * them for `leaseMs` (leased_until, not indexed: a HOT update that writes
+   * no index entry): a worker that dies with them leaves rows the dispatch
+   * sweep finds overdue once the lease is over. One statement, with what the
+   * attempts need (body, attempt count, target, secret).
    */
   claimDue(manager: EntityManager, endpointId: string, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
     return queryRows<ClaimedDelivery>(
       manager,
       `WITH due AS (
          SELECT id FROM webhook_deliveries
-          WHERE endpoint_id = $1 AND status = 'PENDING' AND next_attempt_at <= now()
+          WHERE endpoint_id = $1 AND status = 'PENDING' AND next_attempt_at <= now() AND (leased_until IS NULL OR leased_until <= now())
           ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
        )
-       UPDATE webhook_deliveries d SET next_attempt_at = now() + make_interval(secs => $3::double precision / 1000)
+       UPDATE webhook_deliveries d SET leased_until = now() + make_interval(secs => $3::double precision / 1000)
          FROM due, webhook_endpoints w
         WHERE d.id = due.id AND w.id = d.endpoint_id
        RETURNING d.id, d.project_id AS "projectId", d.endpoint_id AS "endpointId", d.payload, d.attempts, d.retries,
@@ -153,7 +166,8 @@ export class WebhooksRepository {
        ), rec AS (
          UPDATE webhook_deliveries d
             SET status = u.status::webhook_delivery_status, attempts = d.attempts + 1, response_status = u.response_status,
-                last_error = u.last_error, last_attempt_at = now(), next_attempt_at = u.next_attempt_at, updated_at = now()
+                last_error = u.last_error, last_attempt_at = now(), next_attempt_at = u.next_attempt_at, leased_until = NULL,
+                updated_at = now()
            FROM u
           WHERE d.id = u.id AND d.status = 'PENDING' AND d.attempts = u.attempts AND d.retries = u.retries
          RETURNING d.id, d.endpoint_id, d.retries, d.attempts, d.next_attempt_at, d.status
@@ -224,7 +238,7 @@ export class WebhooksRepository {
   async retryDelivery(manager: EntityManager, id: string): Promise<WebhookDelivery> {
     await queryRows(
       manager,
-      `UPDATE webhook_deliveries SET status = 'PENDING', attempts = 0, next_attempt_at = now(), retries = retries + 1, updated_at = now() WHERE id = $1`,
+      `UPDATE webhook_deliveries SET status = 'PENDING', attempts = 0, next_attempt_at = now(), leased_until = NULL, retries = retries + 1, updated_at = now() WHERE id = $1`,
       [id],
     );
     return (await manager.findOne(WebhookDelivery, { where: { id } })) as WebhookDelivery;
