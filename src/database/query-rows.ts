@@ -20,3 +20,25 @@ export async function queryRows<T>(
   }
   return result as T[];
 }
+
+/**
+ * The same as queryRows for a hot statement, as a named prepared statement:
+ * parsed and planned once per connection instead of on every call (for the
+ * webhook claim, planning was half of the statement's time). `name` must be
+ * unique to `text`. Inside a transaction it runs on the transaction's
+ * connection.
+ */
+export async function preparedRows<T>(manager: EntityManager, name: string, text: string, params: unknown[] = []): Promise<T[]> {
+  const query = { name, text, values: params };
+  const runner = manager.queryRunner;
+  if (runner && !runner.isReleased) {
+    const client = (await runner.connect()) as PgQueryable;
+    return (await client.query(query)).rows as T[];
+  }
+  const pool = (manager.connection.driver as unknown as { master: PgQueryable }).master;
+  return (await pool.query(query)).rows as T[];
+}
+
+interface PgQueryable {
+  query(query: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+}

@@ -111,9 +111,9 @@ export function campaignJobId(campaignId: string): string {
 /**
  * QUEUES.WEBHOOKS: a DELIVER job wakes its endpoint's drain in the worker that
  * takes it (the drain claims due deliveries of that endpoint in batches and
- * records them in batches; see WebhookSender); job id webhookJobId(delivery) of
- * the delivery that caused it, deterministic from the row's state, and one
- * delayed job per later attempt. DISPATCH is the sweep (the queue's recovery
+ * records them in batches; see WebhookSender): webhookDueJobId for deliveries
+ * due now, and one delayed job per later attempt (webhookJobId, deterministic
+ * from the row's state). DISPATCH is the sweep (the queue's recovery
  * job), the path that makes the outbox lossless.
  */
 export const WEBHOOK_JOBS = {
@@ -131,9 +131,22 @@ export type WebhookQueueJob =
   | Job<WebhookJobData, unknown, typeof WEBHOOK_JOBS.DELIVER>
   | Job<RecoveryJobData, unknown, typeof WEBHOOK_JOBS.DISPATCH>;
 
-/** `webhook-<delivery>-<manual retries>-<attempts made>`: a new id per attempt and per manual retry. */
+/** `webhook-<delivery>-<manual retries>-<attempts made>`: a later attempt's delayed job, a new id per attempt and per manual retry. */
 export function webhookJobId(delivery: { id: string; retries: number; attempts: number }): string {
   return `webhook-${delivery.id}-${delivery.retries}-${delivery.attempts}`;
+}
+
+/**
+ * `webhook-due-<endpoint>-<second>`: the job that wakes an endpoint's drain
+ * for deliveries due now, one per endpoint per second whichever process adds
+ * it (a burst of events was one job per 5 ms dispatch batch, each costing the
+ * worker a job's round trips only to join the running drain). A job added
+ * while one of the same second is still active is dropped: the running drain
+ * claims until nothing is due, so only a delivery committed in its last
+ * moments (after its final claim) waits for the next job or the sweep (10 s).
+ */
+export function webhookDueJobId(endpointId: string, now = Date.now()): string {
+  return `webhook-due-${endpointId}-${Math.floor(now / 1000)}`;
 }
 
 /**

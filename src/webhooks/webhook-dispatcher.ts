@@ -4,7 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
 import type { DataSource } from 'typeorm';
 import { EventHooks, EventRecordedListener, RecordedEvent } from '../events/event-hooks';
-import { WEBHOOK_JOBS, WebhookJobData, webhookJobId } from '../queue/jobs';
+import { WEBHOOK_JOBS, WebhookJobData, webhookDueJobId, webhookJobId } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
 import { eventMatches, isDeliverable } from './webhook-events';
 import { PendingDelivery, WebhooksRepository } from './webhooks.repository';
@@ -69,9 +69,8 @@ export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
 
   /**
    * Wakes the drains of these deliveries' endpoints: one job per endpoint for
-   * the deliveries due now (its id that of the first one's attempt), one
-   * delayed job per later attempt (the id of that attempt). An existing job
-   * id is left alone.
+   * the deliveries due now (webhookDueJobId), one delayed job per later
+   * attempt (the id of that attempt). An existing job id is left alone.
    */
   async enqueue(deliveries: PendingDelivery[]): Promise<void> {
     if (deliveries.length === 0) return;
@@ -87,7 +86,7 @@ export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
       name: WEBHOOK_JOBS.DELIVER,
       data: { deliveryId: d.id, endpointId: d.endpointId },
       opts: {
-        jobId: webhookJobId(d),
+        jobId: delay > 0 ? webhookJobId(d) : webhookDueJobId(d.endpointId, now),
         delay,
         // Nothing kept: a job that failed (the database was down) must not block the sweep from adding it again.
         removeOnComplete: true,

@@ -22,15 +22,23 @@ export const WEBHOOK_CONCURRENCY = 64;
 /** An endpoint whose every attempt has failed this long is disabled. */
 export const DISABLE_AFTER_FAILING_MS = 3 * 24 * 3600 * 1000;
 /**
- * How long a claimed delivery is held by its worker: at most one attempt
- * waiting in the claim buffer (10 s), its own attempt (10 s), the recording.
- * A worker that dies leaves its claimed rows to the dispatch sweep after it.
+ * How long a claimed delivery is held by its worker. A claimed row whose
+ * attempt could not end within the lease (it waited behind slow attempts) is
+ * not started but left to lapse (see LEASE_MARGIN_MS). A worker that dies
+ * leaves its claimed rows to the dispatch sweep after it.
  */
 export const CLAIM_LEASE_MS = 30_000;
-/** Claimed deliveries waiting for a slot, per endpoint: the next attempts start without a round trip. */
-const CLAIM_AHEAD = PER_ENDPOINT_IN_FLIGHT;
+/** Started only with this much of its lease left: the attempt (10 s) and its recording. */
+const LEASE_MARGIN_MS = WEBHOOK_TIMEOUT_MS + 5_000;
+/**
+ * Claimed deliveries waiting for a slot, per endpoint: the next attempts
+ * start without a round trip, and a claim is one statement for many rows
+ * (bench:webhooks: per-statement costs, in Postgres and in the client's
+ * socket writes, were most of the database's share).
+ */
+const CLAIM_AHEAD = 4 * PER_ENDPOINT_IN_FLIGHT;
 /** Outcomes recorded together: at least this many, or whatever waited FLUSH_AFTER_MS, or all when nothing else is in flight. */
-const FLUSH_AT = 16;
+const FLUSH_AT = 48;
 const FLUSH_AFTER_MS = 20;
 const RESPONSE_BYTES = 1024;
 
@@ -47,6 +55,8 @@ interface Drain {
   /** The last claim got fewer rows than it asked for. */
   exhausted: boolean;
   claimed: ClaimedDelivery[];
+  /** When the oldest claims' leases end, by claim: [until, rows left of that claim]. */
+  leases: Array<[number, number]>;
   inFlight: number;
   results: Result[];
   claiming: boolean;
@@ -109,6 +119,7 @@ export class WebhookSender implements OnModuleDestroy {
       again: true,
       exhausted: false,
       claimed: [],
+      leases: [],
       inFlight: 0,
       results: [],
       claiming: false,
@@ -134,7 +145,12 @@ export class WebhookSender implements OnModuleDestroy {
       const failed = d.error !== null || this.stopping;
       if (!failed) {
         while (d.claimed.length > 0 && d.inFlight < PER_ENDPOINT_IN_FLIGHT && this.inFlight < WEBHOOK_CONCURRENCY) {
-          this.start(d, d.claimed.shift() as ClaimedDelivery);
+          const row = d.claimed.shift() as ClaimedDelivery;
+          const lease = d.leases[0];
+          if (--lease[1] === 0) d.leases.shift();
+          // Waited too long behind slow attempts: the lease lapses and the sweep wakes the endpoint again.
+          if (Date.now() + LEASE_MARGIN_MS > lease[0]) continue;
+          this.start(d, row);
         }
         const want = PER_ENDPOINT_IN_FLIGHT + CLAIM_AHEAD - d.inFlight - d.claimed.length;
         const idle = d.inFlight === 0 && d.claimed.length === 0;
@@ -158,11 +174,13 @@ export class WebhookSender implements OnModuleDestroy {
   private claim(endpointId: string, d: Drain, want: number): void {
     d.claiming = true;
     d.again = false;
+    const until = Date.now() + CLAIM_LEASE_MS;
     this.repository
       .claimDue(this.dataSource.manager, endpointId, want, CLAIM_LEASE_MS)
       .then(
         (rows) => {
           d.claimed.push(...rows);
+          if (rows.length > 0) d.leases.push([until, rows.length]);
           d.exhausted = rows.length < want;
         },
         (error) => {

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { keysetRows } from '../database/keyset-rows';
-import { queryRows } from '../database/query-rows';
+import { preparedRows, queryRows } from '../database/query-rows';
 import { WebhookDelivery, WebhookDeliveryStatus } from './webhook-delivery.entity';
 import { WebhookEndpoint } from './webhook-endpoint.entity';
 
@@ -128,8 +128,9 @@ export class WebhooksRepository {
    * attempts need (body, attempt count, target, secret).
    */
   claimDue(manager: EntityManager, endpointId: string, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
-    return queryRows<ClaimedDelivery>(
+    return preparedRows<ClaimedDelivery>(
       manager,
+      'webhook-claim',
       `WITH due AS (
          SELECT id FROM webhook_deliveries
           WHERE endpoint_id = $1 AND status = 'PENDING' AND next_attempt_at <= now() AND (leased_until IS NULL OR leased_until <= now())
@@ -158,8 +159,9 @@ export class WebhooksRepository {
     endpointEnabled: boolean,
     attempts: Array<{ id: string; attempts: number; retries: number; outcome: AttemptOutcome }>,
   ): Promise<{ rows: Array<PendingDelivery & { status: WebhookDeliveryStatus }>; failingSince: Date | null }> {
-    const rows = await queryRows<PendingDelivery & { status: WebhookDeliveryStatus; failingSince: Date | null }>(
+    const rows = await preparedRows<PendingDelivery & { status: WebhookDeliveryStatus; failingSince: Date | null }>(
       manager,
+      'webhook-record',
       `WITH u AS (
          SELECT * FROM unnest($3::uuid[], $4::int[], $5::int[], $6::text[], $7::int[], $8::text[], $9::timestamptz[])
            AS u(id, attempts, retries, status, response_status, last_error, next_attempt_at)
