@@ -28,8 +28,9 @@
  *
  * Baseline (same run, once before the worker starts and once after it has
  * stopped; the figure is the mean, as the machine is shared and its load
- * drifts): a bare node:http keep-alive loop in a child process (role
- * `baseline`) posting the same deliveries (the ids and payloads read from
+ * drifts): the issue's bare `fetch` loop (Node's built-in fetch) in a child
+ * process (role `baseline`); the same with a bare node:http keep-alive loop,
+ * a faster client, is printed beside it. Each posts the same deliveries (the ids and payloads read from
  * webhook_deliveries) to the same receiver paths, each signed at send time as
  * the service does (webhook-id / -timestamp / -signature, HMAC-SHA256 with
  * the endpoint's secret, the same headers), reading each response, with the
@@ -118,12 +119,32 @@ function runReceiver() {
 /* ------------------------------------------------------------------ baseline */
 
 function runBaseline() {
-  process.once('message', async ({ port, concurrency, secrets, deliveries }) => {
+  process.once('message', async ({ port, concurrency, secrets, deliveries, client }) => {
     // The service's client: node:http, keep-alive, maxSockets 256 (src/common/http/outbound-http.ts).
     const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
     const keys = new Map(Object.entries(secrets).map(([path, secret]) => [path, Buffer.from(secret.replace(/^whsec_/, ''), 'base64')]));
     let errors = 0;
-    const post = (d) =>
+    const headersOf = (d) => {
+      const timestamp = Math.floor(Date.now() / 1000);
+      return {
+        'content-type': 'application/json',
+        'user-agent': 'Mailwright-Webhooks/1',
+        'webhook-id': d.id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': `v1,${createHmac('sha256', keys.get(d.path)).update(`${d.id}.${timestamp}.${d.payload}`).digest('base64')}`,
+      };
+    };
+    // The issue's baseline: a bare fetch loop (Node's built-in fetch, keep-alive by default).
+    const postFetch = async (d) => {
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}${d.path}`, { method: 'POST', headers: headersOf(d), body: d.payload });
+        await res.text();
+        if (res.status < 200 || res.status >= 300) errors++;
+      } catch {
+        errors++;
+      }
+    };
+    const postHttp = (d) =>
       new Promise((resolve) => {
         const timestamp = Math.floor(Date.now() / 1000);
         const signature = `v1,${createHmac('sha256', keys.get(d.path)).update(`${d.id}.${timestamp}.${d.payload}`).digest('base64')}`;
@@ -159,6 +180,7 @@ function runBaseline() {
         });
         req.end(d.payload);
       });
+    const post = client === 'fetch' ? postFetch : postHttp;
     let next = 0;
     const started = performance.now();
     const cpuBefore = cpuSeconds();
@@ -260,15 +282,16 @@ async function main() {
     const sample = deliveries[0].payload;
 
     const toSend = deliveries.map((d) => ({ id: d.id, payload: d.payload, path: new URL(d.url).pathname }));
-    const runBaselineOnce = async (label) => {
-      console.log(`baseline ${label}: node:http keep-alive loop in a child process, ${CONCURRENCY} in flight, ${total} signed POSTs ...`);
+    const CLIENTS = { fetch: 'fetch loop (the issue\'s baseline)', http: 'node:http keep-alive loop' };
+    const runBaselineOnce = async (label, client) => {
+      console.log(`baseline ${label}: ${CLIENTS[client]} in a child process, ${CONCURRENCY} in flight, ${total} signed POSTs ...`);
       await receiver.ask('reset');
       const child = await startChild('baseline');
       const machine0 = machineCpuSeconds();
       const redis0 = redisCpuSeconds();
       const receiver0 = (await receiver.ask('stats')).cpu;
       const done = new Promise((resolve) => child.child.once('message', resolve));
-      child.child.send({ port: receiver.port, concurrency: CONCURRENCY, secrets, deliveries: toSend });
+      child.child.send({ port: receiver.port, concurrency: CONCURRENCY, secrets, deliveries: toSend, client });
       const result = await done;
       const stats = await receiver.ask('stats');
       const rate = stats.count / ((stats.lastAt - stats.firstAt) / 1000);
@@ -282,7 +305,7 @@ async function main() {
       );
       return { rate, cpu, ok: stats.count === total && result.errors === 0 && stats.badSignatures === 0 };
     };
-    const before = await runBaselineOnce('(before)');
+    const before = { fetch: await runBaselineOnce('(before)', 'fetch'), http: await runBaselineOnce('(before)', 'http') };
 
     await receiver.ask('reset');
     console.log(`service: one worker process (APP_ROLE=worker) on the pre-filled queue ...`);
@@ -329,24 +352,31 @@ async function main() {
     );
 
     await worker.stop();
-    const afterBaseline = await runBaselineOnce('(after)');
-    const baselineRate = (before.rate + afterBaseline.rate) / 2;
+    const after_ = { http: await runBaselineOnce('(after)', 'http'), fetch: await runBaselineOnce('(after)', 'fetch') };
     const serviceCpu =
       last.worker - first.worker + (last.receiver - first.receiver) + backendsDelta(first.postgres, last.postgres) + (last.redis - first.redis);
-    const baselineCpu = (before.cpu + afterBaseline.cpu) / 2;
+    const baseline = (client) => ({
+      rate: (before[client].rate + after_[client].rate) / 2,
+      cpu: (before[client].cpu + after_[client].cpu) / 2,
+      line: `mean of ${before[client].rate.toFixed(0)} before and ${after_[client].rate.toFixed(0)} after the service`,
+    });
+    const viaFetch = baseline('fetch');
+    const viaHttp = baseline('http');
 
-    const ratio = serviceRate / baselineRate;
+    const ratio = serviceRate / viaFetch.rate;
     console.log(`\n${total} deliveries to ${ENDPOINTS} endpoint(s), payload ~${Buffer.byteLength(sample)} bytes, ${CONCURRENCY} in flight`);
-    console.log(
-      `  baseline (node:http loop): ${baselineRate.toFixed(0).padStart(6)} deliveries/s (mean of ${before.rate.toFixed(0)} before and ${afterBaseline.rate.toFixed(0)} after the service)`,
-    );
+    console.log(`  baseline (fetch loop):     ${viaFetch.rate.toFixed(0).padStart(6)} deliveries/s (${viaFetch.line})`);
+    console.log(`  node:http loop:            ${viaHttp.rate.toFixed(0).padStart(6)} deliveries/s (${viaHttp.line})`);
     console.log(`  service  (worker):         ${serviceRate.toFixed(0).padStart(6)} deliveries/s`);
-    console.log(`  ratio service/baseline:    ${(ratio * 100).toFixed(1)}%  (target >= 50%)`);
-    console.log(
-      `  CPU per delivery, all processes: service ${((serviceCpu / total) * 1e6).toFixed(0)} us (worker + postgres + redis + receiver), ` +
-        `baseline ${((baselineCpu / total) * 1e6).toFixed(0)} us (sender + receiver): ratio ${((baselineCpu / serviceCpu) * 100).toFixed(1)}%`,
-    );
-    const correct = statuses.SUCCEEDED === total && after.badSignatures === 0 && before.ok && afterBaseline.ok;
+    console.log(`  ratio service/fetch loop:  ${(ratio * 100).toFixed(1)}%  (target >= 50%)`);
+    console.log(`  ratio service/node:http:   ${((serviceRate / viaHttp.rate) * 100).toFixed(1)}%  (the faster client, for reference)`);
+    for (const [name, b] of [['fetch loop', viaFetch], ['node:http loop', viaHttp]]) {
+      console.log(
+        `  CPU per delivery, all processes: service ${((serviceCpu / total) * 1e6).toFixed(0)} us (worker + postgres + redis + receiver), ` +
+          `${name} ${((b.cpu / total) * 1e6).toFixed(0)} us (sender + receiver): ratio ${((b.cpu / serviceCpu) * 100).toFixed(1)}%`,
+      );
+    }
+    const correct = statuses.SUCCEEDED === total && after.badSignatures === 0 && [before, after_].every((b) => b.fetch.ok && b.http.ok);
     console.log(`  deliveries all SUCCEEDED, signatures valid: ${correct ? 'yes' : 'NO'}`);
     console.log(`  target met:                ${ratio >= 0.5 && correct ? 'yes' : 'NO'}`);
   } finally {

@@ -122,7 +122,8 @@ export const WEBHOOK_JOBS = {
 } as const;
 
 export interface WebhookJobData {
-  deliveryId: string;
+  /** The delivery whose (later) attempt the job is for; absent on a wake-up for deliveries due now. */
+  deliveryId?: string;
   /** Lets a worker see that the endpoint has enough in flight before it loads anything. */
   endpointId: string;
 }

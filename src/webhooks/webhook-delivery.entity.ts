@@ -17,8 +17,6 @@ export enum WebhookDeliveryStatus {
  */
 @Entity('webhook_deliveries')
 @Index('webhook_deliveries_endpoint_id_id_idx', ['endpointId', 'id'])
-// The after-commit dispatch finds the deliveries of events just recorded.
-@Index('webhook_deliveries_event_id_idx', ['eventId'])
 export class WebhookDelivery extends BaseEntity {
   @Column('uuid')
   projectId: string;

@@ -7,7 +7,7 @@ import { EventHooks, EventRecordedListener, RecordedEvent } from '../events/even
 import { WEBHOOK_JOBS, WebhookJobData, webhookDueJobId, webhookJobId } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
 import { eventMatches, isDeliverable } from './webhook-events';
-import { PendingDelivery, WebhooksRepository } from './webhooks.repository';
+import { EndpointFilter, PendingDelivery, WebhooksRepository } from './webhooks.repository';
 
 /** How long a project's endpoint filters are trusted in this process (changes made here apply at once). */
 const FILTERS_TTL_MS = 5_000;
@@ -15,7 +15,7 @@ const FILTERS_TTL_MS = 5_000;
 const BATCH_WINDOW_MS = 5;
 
 /**
- * Hands deliveries to the queue right after the events that made them
+ * Wakes the endpoints' drains right after the events that made deliveries
  * commit. The rows themselves were written by the outbox trigger in the
  * event's transaction, so this is only the fast path: whatever it misses (a
  * process dying after commit, a stale filter cache) the dispatch sweep finds.
@@ -25,8 +25,9 @@ const BATCH_WINDOW_MS = 5;
 @Injectable()
 export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
   private readonly logger = new Logger(WebhookDispatcher.name);
-  private readonly filters = new Map<string, { events: string[][]; at: number }>();
-  private pendingEvents: string[] = [];
+  private readonly filters = new Map<string, { endpoints: EndpointFilter[]; at: number }>();
+  /** Endpoints to wake at the end of the current batch window. */
+  private pendingEndpoints = new Set<string>();
   private flushing: Promise<void> | null = null;
 
   constructor(
@@ -49,22 +50,48 @@ export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
     const deliverable = events.filter((e) => isDeliverable(e.name));
     if (deliverable.length === 0) return;
     const projects = await this.filtersOf([...new Set(deliverable.map((e) => e.projectId))]);
-    const matching = deliverable.filter((e) => projects.get(e.projectId)?.some((patterns) => eventMatches(patterns, e.name)));
-    if (matching.length === 0) return;
-    this.pendingEvents.push(...matching.map((e) => e.id));
+    let matched = false;
+    for (const e of deliverable) {
+      for (const endpoint of projects.get(e.projectId) ?? []) {
+        if (eventMatches(endpoint.events, e.name)) {
+          this.pendingEndpoints.add(endpoint.id);
+          matched = true;
+        }
+      }
+    }
+    if (!matched) return;
     this.flushing ??= new Promise<void>((resolve) => setTimeout(resolve, BATCH_WINDOW_MS)).then(() => this.flush());
     await this.flushing;
   }
 
   private async flush(): Promise<void> {
-    const ids = this.pendingEvents;
-    this.pendingEvents = [];
+    const endpointIds = [...this.pendingEndpoints];
+    this.pendingEndpoints = new Set();
     this.flushing = null;
     try {
-      await this.enqueue(await this.repository.pendingOfEvents(this.dataSource.manager, ids));
+      await this.wake(endpointIds);
     } catch (error) {
-      this.logger.warn({ err: error, events: ids.length }, 'could not hand webhook deliveries to the queue; the dispatch sweep will');
+      this.logger.warn({ err: error, endpoints: endpointIds.length }, 'could not wake the webhook endpoints; the dispatch sweep will');
     }
+  }
+
+  /**
+   * Wakes these endpoints' drains for deliveries due now (webhookDueJobId: one
+   * job per endpoint per second). The after-commit path: the outbox trigger
+   * wrote the rows, and the filters say which endpoints have some, so no
+   * statement is needed; a stale filter wakes a drain that finds nothing, or
+   * misses an endpoint the sweep then wakes.
+   */
+  async wake(endpointIds: string[]): Promise<void> {
+    if (endpointIds.length === 0) return;
+    const now = Date.now();
+    await this.queue.addBulk(
+      endpointIds.map((endpointId) => ({
+        name: WEBHOOK_JOBS.DELIVER,
+        data: { endpointId },
+        opts: { jobId: webhookDueJobId(endpointId, now), removeOnComplete: true, removeOnFail: true, attempts: 1 },
+      })),
+    );
   }
 
   /**
@@ -97,21 +124,21 @@ export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
     await this.queue.addBulk([...[...dueNow.values()].map((d) => job(d, 0)), ...later.map(({ d, delay }) => job(d, delay))]);
   }
 
-  private async filtersOf(projectIds: string[]): Promise<Map<string, string[][]>> {
+  private async filtersOf(projectIds: string[]): Promise<Map<string, EndpointFilter[]>> {
     const now = Date.now();
-    const out = new Map<string, string[][]>();
+    const out = new Map<string, EndpointFilter[]>();
     const missing: string[] = [];
     for (const id of projectIds) {
       const cached = this.filters.get(id);
-      if (cached && now - cached.at < FILTERS_TTL_MS) out.set(id, cached.events);
+      if (cached && now - cached.at < FILTERS_TTL_MS) out.set(id, cached.endpoints);
       else missing.push(id);
     }
     if (missing.length > 0) {
       const rows = await this.repository.filtersOf(this.dataSource.manager, missing);
       for (const id of missing) {
-        const events = rows.filter((r) => r.projectId === id).map((r) => r.events);
-        this.filters.set(id, { events, at: now });
-        out.set(id, events);
+        const endpoints = rows.filter((r) => r.projectId === id).map((r) => ({ id: r.endpointId, events: r.events }));
+        this.filters.set(id, { endpoints, at: now });
+        out.set(id, endpoints);
       }
     }
     return out;

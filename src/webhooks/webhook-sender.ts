@@ -34,11 +34,16 @@ const LEASE_MARGIN_MS = WEBHOOK_TIMEOUT_MS + 5_000;
  * Claimed deliveries waiting for a slot, per endpoint: the next attempts
  * start without a round trip, and a claim is one statement for many rows
  * (bench:webhooks: per-statement costs, in Postgres and in the client's
- * socket writes, were most of the database's share).
+ * socket writes, were most of the database's share). That many only for an
+ * endpoint that answers fast (FAST_ANSWER_MS on average); for a slow one (or
+ * one not heard from yet) one wave, so no claimed row waits behind more
+ * than one round of attempts and its lease holds.
  */
-const CLAIM_AHEAD = 4 * PER_ENDPOINT_IN_FLIGHT;
+const CLAIM_AHEAD = 8 * PER_ENDPOINT_IN_FLIGHT;
+const CLAIM_AHEAD_SLOW = PER_ENDPOINT_IN_FLIGHT;
+const FAST_ANSWER_MS = 500;
 /** Outcomes recorded together: at least this many, or whatever waited FLUSH_AFTER_MS, or all when nothing else is in flight. */
-const FLUSH_AT = 48;
+const FLUSH_AT = 96;
 const FLUSH_AFTER_MS = 20;
 const RESPONSE_BYTES = 1024;
 
@@ -66,6 +71,8 @@ interface Drain {
   wake: (() => void) | null;
   signalled: boolean;
   timer: NodeJS.Timeout | null;
+  /** Moving average of this drain's attempt durations; null before the first. */
+  averageMs: number | null;
 }
 
 /**
@@ -129,6 +136,7 @@ export class WebhookSender implements OnModuleDestroy {
       wake: null,
       signalled: false,
       timer: null,
+      averageMs: null,
     };
     this.drains.set(endpointId, d);
     try {
@@ -152,15 +160,18 @@ export class WebhookSender implements OnModuleDestroy {
           if (Date.now() + LEASE_MARGIN_MS > lease[0]) continue;
           this.start(d, row);
         }
-        const want = PER_ENDPOINT_IN_FLIGHT + CLAIM_AHEAD - d.inFlight - d.claimed.length;
-        const idle = d.inFlight === 0 && d.claimed.length === 0;
-        if (!d.claiming && (d.again || !d.exhausted) && want >= (idle ? 1 : CLAIM_AHEAD / 2)) this.claim(endpointId, d, want);
       }
-      if (!d.flushing && d.results.length > 0) {
-        const due = d.results.length >= FLUSH_AT || d.inFlight === 0 || failed || Date.now() - d.results[0].at >= FLUSH_AFTER_MS;
-        if (due) this.flush(endpointId, d);
-        else if (!d.timer) d.timer = setTimeout(() => ((d.timer = null), signal(d)), FLUSH_AFTER_MS);
-      }
+      const ahead = d.averageMs !== null && d.averageMs < FAST_ANSWER_MS ? CLAIM_AHEAD : CLAIM_AHEAD_SLOW;
+      const want = PER_ENDPOINT_IN_FLIGHT + ahead - d.inFlight - d.claimed.length;
+      const mayClaim = !failed && !d.claiming && (d.again || !d.exhausted) && want > 0;
+      const flushDue =
+        !d.flushing &&
+        d.results.length > 0 &&
+        (d.results.length >= FLUSH_AT || d.inFlight === 0 || failed || Date.now() - d.results[0].at >= FLUSH_AFTER_MS);
+      // The next claim rides on the recording's statement; alone only when the next wave is short of rows.
+      if (flushDue) this.flush(endpointId, d, mayClaim ? want : 0);
+      else if (mayClaim && d.claimed.length < PER_ENDPOINT_IN_FLIGHT) this.flushOrClaim(endpointId, d, [], want);
+      if (!d.flushing && d.results.length > 0 && !d.timer) d.timer = setTimeout(() => ((d.timer = null), signal(d)), FLUSH_AFTER_MS);
       const quiet = !d.claiming && !d.flushing && d.inFlight === 0 && d.results.length === 0;
       if (quiet && failed) {
         if (d.error !== null) throw d.error;
@@ -171,34 +182,17 @@ export class WebhookSender implements OnModuleDestroy {
     }
   }
 
-  private claim(endpointId: string, d: Drain, want: number): void {
-    d.claiming = true;
-    d.again = false;
-    const until = Date.now() + CLAIM_LEASE_MS;
-    this.repository
-      .claimDue(this.dataSource.manager, endpointId, want, CLAIM_LEASE_MS)
-      .then(
-        (rows) => {
-          d.claimed.push(...rows);
-          if (rows.length > 0) d.leases.push([until, rows.length]);
-          d.exhausted = rows.length < want;
-        },
-        (error) => {
-          d.error ??= error;
-        },
-      )
-      .finally(() => {
-        d.claiming = false;
-        signal(d);
-      });
-  }
-
   private start(d: Drain, row: ClaimedDelivery): void {
     d.inFlight++;
     this.inFlight++;
     d.sent++;
+    const startedAt = Date.now();
     (row.enabled ? this.attempt(row) : Promise.resolve(final('endpoint is disabled'))).then(
-      (outcome) => d.results.push({ row, outcome, at: Date.now() }),
+      (outcome) => {
+        const at = Date.now();
+        d.averageMs = d.averageMs === null ? at - startedAt : 0.9 * d.averageMs + 0.1 * (at - startedAt);
+        d.results.push({ row, outcome, at });
+      },
       (error) => this.logger.error({ err: error, deliveryId: row.id }, 'webhook attempt crashed; the sweep sends it again after the lease'),
     ).finally(() => {
       d.inFlight--;
@@ -209,33 +203,57 @@ export class WebhookSender implements OnModuleDestroy {
     });
   }
 
-  private flush(endpointId: string, d: Drain): void {
-    const batch = d.results.splice(0);
-    d.flushing = true;
-    this.record(endpointId, batch)
-      .catch((error) => {
-        d.error ??= error;
-      })
+  private flush(endpointId: string, d: Drain, want: number): void {
+    this.flushOrClaim(endpointId, d, d.results.splice(0), want);
+  }
+
+  /** Records `batch` (if any) and claims up to `want` more rows (if any), in one statement. */
+  private flushOrClaim(endpointId: string, d: Drain, batch: Result[], want: number): void {
+    if (batch.length > 0) d.flushing = true;
+    if (want > 0) {
+      d.claiming = true;
+      d.again = false;
+    }
+    const until = Date.now() + CLAIM_LEASE_MS;
+    this.recordAndClaim(endpointId, batch, want)
+      .then(
+        (claimed) => {
+          if (want === 0) return;
+          d.claimed.push(...claimed);
+          if (claimed.length > 0) d.leases.push([until, claimed.length]);
+          d.exhausted = claimed.length < want;
+        },
+        (error) => {
+          d.error ??= error;
+        },
+      )
       .finally(() => {
-        d.flushing = false;
+        if (batch.length > 0) d.flushing = false;
+        if (want > 0) d.claiming = false;
         signal(d);
       });
   }
 
-  /** One statement for the batch; then the next attempts' jobs and, rarely, the endpoint's disabling. */
-  private async record(endpointId: string, batch: Result[]): Promise<void> {
+  /**
+   * One statement for the batch and the next claim; then the next attempts'
+   * jobs and, rarely, the endpoint's disabling. Answers the rows claimed.
+   */
+  private async recordAndClaim(endpointId: string, batch: Result[], want: number): Promise<ClaimedDelivery[]> {
     const enabled = batch.some((r) => r.row.enabled);
-    const { rows, failingSince } = await this.repository.recordAttempts(
+    const { rows, failingSince, claimed } = await this.repository.recordAndClaim(
       this.dataSource.manager,
       endpointId,
       enabled,
       batch.map((r) => ({ id: r.row.id, attempts: r.row.attempts, retries: r.row.retries, outcome: r.outcome })),
+      want,
+      CLAIM_LEASE_MS,
     );
     const retrying = rows.filter((r) => r.status === WebhookDeliveryStatus.PENDING);
     if (retrying.length > 0) await this.dispatcher.enqueue(retrying);
     if (enabled && failingSince && Date.now() - failingSince.getTime() >= DISABLE_AFTER_FAILING_MS) {
       await this.disable(batch[0].row, failingSince);
     }
+    return claimed;
   }
 
   private async disable(endpoint: { projectId: string; endpointId: string; url: string }, failingSince: Date): Promise<void> {

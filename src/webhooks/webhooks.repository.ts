@@ -36,9 +36,9 @@ export interface ClaimedDelivery {
   secretSealed: string;
 }
 
-/** Project → its enabled endpoints' filters (what the after-commit dispatch needs). */
-export interface ProjectFilters {
-  projectId: string;
+/** An enabled endpoint's filter (what the after-commit dispatch needs). */
+export interface EndpointFilter {
+  id: string;
   events: string[];
 }
 
@@ -73,10 +73,10 @@ export class WebhooksRepository {
   }
 
   /** The enabled endpoints' filters of these projects. */
-  filtersOf(manager: EntityManager, projectIds: string[]): Promise<ProjectFilters[]> {
-    return queryRows<ProjectFilters>(
+  filtersOf(manager: EntityManager, projectIds: string[]): Promise<Array<{ projectId: string; endpointId: string; events: string[] }>> {
+    return queryRows(
       manager,
-      'SELECT project_id AS "projectId", events FROM webhook_endpoints WHERE project_id = ANY($1::uuid[]) AND enabled',
+      'SELECT project_id AS "projectId", id AS "endpointId", events FROM webhook_endpoints WHERE project_id = ANY($1::uuid[]) AND enabled',
       [projectIds],
     );
   }
@@ -85,15 +85,6 @@ export class WebhooksRepository {
   async insertDelivery(manager: EntityManager, fields: QueryDeepPartialEntity<WebhookDelivery>): Promise<WebhookDelivery> {
     await manager.createQueryBuilder().insert().into(WebhookDelivery).values(fields).updateEntity(false).execute();
     return (await manager.findOne(WebhookDelivery, { where: { id: fields.id as string } })) as WebhookDelivery;
-  }
-
-  /** The PENDING deliveries the outbox trigger wrote for these events. */
-  pendingOfEvents(manager: EntityManager, eventIds: string[]): Promise<PendingDelivery[]> {
-    return queryRows<PendingDelivery>(
-      manager,
-      `SELECT ${PENDING_COLUMNS} FROM webhook_deliveries WHERE event_id = ANY($1::uuid[]) AND status = 'PENDING'`,
-      [eventIds],
-    );
   }
 
   /**
@@ -120,48 +111,40 @@ export class WebhooksRepository {
   }
 
   /**
-   * Claims up to `limit` due PENDING deliveries of one endpoint (the oldest
-   * first; rows another worker holds or has leased are skipped) by leasing
-   * them for `leaseMs` (leased_until, not indexed: a HOT update that writes
-   * no index entry): a worker that dies with them leaves rows the dispatch
-   * sweep finds overdue once the lease is over. One statement, with what the
-   * attempts need (body, attempt count, target, secret).
+   * One statement for a drain's round: records a batch of attempts on one
+   * endpoint and claims up to `limit` more of its due deliveries (either may
+   * be empty).
+   *
+   * Recording: each attempt on a delivery still PENDING with the attempt
+   * count and manual retries its sender saw (a duplicate attempt records
+   * nothing), its lease cleared; and the endpoint's failing streak, cleared
+   * by any success recorded, else started (when the endpoint was enabled).
+   *
+   * Claiming: the oldest due PENDING deliveries (rows another worker holds or
+   * has leased are skipped), leased for `leaseMs` (leased_until, not indexed:
+   * a HOT update that writes no index entry), with what the attempts need
+   * (body, attempt count, target, secret). A worker that dies with them
+   * leaves rows the dispatch sweep finds overdue once the lease is over.
+   *
+   * Answers the rows recorded with their new state, since when the endpoint
+   * fails (null when it does not, or was not touched), and the rows claimed.
+   * A named prepared statement: planned once per connection.
    */
-  claimDue(manager: EntityManager, endpointId: string, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
-    return preparedRows<ClaimedDelivery>(
-      manager,
-      'webhook-claim',
-      `WITH due AS (
-         SELECT id FROM webhook_deliveries
-          WHERE endpoint_id = $1 AND status = 'PENDING' AND next_attempt_at <= now() AND (leased_until IS NULL OR leased_until <= now())
-          ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
-       )
-       UPDATE webhook_deliveries d SET leased_until = now() + make_interval(secs => $3::double precision / 1000)
-         FROM due, webhook_endpoints w
-        WHERE d.id = due.id AND w.id = d.endpoint_id
-       RETURNING d.id, d.project_id AS "projectId", d.endpoint_id AS "endpointId", d.payload, d.attempts, d.retries,
-                 w.url, w.enabled, w.secret_sealed AS "secretSealed"`,
-      [endpointId, limit, leaseMs],
-    );
-  }
-
-  /**
-   * Records a batch of attempts on one endpoint in one statement: each on a
-   * delivery still PENDING with the attempt count and manual retries its
-   * sender saw (a duplicate attempt records nothing), and the endpoint's
-   * failing streak: cleared by any success recorded, else started (when the
-   * endpoint was enabled). Answers the rows recorded, their new state, and
-   * since when the endpoint fails (null when it does not, or was not touched).
-   */
-  async recordAttempts(
+  async recordAndClaim(
     manager: EntityManager,
     endpointId: string,
     endpointEnabled: boolean,
     attempts: Array<{ id: string; attempts: number; retries: number; outcome: AttemptOutcome }>,
-  ): Promise<{ rows: Array<PendingDelivery & { status: WebhookDeliveryStatus }>; failingSince: Date | null }> {
-    const rows = await preparedRows<PendingDelivery & { status: WebhookDeliveryStatus; failingSince: Date | null }>(
+    limit: number,
+    leaseMs: number,
+  ): Promise<{ rows: Array<PendingDelivery & { status: WebhookDeliveryStatus }>; failingSince: Date | null; claimed: ClaimedDelivery[] }> {
+    const [result] = await preparedRows<{
+      recorded: Array<Omit<PendingDelivery, 'nextAttemptAt'> & { status: WebhookDeliveryStatus; nextAttemptAt: string | null }>;
+      failingSince: Date | null;
+      claimed: ClaimedDelivery[];
+    }>(
       manager,
-      'webhook-record',
+      'webhook-record-and-claim',
       `WITH u AS (
          SELECT * FROM unnest($3::uuid[], $4::int[], $5::int[], $6::text[], $7::int[], $8::text[], $9::timestamptz[])
            AS u(id, attempts, retries, status, response_status, last_error, next_attempt_at)
@@ -172,17 +155,28 @@ export class WebhooksRepository {
                 updated_at = now()
            FROM u
           WHERE d.id = u.id AND d.status = 'PENDING' AND d.attempts = u.attempts AND d.retries = u.retries
-         RETURNING d.id, d.endpoint_id, d.retries, d.attempts, d.next_attempt_at, d.status
+         RETURNING d.id, d.endpoint_id AS "endpointId", d.retries, d.attempts, d.next_attempt_at AS "nextAttemptAt", d.status
        ), ep AS (
          UPDATE webhook_endpoints w
             SET failing_since = CASE WHEN s.any_ok THEN NULL ELSE COALESCE(w.failing_since, now()) END
            FROM (SELECT bool_or(status = 'SUCCEEDED') AS any_ok FROM rec) s
           WHERE w.id = $1 AND s.any_ok IS NOT NULL AND CASE WHEN s.any_ok THEN w.failing_since IS NOT NULL ELSE $2::boolean END
          RETURNING w.failing_since
+       ), due AS (
+         SELECT id FROM webhook_deliveries
+          WHERE endpoint_id = $1 AND status = 'PENDING' AND next_attempt_at <= now()
+            AND (leased_until IS NULL OR leased_until <= now()) AND id <> ALL($3::uuid[])
+          ORDER BY next_attempt_at LIMIT $10 FOR UPDATE SKIP LOCKED
+       ), claimed AS (
+         UPDATE webhook_deliveries d SET leased_until = now() + make_interval(secs => $11::double precision / 1000)
+           FROM due, webhook_endpoints w
+          WHERE d.id = due.id AND w.id = d.endpoint_id
+         RETURNING d.id, d.project_id AS "projectId", d.endpoint_id AS "endpointId", d.payload, d.attempts, d.retries,
+                   w.url, w.enabled, w.secret_sealed AS "secretSealed"
        )
-       SELECT rec.id, rec.endpoint_id AS "endpointId", rec.retries, rec.attempts, rec.next_attempt_at AS "nextAttemptAt", rec.status,
-              (SELECT failing_since FROM ep) AS "failingSince"
-         FROM rec`,
+       SELECT COALESCE((SELECT json_agg(rec) FROM rec), '[]') AS recorded,
+              (SELECT failing_since FROM ep) AS "failingSince",
+              COALESCE((SELECT json_agg(claimed) FROM claimed), '[]') AS claimed`,
       [
         endpointId,
         endpointEnabled,
@@ -193,11 +187,14 @@ export class WebhooksRepository {
         attempts.map((a) => a.outcome.responseStatus),
         attempts.map((a) => a.outcome.lastError),
         attempts.map((a) => a.outcome.nextAttemptAt),
+        limit,
+        leaseMs,
       ],
     );
     return {
-      rows: rows.map(({ failingSince: _, ...row }) => row),
-      failingSince: rows.find((r) => r.failingSince)?.failingSince ?? null,
+      rows: result.recorded.map((r) => ({ ...r, nextAttemptAt: r.nextAttemptAt === null ? null : new Date(r.nextAttemptAt) })),
+      failingSince: result.failingSince,
+      claimed: result.claimed,
     };
   }
 
