@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 
 /**
@@ -22,14 +23,15 @@ export async function queryRows<T>(
 }
 
 /**
- * The same as queryRows for a hot statement, as a named prepared statement:
- * parsed and planned once per connection instead of on every call (for the
- * webhook claim, planning was half of the statement's time). `name` must be
- * unique to `text`. Inside a transaction it runs on the transaction's
- * connection.
+ * The same as queryRows for a hot statement of constant text, as a named
+ * prepared statement (the name derives from the text): parsed and planned
+ * once per connection instead of on every call (for the webhook claim and
+ * the email claim, planning took as long as executing). Inside a
+ * transaction it runs on the transaction's connection. Only for a bounded
+ * set of texts: each connection keeps every statement it prepared.
  */
-export async function preparedRows<T>(manager: EntityManager, name: string, text: string, params: unknown[] = []): Promise<T[]> {
-  const query = { name, text, values: params };
+export async function preparedRows<T>(manager: EntityManager, text: string, params: unknown[] = []): Promise<T[]> {
+  const query = { name: statementName(text), text, values: params };
   const runner = manager.queryRunner;
   if (runner && !runner.isReleased) {
     const client = (await runner.connect()) as PgQueryable;
@@ -37,6 +39,17 @@ export async function preparedRows<T>(manager: EntityManager, name: string, text
   }
   const pool = (manager.connection.driver as unknown as { master: PgQueryable }).master;
   return (await pool.query(query)).rows as T[];
+}
+
+const names = new Map<string, string>();
+
+function statementName(text: string): string {
+  let name = names.get(text);
+  if (name === undefined) {
+    name = `mw_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+    names.set(text, name);
+  }
+  return name;
 }
 
 interface PgQueryable {

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { keysetRows } from '../database/keyset-rows';
-import { queryRows } from '../database/query-rows';
+import { preparedRows, queryRows } from '../database/query-rows';
 import { SenderRead, SenderReadColumns, senderJoin, senderReadOf } from '../domains/domains.repository';
 import type { EventRow } from '../events/event.row';
 import { insertEventFrom, NewEvent } from '../events/events.repository';
@@ -209,7 +209,7 @@ export class EmailsRepository {
    */
   async claim(manager: EntityManager, emailId: string): Promise<ClaimedEmail | null> {
     const sender = senderJoin('claimed."projectId"', 'claimed."fromEmail"');
-    const rows = await queryRows<Omit<ClaimedEmail, 'sender'> & SenderReadColumns>(
+    const rows = await preparedRows<Omit<ClaimedEmail, 'sender'> & SenderReadColumns>(
       manager,
       `WITH claimed AS (
        UPDATE emails e
@@ -389,7 +389,7 @@ export class EmailsRepository {
   ): Promise<EventRow | null> {
     const params = finishParams(emailId, status, fields);
     const insert = insertEventFrom('finished', params.length + 1, event);
-    const rows = await queryRows<EventRow>(
+    const rows = await preparedRows<EventRow>(
       manager,
       `WITH finished AS (${FINISH_UPDATE}) ${insert.sql}`,
       [...params, ...insert.params],

@@ -144,7 +144,6 @@ export class WebhooksRepository {
       claimed: ClaimedDelivery[];
     }>(
       manager,
-      'webhook-record-and-claim',
       `WITH u AS (
          SELECT * FROM unnest($3::uuid[], $4::int[], $5::int[], $6::text[], $7::int[], $8::text[], $9::timestamptz[])
            AS u(id, attempts, retries, status, response_status, last_error, next_attempt_at)
