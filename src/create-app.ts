@@ -13,7 +13,7 @@ import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from './common/
 import { generateRequestId } from './common/http/request-id';
 import { buildOpenApiDocument } from './common/openapi/document';
 import { createRootLogger, loggableUrl, PinoNestLogger } from './common/logging/logger';
-import { AppConfig, runsWorkers } from './config/config';
+import { AppConfig, runsApi, runsWorkers } from './config/config';
 import { QueueWorkersService } from './queue/queue-workers.service';
 
 /** One JSON line per request, with its request id, at the end of the request (not at the start too). */
@@ -100,10 +100,14 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     abortOnError: false,
   });
   app.enableShutdownHooks();
-  app.enableCors(corsOptions(config.corsOrigins));
-  setupOpenApi(app);
+  // A worker serves no HTTP: no CORS, no OpenAPI document (building it was memory the worker kept), no dashboard.
+  const api = runsApi(config);
+  if (api) {
+    app.enableCors(corsOptions(config.corsOrigins));
+    setupOpenApi(app);
+  }
   try {
-    if (config.adminToken) await mountQueueDashboard(app, config.adminToken, config.publicUrl.startsWith('https:'));
+    if (api && config.adminToken) await mountQueueDashboard(app, config.adminToken, config.publicUrl.startsWith('https:'));
     await app.init();
     if (runsWorkers(config)) await app.get(QueueWorkersService).start();
   } catch (error) {
