@@ -1,5 +1,11 @@
-/** Prefixes of the system's own event names; POST /v1/track refuses them (422 reserved_event). */
-export const RESERVED_EVENT_PREFIXES = ['email.', 'contact.', 'segment.'] as const;
+/**
+ * Prefixes of the system's own event names; POST /v1/track refuses them (422
+ * reserved_event). The contract names `email.`, `contact.` and `segment.`; the
+ * system also records `campaign.*`, `domain.*`, `workflow.execution.failed`
+ * and `webhook.disabled`, which outbound webhooks deliver and workflows
+ * trigger on as the system's word, so a client may not forge them either.
+ */
+export const RESERVED_EVENT_PREFIXES = ['email.', 'contact.', 'segment.', 'campaign.', 'domain.', 'workflow.', 'webhook.'] as const;
 
 export function isReservedEventName(name: string): boolean {
   const lower = name.toLowerCase();

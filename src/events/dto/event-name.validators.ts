@@ -1,12 +1,14 @@
 import { ValidationOptions } from 'class-validator';
 import { constraint } from '../../common/validation/constraint';
-import { isReservedEventName } from '../event-names';
+import { isReservedEventName, RESERVED_EVENT_PREFIXES } from '../event-names';
 
-/** Names starting `email.`, `contact.` or `segment.` belong to the system; constraint → `reserved_event`. */
+const RESERVED_LIST = RESERVED_EVENT_PREFIXES.map((prefix) => `"${prefix}"`).join(', ');
+
+/** Names starting with a prefix of RESERVED_EVENT_PREFIXES belong to the system; constraint → `reserved_event`. */
 export function NotReservedEvent(options?: ValidationOptions): PropertyDecorator {
   return constraint(
     'notReservedEvent',
-    '$property must not start with "email.", "contact." or "segment." (reserved for system events)',
+    `$property must not start with ${RESERVED_LIST} (reserved for system events)`,
     (value) => typeof value !== 'string' || !isReservedEventName(value),
     options,
   );

@@ -14,7 +14,7 @@ export class TrackEventDto {
     example: 'signup',
     minLength: 1,
     maxLength: MAX_EVENT_NAME_LENGTH,
-    description: 'Names starting email., contact. or segment. are reserved for system events',
+    description: 'Names starting email., contact., segment., campaign., domain., workflow. or webhook. are reserved for system events (422 reserved_event)',
   })
   @IsString()
   @MinLength(1)
