@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { CompiledCondition, wholeProjectSettings } from '../conditions/condition-compiler';
 import type { ConditionGroup } from '../conditions/condition.types';
+import { CONTACT_COLUMNS, type ContactRow } from '../contacts/contact.row';
 import { queryRows } from '../database/query-rows';
 
 /** The channel the dirty-marking triggers notify (SegmentMembership migration). */
@@ -263,6 +264,24 @@ export class SegmentMembershipRepository {
       [segmentId],
     );
     return rows[0]?.n ?? 0;
+  }
+
+  /**
+   * A page of a kept segment's members, newest contact first, below
+   * `beforeId` when given (the primary key's order: segment, then contact).
+   */
+  members(manager: EntityManager, segmentId: string, limit: number, beforeId?: string): Promise<ContactRow[]> {
+    const params: unknown[] = [segmentId, limit];
+    if (beforeId) params.push(beforeId);
+    return queryRows<ContactRow>(
+      manager,
+      `SELECT ${CONTACT_COLUMNS}
+         FROM segment_memberships m JOIN contacts c ON c.id = m.contact_id
+        WHERE m.segment_id = $1${beforeId ? ' AND m.contact_id < $3::uuid' : ''}
+        ORDER BY m.contact_id DESC
+        LIMIT $2`,
+      params,
+    );
   }
 
   /**

@@ -4,6 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { ConditionsService } from '../conditions/conditions.service';
 import { inTransaction } from '../database/in-transaction';
 import { sqlState, SQLSTATE } from '../database/postgres-errors';
+import type { ContactRow } from '../contacts/contact.row';
 import type { RecordedEvent } from '../events/event-hooks';
 import { EventsService } from '../events/events.service';
 import {
@@ -141,6 +142,17 @@ export class SegmentMembershipService {
   /** Exact member count of a kept segment. */
   count(manager: EntityManager, segmentId: string): Promise<number> {
     return this.memberships.count(manager, segmentId);
+  }
+
+  /**
+   * A page of a kept segment's members (newest first, `limit` rows at most)
+   * and their exact count, read from one snapshot so the two agree.
+   */
+  page(segmentId: string, limit: number, beforeId?: string): Promise<{ rows: ContactRow[]; total: number }> {
+    return this.dataSource.transaction('REPEATABLE READ', async (manager) => ({
+      rows: await this.memberships.members(manager, segmentId, limit, beforeId),
+      total: await this.memberships.count(manager, segmentId),
+    }));
   }
 
   /** Whether dirty rows wait that no evaluation is taking now (the EVALUATE job's completion check). */

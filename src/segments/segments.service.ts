@@ -154,7 +154,10 @@ export class SegmentsService {
   }
 
   /**
-   * Members, newest first. `total` is the segment's memberCount (fresh
+   * Members, newest first. A kept segment's are its membership rows, the
+   * same members its exact memberCount counts (a contact that changed is
+   * listed as it is counted until its membership is re-evaluated). Another
+   * segment's come from its condition, with `total` the memberCount (fresh
    * within MEMBER_COUNT_TTL_MS), so paging does not recount every time.
    */
   async members(
@@ -166,6 +169,10 @@ export class SegmentsService {
     const segment = await this.find(manager, projectId, id);
     const limit = query.limit ?? 20;
     const beforeId = query.cursor ? decodeCursor(query.cursor) : undefined;
+    if (segment.membershipKeptAt) {
+      const kept = await this.membership.page(segment.id, limit + 1, beforeId);
+      return pageOf(kept.rows, limit, kept.total, toContactResponse, (row) => row.id);
+    }
     const compiled = await this.conditions.compileBoth(manager, segment.condition, projectId);
     const [rows, total] = await Promise.all([
       this.dataSource.transaction((m) =>
