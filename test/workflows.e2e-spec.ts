@@ -1,6 +1,10 @@
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../src/config/config';
 import { APP_CONFIG } from '../src/config/config.module';
+import { QUEUES } from '../src/queue/queue.constants';
+import { SegmentDirtyListener } from '../src/segments/segment-dirty-listener';
 import { HttpReceiver, startHttpReceiver } from './support/http-receiver';
 import { pollUntil } from './support/poll';
 import { SendingTest, startSendingTest } from './support/sending';
@@ -8,9 +12,12 @@ import { SendingTest, startSendingTest } from './support/sending';
 /**
  * Workflows end to end (real Postgres, Redis, SMTP server, an HTTP receiver
  * on loopback): the resource and its validation, a tracked event running
- * UPDATE_CONTACT → CONDITION → DELAY → SEND_EMAIL, re-entry enforced by the
- * database, WAIT_FOR_EVENT's three outcomes, edits in flight, WEBHOOK steps,
- * cancel and delete.
+ * UPDATE_CONTACT → CONDITION → DELAY → SEND_EMAIL whose template sees the
+ * update, re-entry enforced by the database, WAIT_FOR_EVENT's three outcomes,
+ * edits in flight (removed steps, re-scheduled waits, ids of steps sent
+ * without them), WEBHOOK steps and their render context, system event names
+ * no client may track, cancel and delete, and the member pages of a segment
+ * a workflow keeps.
  */
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -40,7 +47,7 @@ describe('workflows (e2e)', () => {
     const template = await t.createTemplate({
       name: 'Welcome',
       subject: 'Hi {{ firstName }} ({{ plan }})',
-      body: '<p>Plan {{ contact.data.plan }}</p>',
+      body: '<p>Plan {{ contact.data.plan }}, code {{ coupon }}</p>',
       from: 'hello@acme.test',
       type: 'TRANSACTIONAL',
     });
@@ -83,14 +90,33 @@ describe('workflows (e2e)', () => {
       const res = await req('POST', '/workflows', { name: 'T', trigger, steps: [] });
       expect({ trigger, status: res.status }).toEqual({ trigger, status: 422 });
     }
-    const deep: Json[] = [];
-    let level = deep;
-    for (let i = 0; i < 11; i++) {
-      const next: Json[] = [];
-      level.push({ type: 'CONDITION', condition: { logic: 'AND', conditions: [] }, then: next, else: [] });
-      level = next;
-    }
-    expect((await req('POST', '/workflows', { name: 'Deep', trigger: { type: 'MANUAL' }, steps: deep })).status).toBe(422);
+    // "Nesting depth at most 10": ten branching steps inside one another are valid, eleven are not.
+    const nested = (levels: number): Json[] => {
+      const top: Json[] = [];
+      let level = top;
+      for (let i = 0; i < levels; i++) {
+        const next: Json[] = [];
+        level.push({ type: 'CONDITION', condition: { logic: 'AND', conditions: [] }, then: next, else: [] });
+        level = next;
+      }
+      return top;
+    };
+    const ten = await req('POST', '/workflows', { name: 'Ten deep', trigger: { type: 'MANUAL' }, steps: nested(10) });
+    expect({ status: ten.status, body: ten.status === 201 ? null : ten.body }).toEqual({ status: 201, body: null });
+    const eleven = await req('POST', '/workflows', { name: 'Eleven deep', trigger: { type: 'MANUAL' }, steps: nested(11) });
+    expect(eleven.status).toBe(422);
+    expect(eleven.body.error.errors).toContainEqual(
+      expect.objectContaining({ field: `steps[0]${'.then[0]'.repeat(10)}.then`, code: 'too_big' }),
+    );
+    const waits = (levels: number): Json[] => {
+      let inner: Json[] = [{ type: 'EXIT' }];
+      for (let i = 0; i < levels; i++) inner = [{ type: 'WAIT_FOR_EVENT', event: 'e', timeout: { amount: 1, unit: 'days' }, else: inner }];
+      return inner;
+    };
+    expect((await req('POST', '/workflows', { name: 'Ten waits', trigger: { type: 'MANUAL' }, steps: waits(10) })).status).toBe(201);
+    const elevenWaits = await req('POST', '/workflows', { name: 'Eleven waits', trigger: { type: 'MANUAL' }, steps: waits(11) });
+    expect(elevenWaits.status).toBe(422);
+    expect(elevenWaits.body.error.errors[0].field).toBe(`steps[0]${'.else[0]'.repeat(10)}.else`);
     const many = Array.from({ length: 101 }, () => ({ type: 'EXIT' }));
     expect((await req('POST', '/workflows', { name: 'Many', trigger: { type: 'MANUAL' }, steps: many })).status).toBe(422);
     const ok = await create({ name: 'Ids', trigger: { type: 'MANUAL' }, enabled: false, steps: [{ type: 'DELAY', amount: 1, unit: 'seconds' }, { id: 'mine', type: 'EXIT' }] });
@@ -119,7 +145,10 @@ describe('workflows (e2e)', () => {
       ],
     });
     const started = Date.now();
-    expect((await track('flow@example.org', 'signed-up', { firstName: 'Ada' })).status).toBe(200);
+    // `plan` is tracked as "free" and updated to "pro" by the first step: the mail must say "pro".
+    // `coupon` stays on the event (persistent: false): the template still sees it, as the send's data.
+    const tracked = await track('flow@example.org', 'signed-up', { firstName: 'Ada', plan: 'free', coupon: { value: 'WELCOME10', persistent: false } });
+    expect(tracked.status).toBe(200);
     const [x] = await waitForExecutions(w.id, (xs) => finished(xs, 1));
     expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
     expect(x.status).toBe('COMPLETED');
@@ -133,7 +162,8 @@ describe('workflows (e2e)', () => {
     const emailId = x.steps[3].output.emailId as string;
     const [message] = await pollUntil(async () => t.smtp.messagesTo('flow@example.org'), (ms) => ms.length > 0, 10_000);
     expect(message.parsed?.subject).toBe('Hi Ada (pro)');
-    expect(message.parsed?.html).toContain('Plan pro');
+    expect(message.parsed?.html).toContain('Plan pro, code WELCOME10');
+    expect((await t.contact(x.contactId)).data).toEqual({ firstName: 'Ada', plan: 'pro' });
     const email = (await req('GET', `/emails/${emailId}`)).body.data;
     expect(email.source).toBe('WORKFLOW');
     expect((await req('GET', `/workflows/${w.id}`)).body.data.stats).toMatchObject({ completed: 1, running: 0 });
@@ -230,6 +260,181 @@ describe('workflows (e2e)', () => {
     const [kept] = await waitForExecutions(w.id, (xs) => finished(xs, 1));
     expect(kept.status).toBe('COMPLETED');
     expect(kept.steps.map((s: Json) => s.stepId)).toEqual(['keep', 'after2']);
+  });
+
+  it('a delay shortened or a wait renamed by an edit applies to executions already waiting there', async () => {
+    const w = await create({
+      trigger: { type: 'MANUAL' },
+      steps: [
+        { id: 'nap', type: 'DELAY', amount: 1, unit: 'hours' },
+        { id: 'woke', type: 'UPDATE_CONTACT', data: { woke: true } },
+      ],
+    });
+    const waiter = await create({
+      trigger: { type: 'MANUAL' },
+      steps: [{ id: 'ask', type: 'WAIT_FOR_EVENT', event: 'old-answer', timeout: { amount: 1, unit: 'hours' }, then: [{ id: 'yes', type: 'UPDATE_CONTACT', data: { answered: true } }] }],
+    });
+    const timer = await create({
+      trigger: { type: 'MANUAL' },
+      steps: [{ id: 'ask', type: 'WAIT_FOR_EVENT', event: 'never', timeout: { amount: 1, unit: 'hours' }, else: [{ id: 'late', type: 'UPDATE_CONTACT', data: { late: true } }] }],
+    });
+    expect((await req('POST', `/workflows/${w.id}/executions`, { email: 'nap@example.org' })).status).toBe(202);
+    expect((await req('POST', `/workflows/${waiter.id}/executions`, { email: 'ask@example.org' })).status).toBe(202);
+    expect((await req('POST', `/workflows/${timer.id}/executions`, { email: 'timer@example.org' })).status).toBe(202);
+    for (const id of [w.id, waiter.id, timer.id]) await waitForExecutions(id, (xs) => xs[0]?.status === 'WAITING');
+    // Waited 1.5 s already: a delay of 3 s counts from when the wait began, so about 1.5 s are left (not 3).
+    await new Promise((r) => setTimeout(r, 1_500));
+    const shortened = await req('PATCH', `/workflows/${w.id}`, {
+      steps: [
+        { id: 'nap', type: 'DELAY', amount: 3, unit: 'seconds' },
+        { id: 'woke', type: 'UPDATE_CONTACT', data: { woke: true } },
+      ],
+    });
+    expect(shortened.status).toBe(200);
+    const renamed = await req('PATCH', `/workflows/${waiter.id}`, {
+      steps: [{ id: 'ask', type: 'WAIT_FOR_EVENT', event: 'new-answer', timeout: { amount: 1, unit: 'hours' }, then: [{ id: 'yes', type: 'UPDATE_CONTACT', data: { answered: true } }] }],
+    });
+    expect(renamed.status).toBe(200);
+    const timedOut = await req('PATCH', `/workflows/${timer.id}`, {
+      steps: [{ id: 'ask', type: 'WAIT_FOR_EVENT', event: 'never', timeout: { amount: 1, unit: 'seconds' }, else: [{ id: 'late', type: 'UPDATE_CONTACT', data: { late: true } }] }],
+    });
+    expect(timedOut.status).toBe(200);
+
+    const [napped] = await waitForExecutions(w.id, (xs) => finished(xs, 1), 10_000);
+    expect(napped.status).toBe('COMPLETED');
+    const nap = napped.steps[0];
+    const waited = new Date(nap.finishedAt).getTime() - new Date(nap.startedAt).getTime();
+    expect(waited).toBeGreaterThanOrEqual(2_950);
+    expect(waited).toBeLessThan(4_300);
+    expect(napped.steps.map((s: Json) => s.stepId)).toEqual(['nap', 'woke']);
+
+    // The timeout of 1 s is long past: the wait ends at once, by its else branch.
+    const [late] = await waitForExecutions(timer.id, (xs) => finished(xs, 1), 5_000);
+    expect(late.status).toBe('COMPLETED');
+    expect(late.steps[0].output).toMatchObject({ branch: 'else', timedOut: true });
+
+    // The old event no longer ends the wait; the new one does.
+    await track('ask@example.org', 'old-answer');
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await executions(waiter.id))[0].status).toBe('WAITING');
+    await track('ask@example.org', 'new-answer');
+    const [answered] = await waitForExecutions(waiter.id, (xs) => finished(xs, 1), 5_000);
+    expect(answered.steps.map((s: Json) => [s.stepId, s.status])).toEqual([
+      ['ask', 'COMPLETED'],
+      ['yes', 'COMPLETED'],
+    ]);
+    expect((await t.contact(answered.contactId)).data).toMatchObject({ answered: true });
+  });
+
+  it('steps sent again without ids keep the ids of the steps at their place (same type); executions stay where they were', async () => {
+    const withoutIds = (data: Json) => [
+      { type: 'DELAY', amount: 1, unit: 'hours' },
+      {
+        type: 'CONDITION',
+        condition: { logic: 'AND', conditions: [] },
+        then: [{ type: 'UPDATE_CONTACT', data }],
+        else: [{ type: 'EXIT' }],
+      },
+    ];
+    const w = await create({ trigger: { type: 'MANUAL' }, steps: withoutIds({ v: 1 }) });
+    const ids = (steps: Json[]) => [steps[0].id, steps[1].id, steps[1].then[0].id, steps[1].else[0].id];
+    const before = ids(w.steps);
+    expect(new Set(before).size).toBe(4);
+    expect((await req('POST', `/workflows/${w.id}/executions`, { email: 'ids@example.org' })).status).toBe(202);
+    const [waiting] = await waitForExecutions(w.id, (xs) => xs[0]?.status === 'WAITING');
+    expect(waiting.currentStepId).toBe(before[0]);
+
+    // The same shape without ids (a client that never kept them): every id stays, the execution waits on.
+    const again = await req('PATCH', `/workflows/${w.id}`, { steps: withoutIds({ v: 2 }) });
+    expect(again.status).toBe(200);
+    expect(ids(again.body.data.steps)).toEqual(before);
+    expect(again.body.data.steps[1].then[0].data).toEqual({ v: 2 });
+    const [still] = await executions(w.id);
+    expect(still).toMatchObject({ status: 'WAITING', currentStepId: before[0], exitReason: null });
+
+    // An id given explicitly is never taken by an id-less step; a step whose type changed at a place is a new step.
+    const reshaped = await req('PATCH', `/workflows/${w.id}`, {
+      steps: [
+        { type: 'UPDATE_CONTACT', data: { v: 3 } },
+        { id: before[0], type: 'DELAY', amount: 1, unit: 'hours' },
+      ],
+    });
+    expect(reshaped.status).toBe(200);
+    const [first, second] = reshaped.body.data.steps as Json[];
+    expect(second.id).toBe(before[0]);
+    expect(first.id).not.toBe(before[0]);
+    expect((await executions(w.id))[0]).toMatchObject({ status: 'WAITING', currentStepId: before[0] });
+    const removed = await req('PATCH', `/workflows/${w.id}`, { steps: [{ type: 'EXIT' }, { type: 'EXIT' }] });
+    expect(removed.status).toBe(200);
+    expect((await executions(w.id))[0]).toMatchObject({ status: 'EXITED', exitReason: 'step_removed' });
+  });
+
+  it('WEBHOOK bodies see the contact as it is at the step, the values kept off the contact, and a system event\'s data', async () => {
+    receiver.requests.length = 0;
+    receiver.answers = [];
+    const tracked = await create({
+      trigger: { type: 'EVENT', event: 'hooked' },
+      steps: [
+        { id: 'up', type: 'UPDATE_CONTACT', data: { plan: 'pro' } },
+        { id: 'hook', type: 'WEBHOOK', url: `${receiver.url}/tracked`, method: 'POST', headers: { 'x-plan': '{{ plan }}' }, body: '{"plan":"{{ plan }}","ref":"{{ ref }}","data":"{{ contact.data.plan }}"}' },
+      ],
+    });
+    const manual = await create({
+      trigger: { type: 'MANUAL' },
+      steps: [
+        { id: 'up', type: 'UPDATE_CONTACT', data: { tier: 'gold' } },
+        { id: 'hook', type: 'WEBHOOK', url: `${receiver.url}/manual`, method: 'POST', body: '{"tier":"{{ tier }}","n":{{ n }},"once":"{{ once }}"}' },
+      ],
+    });
+    const system = await create({
+      trigger: { type: 'EVENT', event: 'contact.unsubscribed' },
+      steps: [{ id: 'hook', type: 'WEBHOOK', url: `${receiver.url}/system`, method: 'POST', body: '{"source":"{{ source }}","subscribed":{{ contact.subscribed }}}' }],
+    });
+
+    expect((await track('hooked@example.org', 'hooked', { plan: 'free', ref: { value: 'ad-7', persistent: false } })).status).toBe(200);
+    await waitForExecutions(tracked.id, (xs) => finished(xs, 1));
+    const [fromTrack] = receiver.requests.filter((r) => r.path === '/tracked');
+    expect(JSON.parse(fromTrack.body)).toEqual({ plan: 'pro', ref: 'ad-7', data: 'pro' });
+    expect(fromTrack.headers['x-plan']).toBe('pro');
+
+    // A manual start's data is taken as a track's: merged into the contact, `persistent: false` kept on the execution.
+    const started = await req('POST', `/workflows/${manual.id}/executions`, { email: 'manual@example.org', data: { tier: 'silver', n: 7, once: { value: 'yes', persistent: false } } });
+    expect(started.status).toBe(202);
+    await waitForExecutions(manual.id, (xs) => finished(xs, 1));
+    const [fromManual] = receiver.requests.filter((r) => r.path === '/manual');
+    expect(JSON.parse(fromManual.body)).toEqual({ tier: 'gold', n: 7, once: 'yes' });
+    expect((await t.contact(started.body.data.contactId)).data).toEqual({ tier: 'gold', n: 7 });
+
+    const contactId = (await req('GET', '/contacts?email=hooked@example.org')).body.data.items[0].id as string;
+    expect((await req('PATCH', `/contacts/${contactId}`, { subscribed: false })).status).toBe(200);
+    await waitForExecutions(system.id, (xs) => finished(xs, 1));
+    const [fromSystem] = receiver.requests.filter((r) => r.path === '/system');
+    expect(JSON.parse(fromSystem.body)).toEqual({ source: 'api', subscribed: false });
+  });
+
+  it('system event names cannot be tracked: 422 reserved_event', async () => {
+    for (const event of ['workflow.execution.failed', 'webhook.disabled', 'campaign.sent', 'Campaign.Started', 'domain.verified', 'email.sent', 'segment.x.entered']) {
+      const res = await track('forger@example.org', event);
+      expect({ event, status: res.status, code: res.body.error?.code }).toEqual({ event, status: 422, code: 'VALIDATION_ERROR' });
+      expect(res.body.error.errors).toEqual([expect.objectContaining({ field: 'event', code: 'reserved_event' })]);
+    }
+    expect((await track('forger@example.org', 'workflow-started')).status).toBe(200);
+    expect((await track('forger@example.org', 'campaigns.viewed')).status).toBe(200);
+    const forged = (await req('GET', '/events?name=workflow.execution.failed')).body.data.items as Json[];
+    expect(forged.filter((e) => e.data.executionId === undefined)).toEqual([]);
+  });
+
+  it('an execution that does not exist is 404 WORKFLOW_NOT_FOUND (a code of the contract)', async () => {
+    const w = await create({ trigger: { type: 'MANUAL' }, steps: [{ type: 'EXIT' }] });
+    const missing = '01890a5d-ac96-774b-bcce-b302099a8057';
+    for (const [method, url] of [
+      ['GET', `/workflows/${w.id}/executions/${missing}`],
+      ['POST', `/workflows/${w.id}/executions/${missing}/cancel`],
+    ] as const) {
+      const res = await req(method, url);
+      expect({ url, status: res.status, code: res.body.error.code }).toEqual({ url, status: 404, code: 'WORKFLOW_NOT_FOUND' });
+      expect(res.body.error.message).toContain(missing);
+    }
   });
 
   it('WEBHOOK: the receiver gets the rendered body; 500 then 200 retries; the status and body are in the output', async () => {
@@ -339,6 +544,42 @@ describe('workflows (e2e)', () => {
     expect((await req('DELETE', `/segments/${segment.body.data.id}`)).status).toBe(409);
     await req('DELETE', `/workflows/${exit.id}`);
     expect((await req('DELETE', `/segments/${segment.body.data.id}`)).status).toBe(200);
+  });
+
+  it('GET /segments/{id}/contacts of a segment kept for a workflow lists the membership its total counts', async () => {
+    const segment = await req('POST', '/segments', {
+      name: 'Gold',
+      condition: { logic: 'AND', conditions: [{ field: 'data.level', operator: 'equals', value: 'gold' }] },
+    });
+    expect(segment.status).toBe(201);
+    const segmentId = segment.body.data.id as string;
+    const w = await create({ trigger: { type: 'SEGMENT_ENTRY', segmentId }, steps: [{ type: 'EXIT' }] });
+    for (const email of ['gold1@example.org', 'gold2@example.org']) await track(email, 'leveled', { level: 'gold' });
+    await waitForExecutions(w.id, (xs) => finished(xs, 2));
+    const page = async () => (await req('GET', `/segments/${segmentId}/contacts?limit=100`)).body.data as Json;
+    const agree = (p: Json) => p.total === p.items.length;
+    expect(await page()).toMatchObject({ total: 2 });
+
+    // Hold the evaluator: a contact that no longer matches is still a member until its membership is re-evaluated.
+    const listener = t.app.app.get(SegmentDirtyListener);
+    const queue = t.app.app.get<Queue>(getQueueToken(QUEUES.SEGMENTS), { strict: false });
+    await listener.stop();
+    await queue.pause();
+    try {
+      // A sweep that was already running when the queue paused could still evaluate the change below.
+      expect(await pollUntil(() => queue.getActiveCount(), (n) => n === 0, 5_000)).toBe(0);
+      const contactId = (await req('GET', '/contacts?email=gold1@example.org')).body.data.items[0].id as string;
+      expect((await req('PATCH', `/contacts/${contactId}`, { data: { level: 'silver' } })).status).toBe(200);
+      const held = await page();
+      expect({ total: held.total, items: held.items.length }).toEqual({ total: 2, items: 2 });
+      expect((await req('GET', `/segments/${segmentId}`)).body.data.memberCount).toBe(2);
+    } finally {
+      await queue.resume();
+      await listener.start();
+    }
+    const settled = await pollUntil(page, (p) => p.total === 1 && agree(p), 10_000);
+    expect({ total: settled.total, emails: settled.items.map((c: Json) => c.email) }).toEqual({ total: 1, emails: ['gold2@example.org'] });
+    await req('DELETE', `/workflows/${w.id}`);
   });
 
   it('cancel of one execution; delete cancels the running ones; executions list filters', async () => {

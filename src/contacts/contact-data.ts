@@ -32,12 +32,21 @@ export function toDataPatch(data: Record<string, unknown> | undefined): DataPatc
  * values are merged into the contact, null removing the key as in PATCH.
  */
 export function toTrackedDataPatch(data: Record<string, unknown> | undefined): DataPatch {
-  const patch: DataPatch = { set: {}, remove: [] };
+  return toDataPatch(persistedValues(data));
+}
+
+/**
+ * The part of track-style `data` that reaches the contact, as PATCH-style
+ * data: wrappers unwrapped, `persistent: false` values left out.
+ */
+export function persistedValues(data: Record<string, unknown> | undefined): Record<string, unknown> {
+  const kept: [string, unknown][] = [];
   for (const [key, value] of Object.entries(data ?? {})) {
-    if (!isPersistenceWrapper(value)) addToPatch(patch, key, value);
-    else if (value.persistent) addToPatch(patch, key, value.value);
+    if (!isPersistenceWrapper(value)) kept.push([key, value]);
+    else if (value.persistent) kept.push([key, value.value]);
   }
-  return patch;
+  // fromEntries defines own properties: a key named "__proto__" stays a key.
+  return Object.fromEntries(kept);
 }
 
 /** `{value, persistent: <boolean>}` and nothing else; the template renderer unwraps the same shape. */

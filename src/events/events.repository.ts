@@ -91,6 +91,12 @@ export class EventsRepository {
     return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
+  /** The name of one event, or null when it is gone (erased with its contact). */
+  async nameOf(manager: EntityManager, id: string): Promise<string | null> {
+    const rows = await queryRows<{ name: string }>(manager, `SELECT name FROM events WHERE id = $1`, [id]);
+    return rows[0]?.name ?? null;
+  }
+
   /**
    * GET /events: newest first by (created_at, id), keyset on both. Served by
    * (project_id, created_at), (project_id, name, created_at) and

@@ -40,6 +40,11 @@ export class EventsService {
     return this.events.insert(manager, events);
   }
 
+  /** The name of one event (a workflow execution's trigger), or null when it is gone. */
+  nameOf(manager: EntityManager, id: string): Promise<string | null> {
+    return this.events.nameOf(manager, id);
+  }
+
   /** Call after commit. Never throws: listener failures are logged by EventHooks. */
   async publish(events: RecordedEvent[]): Promise<void> {
     await this.hooks.emit(events);

@@ -8,8 +8,10 @@ import type { ConditionGroup } from '../conditions/condition.types';
 import { ConditionsService } from '../conditions/conditions.service';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
+import { isPersistenceWrapper } from '../contacts/contact-data';
 import { ContactsService } from '../contacts/contacts.service';
 import { sqlState } from '../database/postgres-errors';
+import { isReservedEventName } from '../events/event-names';
 import type { EventRow } from '../events/event.row';
 import { EventsService } from '../events/events.service';
 import { DomainsService } from '../domains/domains.service';
@@ -264,7 +266,7 @@ export class WorkflowEngine {
       from: { email: template.fromEmail, name: template.fromName },
       replyTo: template.replyTo,
       content: { subject: template.subject, body: template.body },
-      data: x.data,
+      data: await this.sendData(manager, x),
       workflowExecutionId: x.id,
       workflowStepId: stepId,
     });
@@ -272,6 +274,28 @@ export class WorkflowEngine {
     after.emails.push(email);
     after.events.push({ rows: queued, email: contact.email });
     return email.id;
+  }
+
+  /**
+   * The send's data of a SEND_EMAIL or WEBHOOK step. The contract's render
+   * context is the contact's data, then the send's data over it; the contact
+   * is read as it is when the step runs, so what earlier steps (UPDATE_CONTACT)
+   * or later tracks wrote shows. The send's data is what the trigger carried
+   * that never reached the contact: a track or a manual start merged its data
+   * into the contact except `{value, persistent: false}` values, which are
+   * the send's data; a system event's data (`email.clicked`'s url) never
+   * reaches a contact, so all of it is. Passing a track's merged values again
+   * would put the trigger's old values over the contact's newer ones.
+   */
+  private async sendData(manager: EntityManager, x: WorkflowExecution): Promise<Record<string, unknown>> {
+    const entries = Object.entries(x.data ?? {});
+    const eventOnly = entries.filter(([, value]) => isPersistenceWrapper(value) && !value.persistent);
+    if (eventOnly.length === entries.length) return x.data ?? {};
+    if (x.triggerEventId) {
+      const name = await this.events.nameOf(manager, x.triggerEventId);
+      if (name !== null && isReservedEventName(name)) return x.data;
+    }
+    return Object.fromEntries(eventOnly);
   }
 
   private async webhookResult(
@@ -316,11 +340,12 @@ export class WorkflowEngine {
       const contact = await this.contacts.findRow(this.dataSource.manager, x.projectId, x.contactId);
       if (!contact) return { kind: 'refused', error: 'the contact no longer exists', stepId: step.id };
       const unsubscribeUrl = this.emails.unsubscribeUrl(x.projectId, contact.id, null);
+      const data = await this.sendData(this.dataSource.manager, x);
       const headers: Record<string, string> = {};
       for (const [name, value] of Object.entries(step.headers ?? {})) {
-        headers[name] = (await this.templates.renderText(value, contact, x.data, unsubscribeUrl)).replace(/[\r\n\0]/g, ' ');
+        headers[name] = (await this.templates.renderText(value, contact, data, unsubscribeUrl)).replace(/[\r\n\0]/g, ' ');
       }
-      const body = step.body !== undefined ? await this.templates.renderText(step.body, contact, x.data, unsubscribeUrl) : undefined;
+      const body = step.body !== undefined ? await this.templates.renderText(step.body, contact, data, unsubscribeUrl) : undefined;
       if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
         headers['content-type'] = 'application/json';
       }

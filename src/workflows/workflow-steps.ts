@@ -77,7 +77,7 @@ export const STEP_TYPES: readonly StepType[] = [
 export const STEP_LIMITS = {
   /** Steps in a workflow, branches included. */
   maxSteps: 100,
-  /** Nesting of branches. */
+  /** Branching steps inside one another: a branch of the tenth may hold steps, the eleventh has no place. */
   maxDepth: 10,
   /** A delay or a wait's timeout. */
   maxDurationMs: 365 * 24 * 3_600_000,
@@ -95,6 +95,19 @@ const UNIT_MS: Record<DurationUnit, number> = {
 
 export function durationMs(d: StepDuration): number {
   return d.amount * UNIT_MS[d.unit];
+}
+
+/** What an execution waiting at a step waits for: how long from when the wait began, and which event (null: none). */
+export interface StepWait {
+  durationMs: number;
+  event: string | null;
+}
+
+/** A DELAY's or a WAIT_FOR_EVENT's wait; null for a step nobody waits at. */
+export function waitOf(step: WorkflowStep): StepWait | null {
+  if (step.type === 'DELAY') return { durationMs: durationMs(step), event: null };
+  if (step.type === 'WAIT_FOR_EVENT') return { durationMs: durationMs(step.timeout), event: step.event };
+  return null;
 }
 
 const STEP_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -135,17 +148,37 @@ function newStepId(): string {
   return `s_${randomBytes(6).toString('base64url')}`;
 }
 
+/** Every string `id` the client gave in a raw steps tree (walked as written, whatever else is wrong with it). */
+function givenIds(input: unknown, out = new Set<string>()): Set<string> {
+  if (!Array.isArray(input)) return out;
+  for (const raw of input) {
+    if (!isObject(raw)) continue;
+    if (typeof raw.id === 'string') out.add(raw.id);
+    givenIds(raw.then, out);
+    givenIds(raw.else, out);
+  }
+  return out;
+}
+
 /**
  * The structure of a steps tree: types, fields, limits, ids (kept, or
  * generated when absent; unique). Answers the normalised steps (ids filled
  * in, only known keys) and every problem with a `field` path into `steps`
  * (`steps[2].then[0].templateId`). Template ids and conditions are returned
  * for the service to check against the project.
+ *
+ * Ids stay stable across edits when `previous` (the stored steps) is given:
+ * a step sent without an id takes the id of the stored step at the same place
+ * (same list, same index, inside branching steps that matched the same way)
+ * when that step has the same type and no step of the request names its id.
+ * So a client that resends the steps without their ids keeps every execution
+ * where it is; one that inserts or reorders steps sends the ids.
  */
-export function checkSteps(input: unknown, path = 'steps'): StepsCheck {
+export function checkSteps(input: unknown, previous: readonly WorkflowStep[] = [], path = 'steps'): StepsCheck {
   const errors: FieldError[] = [];
   const refs: StepReferences = { templates: [], conditions: [], liquid: [] };
   const seen = new Set<string>();
+  const given = givenIds(input);
   let count = 0;
   const err = (field: string, message: string, code: FieldError['code'] = 'custom') => errors.push({ field, message, code });
 
@@ -178,7 +211,7 @@ export function checkSteps(input: unknown, path = 'steps'): StepsCheck {
     return d;
   };
 
-  const list = (value: unknown, at: string, depth: number, required: boolean): WorkflowStep[] => {
+  const list = (value: unknown, at: string, depth: number, required: boolean, before: readonly WorkflowStep[] = []): WorkflowStep[] => {
     if (value === undefined && !required) return [];
     if (!Array.isArray(value)) {
       err(at, `${at} must be an array of steps`, value === undefined ? 'required' : 'invalid_type');
@@ -190,13 +223,13 @@ export function checkSteps(input: unknown, path = 'steps'): StepsCheck {
     }
     const out: WorkflowStep[] = [];
     value.forEach((raw, i) => {
-      const step = one(raw, `${at}[${i}]`, depth);
+      const step = one(raw, `${at}[${i}]`, depth, before[i]);
       if (step) out.push(step);
     });
     return out;
   };
 
-  const one = (raw: unknown, at: string, depth: number): WorkflowStep | null => {
+  const one = (raw: unknown, at: string, depth: number, stored: WorkflowStep | undefined): WorkflowStep | null => {
     count++;
     if (count === STEP_LIMITS.maxSteps + 1) err(path, `At most ${STEP_LIMITS.maxSteps} steps`, 'too_big');
     if (!isObject(raw)) {
@@ -210,8 +243,10 @@ export function checkSteps(input: unknown, path = 'steps'): StepsCheck {
     }
     const extra = Object.keys(raw).filter((k) => !ALLOWED_KEYS[type as StepType].includes(k));
     if (extra.length > 0) err(at, `Unknown field(s) for ${type}: ${extra.join(', ')}`, 'unrecognized_keys');
+    // The stored step at this place, when it is the same kind of step: its id and its branches to match against.
+    const same = stored?.type === type ? stored : undefined;
     let id: string;
-    if (raw.id === undefined) id = newStepId();
+    if (raw.id === undefined) id = same && !given.has(same.id) && !seen.has(same.id) ? same.id : newStepId();
     else if (typeof raw.id !== 'string' || !STEP_ID.test(raw.id)) {
       err(`${at}.id`, 'id must be 1..64 of A-Z a-z 0-9 _ -', 'invalid_string');
       id = newStepId();
@@ -239,16 +274,18 @@ export function checkSteps(input: unknown, path = 'steps'): StepsCheck {
           err(`${at}.event`, 'event must be an event name (1..100 characters, no line breaks)', event === undefined ? 'required' : 'invalid_string');
         }
         const timeout = duration(raw.timeout, `${at}.timeout`);
-        const thenSteps = list(raw.then, `${at}.then`, depth + 1, false);
-        const elseSteps = list(raw.else, `${at}.else`, depth + 1, false);
+        const branches = same?.type === 'WAIT_FOR_EVENT' ? same : undefined;
+        const thenSteps = list(raw.then, `${at}.then`, depth + 1, false, branches?.then);
+        const elseSteps = list(raw.else, `${at}.else`, depth + 1, false, branches?.else);
         if (typeof event !== 'string' || !timeout) return null;
         return { id, type: 'WAIT_FOR_EVENT', event, timeout, then: thenSteps, else: elseSteps };
       }
       case 'CONDITION': {
         if (raw.condition === undefined || raw.condition === null) err(`${at}.condition`, 'condition is required', 'required');
         else refs.conditions.push({ path: `${at}.condition`, condition: raw.condition });
-        const thenSteps = list(raw.then, `${at}.then`, depth + 1, true);
-        const elseSteps = list(raw.else, `${at}.else`, depth + 1, true);
+        const branches = same?.type === 'CONDITION' ? same : undefined;
+        const thenSteps = list(raw.then, `${at}.then`, depth + 1, true, branches?.then);
+        const elseSteps = list(raw.else, `${at}.else`, depth + 1, true, branches?.else);
         return { id, type: 'CONDITION', condition: raw.condition, then: thenSteps, else: elseSteps };
       }
       case 'UPDATE_CONTACT': {
@@ -312,7 +349,8 @@ export function checkSteps(input: unknown, path = 'steps'): StepsCheck {
     }
   };
 
-  const steps = list(input, path, 1, true);
+  // A list's depth is the number of branching steps around it: the top level is 0.
+  const steps = list(input, path, 0, true, previous);
   return { steps, errors, refs };
 }
 
@@ -346,6 +384,11 @@ export class StepTree {
 
   get(id: string): WorkflowStep | null {
     return this.places.get(id)?.step ?? null;
+  }
+
+  /** Every step id, branches included. */
+  ids(): string[] {
+    return [...this.places.keys()];
   }
 
   first(): string | null {

@@ -100,7 +100,7 @@ export class WorkflowsController {
   @Get(':id/executions/:executionId')
   @ApiOp('workflows_getExecution', 'Get one execution with its steps')
   @ApiSuccess(200, ExecutionResponse)
-  @ApiErrorResponses([400, 404])
+  @ApiErrorResponses([400, 404], { 404: 'WORKFLOW_NOT_FOUND: no such workflow in this project, or no such execution of it' })
   execution(@CurrentProject() project: CurrentProjectInfo, @Param() params: ExecutionIdParamDto): Promise<ExecutionResponse> {
     return this.workflows.execution(project.id, params.id, params.executionId);
   }
@@ -109,7 +109,10 @@ export class WorkflowsController {
   @HttpCode(200)
   @ApiOp('workflows_cancelExecution', 'Cancel a running or waiting execution')
   @ApiSuccess(200, ExecutionResponse)
-  @ApiErrorResponses([400, 404, 409], { 409: 'CONFLICT: the execution has already finished' })
+  @ApiErrorResponses([400, 404, 409], {
+    404: 'WORKFLOW_NOT_FOUND: no such workflow in this project, or no such execution of it',
+    409: 'CONFLICT: the execution has already finished',
+  })
   cancel(@CurrentProject() project: CurrentProjectInfo, @Param() params: ExecutionIdParamDto): Promise<ExecutionResponse> {
     return this.workflows.cancel(project.id, params.id, params.executionId);
   }

@@ -172,6 +172,26 @@ export class WorkflowsRepository {
     return rows.length;
   }
 
+  /**
+   * Executions WAITING at `stepId` take its new wait: due `wait.durationMs`
+   * after their wait began (the step record's start; now when that is past),
+   * waiting for `wait.event`; with no wait (the step is no longer a DELAY or a
+   * WAIT_FOR_EVENT) RUNNING and due now. Each gets a new version; answers them.
+   */
+  rescheduleWaiting(manager: EntityManager, workflowId: string, stepId: string, wait: { durationMs: number; event: string | null } | null): Promise<DueExecution[]> {
+    return queryRows<DueExecution>(
+      manager,
+      `UPDATE workflow_executions x
+          SET status = $3::workflow_execution_status, wait_event = $5, version = x.version + 1, updated_at = now(),
+              due_at = CASE WHEN $4::double precision IS NULL THEN now() ELSE greatest(now(),
+                         coalesce((SELECT s.started_at FROM workflow_execution_steps s WHERE s.execution_id = x.id AND s.step_id = x.current_step_id), now())
+                         + make_interval(secs => $4::double precision / 1000)) END
+        WHERE x.workflow_id = $1 AND x.status = 'WAITING' AND x.current_step_id = $2
+        RETURNING x.id, x.version, x.due_at AS "dueAt"`,
+      [workflowId, stepId, wait ? ExecutionStatus.WAITING : ExecutionStatus.RUNNING, wait?.durationMs ?? null, wait?.event ?? null],
+    );
+  }
+
   /** Workflows (not deleted) whose trigger names this segment. */
   async countUsingSegment(manager: EntityManager, segmentId: string): Promise<number> {
     const rows = await queryRows<{ n: number }>(

@@ -5,6 +5,7 @@ import { ApiException, FieldError } from '../common/errors/api-exception';
 import type { DeletedResponse } from '../common/openapi/error-envelope.response';
 import { decodeCursor, Page, pageOf } from '../common/pagination/pagination';
 import { ConditionsService } from '../conditions/conditions.service';
+import { persistedValues } from '../contacts/contact-data';
 import { ContactsService } from '../contacts/contacts.service';
 import { SegmentMembershipService } from '../segments/segment-membership.service';
 import { TemplatesService } from '../templates/templates.service';
@@ -16,7 +17,7 @@ import { StartExecutionDto } from './dto/start-execution.dto';
 import { UpdateWorkflowDto } from './dto/update-workflow.dto';
 import { toWorkflowResponse, WorkflowResponse } from './dto/workflow.response';
 import { WorkflowDispatcher } from './workflow-dispatcher';
-import { checkSteps, StepTree, WorkflowStep } from './workflow-steps';
+import { checkSteps, StepTree, waitOf, WorkflowStep } from './workflow-steps';
 import { ExecutionStatus, Workflow, WorkflowExecution, WorkflowTriggerType } from './workflow.entity';
 import { DueExecution, WorkflowsRepository } from './workflows.repository';
 
@@ -53,7 +54,7 @@ export class WorkflowsService {
 
   async create(projectId: string, dto: CreateWorkflowDto): Promise<WorkflowResponse> {
     const row = await this.dataSource.transaction(async (manager) => {
-      const steps = await this.checkDefinition(manager, projectId, dto.trigger, dto.steps);
+      const steps = await this.checkDefinition(manager, projectId, dto.trigger, dto.steps, []);
       const created = await this.repository.insert(manager, {
         projectId,
         name: dto.name,
@@ -93,10 +94,13 @@ export class WorkflowsService {
 
   /**
    * A change of `steps` applies to executions in flight: one at a step that
-   * still exists continues from it under the new definition (at its next
-   * job); one whose step was removed ends EXITED (`step_removed`) here.
+   * still exists continues from it under the new definition; one whose step
+   * was removed ends EXITED (`step_removed`) here. One waiting at a DELAY or
+   * WAIT_FOR_EVENT whose wait changed is re-scheduled here too (see
+   * rescheduleChangedWaits), so a shorter wait ends on time, not at the old end.
    */
   async update(projectId: string, id: string, dto: UpdateWorkflowDto): Promise<WorkflowResponse> {
+    let moved: DueExecution[] = [];
     const row = await this.dataSource.transaction(async (manager) => {
       const current = await this.repository.lockById(manager, projectId, id);
       if (!current) throw ApiException.notFound('workflow', id);
@@ -105,7 +109,7 @@ export class WorkflowsService {
         event: current.triggerEvent ?? undefined,
         segmentId: current.triggerSegmentId ?? undefined,
       };
-      const steps = await this.checkDefinition(manager, projectId, trigger, dto.steps ?? current.steps, !dto.trigger, !dto.steps);
+      const steps = await this.checkDefinition(manager, projectId, trigger, dto.steps ?? current.steps, current.steps, !dto.trigger, !dto.steps);
       const fields: Partial<Workflow> = {};
       if (dto.name !== undefined) fields.name = dto.name;
       if (dto.description !== undefined) fields.description = dto.description;
@@ -119,15 +123,45 @@ export class WorkflowsService {
       }
       if (dto.steps) {
         fields.steps = steps;
-        const kept = [...collectIds(steps)];
-        await this.repository.exitRemovedSteps(manager, id, kept);
+        await this.repository.exitRemovedSteps(manager, id, new StepTree(steps).ids());
+        moved = await this.rescheduleChangedWaits(manager, id, current.steps, steps);
       }
       await this.repository.update(manager, id, fields);
       await this.syncMembership(manager, projectId);
       return (await this.repository.findById(manager, projectId, id)) as Workflow;
     });
     this.dispatcher.invalidate(projectId);
+    await this.dispatcher.enqueue(moved);
     return this.respond(row);
+  }
+
+  /**
+   * Executions waiting at a kept step whose wait changed (a DELAY's duration,
+   * a WAIT_FOR_EVENT's timeout or event, or a step no longer a wait) get a new
+   * version and due time, so their old job is stale and the new one runs on
+   * the new definition. A duration counts from when the wait began, as the
+   * engine counts it; a due time already past is now. A step that is no longer
+   * a wait runs now. The caller adds the jobs after commit.
+   */
+  private async rescheduleChangedWaits(
+    manager: EntityManager,
+    workflowId: string,
+    before: WorkflowStep[],
+    after: WorkflowStep[],
+  ): Promise<DueExecution[]> {
+    const old = new StepTree(before);
+    const now = new StepTree(after);
+    const moved: DueExecution[] = [];
+    for (const stepId of now.ids()) {
+      const previous = old.get(stepId);
+      const wasWait = previous ? waitOf(previous) : null;
+      // Executions wait only at a DELAY or a WAIT_FOR_EVENT.
+      if (!wasWait) continue;
+      const wait = waitOf(now.get(stepId) as WorkflowStep);
+      if (wait && wait.durationMs === wasWait.durationMs && wait.event === wasWait.event) continue;
+      moved.push(...(await this.repository.rescheduleWaiting(manager, workflowId, stepId, wait)));
+    }
+    return moved;
   }
 
   /** Deleting cancels its running executions (exitReason `workflow_deleted`). */
@@ -150,13 +184,19 @@ export class WorkflowsService {
         throw ApiException.validation([{ field: 'contactId', message: 'Give exactly one of contactId and email', code: 'custom' }]);
       }
       if (!workflow.enabled) throw ApiException.conflict(`Workflow ${id} is disabled`, 'Enable it with PATCH /workflows/{id} {enabled: true}.');
+      // The start's data is taken as a track's: merged into the contact (the steps read it there, as
+      // it is when they run), `{value, persistent: false}` values kept on the execution for rendering.
       let contactId: string;
       if (dto.contactId) {
-        const contact = await this.contacts.findRow(manager, projectId, dto.contactId);
+        const persisted = persistedValues(dto.data);
+        const contact =
+          Object.keys(persisted).length > 0
+            ? (await this.contacts.applyUpdate(manager, projectId, dto.contactId, { data: persisted }))?.row
+            : await this.contacts.findRow(manager, projectId, dto.contactId);
         if (!contact) throw ApiException.notFound('contact', dto.contactId);
         contactId = contact.id;
       } else {
-        const { contact } = await this.contacts.upsertByEmail(manager, projectId, dto.email as string, { defaultSubscribed: true });
+        const { contact } = await this.contacts.upsertByEmail(manager, projectId, dto.email as string, { defaultSubscribed: true, data: dto.data });
         contactId = contact.id;
       }
       const execution = await this.repository.insertExecution(manager, {
@@ -197,7 +237,7 @@ export class WorkflowsService {
   async execution(projectId: string, id: string, executionId: string): Promise<ExecutionResponse> {
     await this.findOrFail(this.dataSource.manager, projectId, id);
     const row = await this.repository.findExecution(this.dataSource.manager, projectId, id, executionId);
-    if (!row) throw ApiException.notFound('execution', executionId);
+    if (!row) throw executionNotFound(id, executionId);
     return toExecutionResponse(row, await this.repository.stepsOf(this.dataSource.manager, [row.id]));
   }
 
@@ -206,7 +246,7 @@ export class WorkflowsService {
     await this.dataSource.transaction(async (manager) => {
       await this.findOrFail(manager, projectId, id);
       const found = await this.repository.findExecution(manager, projectId, id, executionId);
-      if (!found) throw ApiException.notFound('execution', executionId);
+      if (!found) throw executionNotFound(id, executionId);
       const x = (await this.repository.lockExecution(manager, executionId)) as WorkflowExecution;
       if (x.status !== ExecutionStatus.RUNNING && x.status !== ExecutionStatus.WAITING) {
         throw ApiException.conflict(`Execution ${executionId} has already finished (${x.status})`);
@@ -251,12 +291,13 @@ export class WorkflowsService {
     projectId: string,
     trigger: WorkflowTriggerDto,
     rawSteps: unknown,
+    storedSteps: WorkflowStep[],
     triggerUnchanged = false,
     stepsUnchanged = false,
   ): Promise<WorkflowStep[]> {
     const errors: FieldError[] = [];
     if (!triggerUnchanged) errors.push(...(await this.checkTrigger(manager, projectId, trigger)));
-    const { steps, errors: stepErrors, refs } = checkSteps(rawSteps);
+    const { steps, errors: stepErrors, refs } = checkSteps(rawSteps, storedSteps);
     errors.push(...stepErrors);
     if (!stepsUnchanged && stepErrors.length === 0) {
       for (const ref of refs.templates) {
@@ -302,21 +343,16 @@ export class WorkflowsService {
   }
 }
 
-function isSegmentTrigger(type: WorkflowTriggerType): boolean {
-  return type === WorkflowTriggerType.SEGMENT_ENTRY || type === WorkflowTriggerType.SEGMENT_EXIT;
+/**
+ * The contract's 404 codes name resources, and an execution is part of its
+ * workflow: a missing one is WORKFLOW_NOT_FOUND, its message naming both.
+ */
+function executionNotFound(workflowId: string, executionId: string): ApiException {
+  return new ApiException(404, 'WORKFLOW_NOT_FOUND', `Execution ${executionId} of workflow ${workflowId} was not found`, {
+    suggestion: 'Check the execution id with GET /workflows/{id}/executions; ids of another project are not visible with this key.',
+  });
 }
 
-function collectIds(steps: WorkflowStep[]): Set<string> {
-  const tree = new StepTree(steps);
-  const ids = new Set<string>();
-  const walk = (list: WorkflowStep[]) =>
-    list.forEach((s) => {
-      ids.add(s.id);
-      if (s.type === 'CONDITION' || s.type === 'WAIT_FOR_EVENT') {
-        walk(s.then ?? []);
-        walk(s.else ?? []);
-      }
-    });
-  walk(tree.steps);
-  return ids;
+function isSegmentTrigger(type: WorkflowTriggerType): boolean {
+  return type === WorkflowTriggerType.SEGMENT_ENTRY || type === WorkflowTriggerType.SEGMENT_EXIT;
 }

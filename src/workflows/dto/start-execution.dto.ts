@@ -1,9 +1,10 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsEmail, IsObject, IsUUID, MaxLength } from 'class-validator';
-import { MaxJsonSize, OptionalNotNull, toNormalizedEmail } from '../../common/validation/validators';
+import { IsEmail, IsUUID, MaxLength } from 'class-validator';
+import { OptionalNotNull, toNormalizedEmail } from '../../common/validation/validators';
+import { ContactDataField } from '../../contacts/dto/validators';
 
-/** A manual start: `contactId` or `email` (the contact is created when the email is new), and variables. */
+/** A manual start: `contactId` or `email` (the contact is created when the email is new), and data as a track's. */
 export class StartExecutionDto {
   @ApiPropertyOptional({ format: 'uuid' })
   @OptionalNotNull()
@@ -17,9 +18,8 @@ export class StartExecutionDto {
   @MaxLength(320)
   email?: string;
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'Variables for the steps (templates, webhook bodies)' })
-  @OptionalNotNull()
-  @IsObject()
-  @MaxJsonSize(65_536)
+  @ContactDataField(
+    'Taken as a track\'s data: merged into contact.data, except {"value": x, "persistent": false} values, kept on the execution as render variables of its steps',
+  )
   data?: Record<string, unknown>;
 }
