@@ -165,6 +165,8 @@ export const WORKFLOW_JOBS = {
 export interface WorkflowStepJobData {
   executionId: string;
   version: number;
+  /** The step it runs is known not to be a WEBHOOK: no look at the execution before its transaction. */
+  direct?: true;
 }
 
 export type WorkflowQueueJob =

@@ -73,7 +73,7 @@ export class WorkflowDispatcher implements EventRecordedListener, OnModuleInit {
     await this.queue.addBulk(
       executions.map((x) => ({
         name: WORKFLOW_JOBS.STEP,
-        data: { executionId: x.id, version: x.version },
+        data: x.direct ? { executionId: x.id, version: x.version, direct: true as const } : { executionId: x.id, version: x.version },
         opts: {
           jobId: workflowStepJobId(x),
           delay: Math.max(0, (x.dueAt ? new Date(x.dueAt).getTime() : now) - now),

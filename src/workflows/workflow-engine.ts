@@ -74,10 +74,20 @@ export class WorkflowEngine {
     private readonly events: EventsService,
   ) {}
 
-  async run(executionId: string, version: number): Promise<string> {
-    const peek = await this.peek(executionId, version);
-    if (!peek) return 'stale';
-    const webhook = peek.webhookStep ? await this.callWebhook(peek.execution, peek.webhookStep) : null;
+  /**
+   * `direct`: the job's step is known not to be a WEBHOOK (the engine said so
+   * when it scheduled it), so there is no call to make before the lock and
+   * no look at the execution first. Should the definition have turned it
+   * into one meanwhile, the step finds no answer and runs again with a job
+   * that looks first.
+   */
+  async run(executionId: string, version: number, direct = false): Promise<string> {
+    let webhook: WebhookOutcome | null = null;
+    if (!direct) {
+      const peek = await this.peek(executionId, version);
+      if (!peek) return 'stale';
+      webhook = peek.webhookStep ? await this.callWebhook(peek.execution, peek.webhookStep) : null;
+    }
     const after: AfterCommit = { jobs: [], emails: [], events: [] };
     let outcome = 'stale';
     try {
@@ -400,7 +410,10 @@ export class WorkflowEngine {
 
   private async schedule(manager: EntityManager, x: WorkflowExecution, to: ExecutionTransition, after: AfterCommit): Promise<void> {
     const version = await this.repository.transition(manager, x, to);
-    after.jobs.push({ id: x.id, version, dueAt: to.dueAt });
+    // The step the job will run, as the definition read in this transaction has it.
+    const stepId = to.currentStepId !== undefined ? to.currentStepId : x.currentStepId;
+    const step = stepId ? this.trees.get(x.workflowId)?.tree.get(stepId) : undefined;
+    after.jobs.push(step && step.type !== 'WEBHOOK' ? { id: x.id, version, dueAt: to.dueAt, direct: true } : { id: x.id, version, dueAt: to.dueAt });
   }
 
   private async finish(

@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { newId } from '../database/id';
 import { keysetRows } from '../database/keyset-rows';
 import { containsPattern } from '../database/like-pattern';
-import { queryRows } from '../database/query-rows';
+import { preparedRows, queryRows } from '../database/query-rows';
 import {
   ExecutionStatus,
   StepRunStatus,
@@ -30,6 +30,8 @@ export interface DueExecution {
   id: string;
   version: number;
   dueAt: Date | null;
+  /** Set by the engine when the step the job runs is not a WEBHOOK (its job skips the look before the lock). */
+  direct?: true;
 }
 
 /** The fields a transition writes; `version` is always bumped by one. */
@@ -238,13 +240,13 @@ export class WorkflowsRepository {
 
   /** The execution under a row lock (the workflow row is read, not locked), with its workflow's updated_at. */
   async lockExecution(manager: EntityManager, id: string): Promise<WorkflowExecution | null> {
-    const rows = await queryRows<WorkflowExecution>(manager, `${ENGINE_READ} FOR UPDATE OF x`, [id]);
+    const rows = await preparedRows<WorkflowExecution>(manager, `${ENGINE_READ} FOR UPDATE OF x`, [id]);
     return rows[0] ?? null;
   }
 
   /** The execution without a lock (the engine's look before a WEBHOOK call), with its workflow's updated_at. */
   async findExecutionById(manager: EntityManager, id: string): Promise<WorkflowExecution | null> {
-    const rows = await queryRows<WorkflowExecution>(manager, ENGINE_READ, [id]);
+    const rows = await preparedRows<WorkflowExecution>(manager, ENGINE_READ, [id]);
     return rows[0] ?? null;
   }
 
@@ -280,13 +282,19 @@ export class WorkflowsRepository {
       .getMany();
   }
 
-  async stepRun(manager: EntityManager, executionId: string, stepId: string): Promise<WorkflowExecutionStep | null> {
-    return manager.findOne(WorkflowExecutionStep, { where: { executionId, stepId } });
+  async stepRun(manager: EntityManager, executionId: string, stepId: string): Promise<Pick<WorkflowExecutionStep, 'startedAt'> | null> {
+    const rows = await preparedRows<Pick<WorkflowExecutionStep, 'startedAt'>>(
+      manager,
+      'SELECT started_at AS "startedAt" FROM workflow_execution_steps WHERE execution_id = $1 AND step_id = $2',
+      [executionId, stepId],
+    );
+    return rows[0] ?? null;
   }
 
   /** Writes one step's record (the first visit numbers it; later writes update it). */
   async recordStep(manager: EntityManager, run: StepRun): Promise<void> {
-    await manager.query(
+    await preparedRows(
+      manager,
       `INSERT INTO workflow_execution_steps (execution_id, step_id, seq, type, status, started_at, finished_at, output, error)
        VALUES ($1, $2, (SELECT coalesce(max(seq), 0) + 1 FROM workflow_execution_steps WHERE execution_id = $1), $3, $4, now(),
                CASE WHEN $5 THEN now() END, $6, $7)
@@ -297,11 +305,44 @@ export class WorkflowsRepository {
     );
   }
 
-  /** One transition of a locked execution; answers the new version. */
+  /**
+   * One transition of a locked execution; answers the new version. One
+   * statement text whatever the transition sets (a flag per optional field),
+   * prepared once per connection: the engine runs it on every step.
+   */
   async transition(manager: EntityManager, execution: WorkflowExecution, to: ExecutionTransition): Promise<number> {
     const version = execution.version + 1;
-    const set: Record<string, unknown> = { ...to, version, updatedAt: () => 'now()' };
-    await manager.createQueryBuilder().update(WorkflowExecution).set(set as never).where('id = :id', { id: execution.id }).execute();
+    const has = (key: keyof ExecutionTransition) => to[key] !== undefined;
+    await preparedRows(
+      manager,
+      `UPDATE workflow_executions
+          SET status = $2::workflow_execution_status, due_at = $3::timestamptz,
+              current_step_id = CASE WHEN $4::boolean THEN $5::varchar ELSE current_step_id END,
+              wait_event = CASE WHEN $6::boolean THEN $7::varchar ELSE wait_event END,
+              resume_event_id = CASE WHEN $8::boolean THEN NULL ELSE resume_event_id END,
+              step_attempts = CASE WHEN $9::boolean THEN $10::int ELSE step_attempts END,
+              finished_at = CASE WHEN $11::boolean THEN $12::timestamptz ELSE finished_at END,
+              exit_reason = CASE WHEN $13::boolean THEN $14::varchar ELSE exit_reason END,
+              version = $15, updated_at = now()
+        WHERE id = $1`,
+      [
+        execution.id,
+        to.status,
+        to.dueAt,
+        has('currentStepId'),
+        to.currentStepId ?? null,
+        has('waitEvent'),
+        to.waitEvent ?? null,
+        has('resumeEventId'),
+        has('stepAttempts'),
+        to.stepAttempts ?? null,
+        has('finishedAt'),
+        to.finishedAt ?? null,
+        has('exitReason'),
+        to.exitReason ?? null,
+        version,
+      ],
+    );
     return version;
   }
 
