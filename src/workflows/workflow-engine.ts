@@ -23,7 +23,7 @@ import { TemplatesService } from '../templates/templates.service';
 import { WorkflowDispatcher } from './workflow-dispatcher';
 import { durationMs, StepTree, WebhookStep, WorkflowStep } from './workflow-steps';
 import { ExecutionStatus, StepRunStatus, WorkflowExecution } from './workflow.entity';
-import { DueExecution, ExecutionTransition, WorkflowsRepository } from './workflows.repository';
+import { DueExecution, ExecutionTransition, StepRun, WorkflowsRepository } from './workflows.repository';
 
 /** A step's own failure (not the infrastructure's): the step and the execution end FAILED. */
 export class StepError extends Error {}
@@ -60,6 +60,12 @@ const EARLY_MS = 20;
 export class WorkflowEngine {
   private readonly logger = new Logger(WorkflowEngine.name);
   private readonly trees = new Map<string, { stamp: string; tree: StepTree }>();
+  /**
+   * A step's record waiting for the transition that follows it (same
+   * transaction), so the two are one statement; by execution (one step of an
+   * execution runs at a time: its row is locked).
+   */
+  private readonly pendingRuns = new Map<string, StepRun>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -94,9 +100,12 @@ export class WorkflowEngine {
       outcome = await this.dataSource.transaction(async (manager) => {
         const x = await this.repository.lockExecution(manager, executionId);
         if (!x || x.version !== version || !isOpen(x.status)) return 'stale';
-        return this.step(manager, x, webhook, after);
+        const moved = await this.step(manager, x, webhook, after);
+        await this.flushRun(manager, executionId);
+        return moved;
       });
     } catch (error) {
+      this.pendingRuns.delete(executionId);
       if (!isStepFailure(error)) throw error;
       after.jobs.length = 0;
       after.emails.length = 0;
@@ -105,8 +114,9 @@ export class WorkflowEngine {
         const x = await this.repository.lockExecution(manager, executionId);
         if (!x || x.version !== version || !isOpen(x.status)) return 'stale';
         await this.fail(manager, x, x.currentStepId, errorMessage(error), after);
+        await this.flushRun(manager, executionId);
         return 'failed';
-      });
+      }).finally(() => this.pendingRuns.delete(executionId));
     }
     await this.afterCommit(after);
     return outcome;
@@ -379,14 +389,15 @@ export class WorkflowEngine {
   }
 
   private record(
-    manager: EntityManager,
+    _manager: EntityManager,
     x: WorkflowExecution,
     step: WorkflowStep,
     status: StepRunStatus,
     output: Record<string, unknown> | null,
     error: string | null = null,
   ): Promise<void> {
-    return this.repository.recordStep(manager, {
+    // Written with the transition that follows (or at the end of the transaction, should none follow).
+    this.pendingRuns.set(x.id, {
       executionId: x.id,
       stepId: step.id,
       type: step.type,
@@ -395,6 +406,21 @@ export class WorkflowEngine {
       error,
       finished: status !== StepRunStatus.WAITING,
     });
+    return Promise.resolve();
+  }
+
+  /** The step record still waiting for a transition, written on its own. */
+  private async flushRun(manager: EntityManager, executionId: string): Promise<void> {
+    const run = this.pendingRuns.get(executionId);
+    if (!run) return;
+    this.pendingRuns.delete(executionId);
+    await this.repository.recordStep(manager, run);
+  }
+
+  private takeRun(executionId: string): StepRun | null {
+    const run = this.pendingRuns.get(executionId) ?? null;
+    this.pendingRuns.delete(executionId);
+    return run;
   }
 
   /** On to `next` (RUNNING, due now), or COMPLETED when there is none. */
@@ -409,7 +435,7 @@ export class WorkflowEngine {
   }
 
   private async schedule(manager: EntityManager, x: WorkflowExecution, to: ExecutionTransition, after: AfterCommit): Promise<void> {
-    const version = await this.repository.transition(manager, x, to);
+    const version = await this.repository.transition(manager, x, to, this.takeRun(x.id));
     // The step the job will run, as the definition read in this transaction has it.
     const stepId = to.currentStepId !== undefined ? to.currentStepId : x.currentStepId;
     const step = stepId ? this.trees.get(x.workflowId)?.tree.get(stepId) : undefined;
@@ -423,19 +449,19 @@ export class WorkflowEngine {
     exitReason: string | null,
     _after: AfterCommit,
   ): Promise<void> {
-    await this.repository.transition(manager, x, {
-      status,
-      dueAt: null,
-      waitEvent: null,
-      resumeEventId: null,
-      finishedAt: new Date(),
-      exitReason,
-    });
+    await this.repository.transition(
+      manager,
+      x,
+      { status, dueAt: null, waitEvent: null, resumeEventId: null, finishedAt: new Date(), exitReason },
+      this.takeRun(x.id),
+    );
   }
 
   /** The step (when known) and the execution end FAILED; `workflow.execution.failed` is recorded for the project. */
   private async fail(manager: EntityManager, x: WorkflowExecution, stepId: string | null, error: string, after: AfterCommit): Promise<void> {
     if (stepId) {
+      // This step's own record (a failure of the step itself): whatever it had recorded is replaced.
+      this.pendingRuns.delete(x.id);
       const workflow = await this.repository.findForEngine(manager, x.workflowId);
       const step = workflow ? new StepTree(workflow.steps).get(stepId) : null;
       await this.repository.recordStep(manager, {
@@ -448,14 +474,12 @@ export class WorkflowEngine {
         finished: true,
       });
     }
-    await this.repository.transition(manager, x, {
-      status: ExecutionStatus.FAILED,
-      dueAt: null,
-      waitEvent: null,
-      resumeEventId: null,
-      finishedAt: new Date(),
-      exitReason: error.slice(0, 100),
-    });
+    await this.repository.transition(
+      manager,
+      x,
+      { status: ExecutionStatus.FAILED, dueAt: null, waitEvent: null, resumeEventId: null, finishedAt: new Date(), exitReason: error.slice(0, 100) },
+      this.takeRun(x.id),
+    );
     const event = await this.events.record(manager, {
       projectId: x.projectId,
       contactId: x.contactId,

@@ -306,16 +306,27 @@ export class WorkflowsRepository {
   }
 
   /**
-   * One transition of a locked execution; answers the new version. One
-   * statement text whatever the transition sets (a flag per optional field),
-   * prepared once per connection: the engine runs it on every step.
+   * One transition of a locked execution, with the record of the step that
+   * led to it when there is one (`run`): one statement whatever the
+   * transition sets (a flag per optional field), prepared once per
+   * connection, since the engine runs it on every step. Answers the new
+   * version.
    */
-  async transition(manager: EntityManager, execution: WorkflowExecution, to: ExecutionTransition): Promise<number> {
+  async transition(manager: EntityManager, execution: WorkflowExecution, to: ExecutionTransition, run: StepRun | null = null): Promise<number> {
     const version = execution.version + 1;
     const has = (key: keyof ExecutionTransition) => to[key] !== undefined;
     await preparedRows(
       manager,
-      `UPDATE workflow_executions
+      `WITH recorded AS (
+         INSERT INTO workflow_execution_steps (execution_id, step_id, seq, type, status, started_at, finished_at, output, error)
+         SELECT $1, $17::varchar, (SELECT coalesce(max(seq), 0) + 1 FROM workflow_execution_steps WHERE execution_id = $1), $18::varchar,
+                $19::workflow_step_run_status, now(), CASE WHEN $20::boolean THEN now() END, $21::jsonb, $22::text
+          WHERE $16::boolean
+         ON CONFLICT (execution_id, step_id) DO UPDATE
+           SET status = EXCLUDED.status, finished_at = EXCLUDED.finished_at,
+               output = coalesce(EXCLUDED.output, workflow_execution_steps.output), error = EXCLUDED.error
+       )
+       UPDATE workflow_executions
           SET status = $2::workflow_execution_status, due_at = $3::timestamptz,
               current_step_id = CASE WHEN $4::boolean THEN $5::varchar ELSE current_step_id END,
               wait_event = CASE WHEN $6::boolean THEN $7::varchar ELSE wait_event END,
@@ -341,6 +352,13 @@ export class WorkflowsRepository {
         has('exitReason'),
         to.exitReason ?? null,
         version,
+        run !== null,
+        run?.stepId ?? null,
+        run?.type ?? null,
+        run?.status ?? null,
+        run?.finished ?? false,
+        run?.output ? JSON.stringify(run.output) : null,
+        run?.error ?? null,
       ],
     );
     return version;
