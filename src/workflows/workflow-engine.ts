@@ -423,9 +423,34 @@ export class WorkflowEngine {
     return run;
   }
 
-  /** On to `next` (RUNNING, due now), or COMPLETED when there is none. */
+  /**
+   * On to `next` (RUNNING, due now), or COMPLETED when there is none. A
+   * DELAY or WAIT_FOR_EVENT is entered at once, in this transaction (its
+   * record WAITING, the execution WAITING until its end or timeout): its own
+   * job is the one that ends the wait, so a wait costs one job, not two.
+   */
   private async moveTo(manager: EntityManager, x: WorkflowExecution, next: string | null, after: AfterCommit): Promise<void> {
     if (next === null) return this.finish(manager, x, ExecutionStatus.COMPLETED, null, after);
+    const step = this.trees.get(x.workflowId)?.tree.get(next);
+    if (step?.type === 'DELAY' || step?.type === 'WAIT_FOR_EVENT') {
+      await this.flushRun(manager, x.id);
+      const waitEvent = step.type === 'WAIT_FOR_EVENT' ? step.event : null;
+      await this.record(manager, x, step, StepRunStatus.WAITING, waitEvent === null ? null : { event: waitEvent });
+      await this.schedule(
+        manager,
+        x,
+        {
+          status: ExecutionStatus.WAITING,
+          currentStepId: step.id,
+          dueAt: new Date(Date.now() + durationMs(step.type === 'DELAY' ? step : step.timeout)),
+          waitEvent,
+          resumeEventId: null,
+          stepAttempts: 0,
+        },
+        after,
+      );
+      return;
+    }
     await this.schedule(
       manager,
       x,
