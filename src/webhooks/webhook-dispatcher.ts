@@ -11,6 +11,8 @@ import { EndpointFilter, PendingDelivery, WebhooksRepository } from './webhooks.
 
 /** How long a project's endpoint filters are trusted in this process (changes made here apply at once). */
 const FILTERS_TTL_MS = 5_000;
+/** "No endpoint" is trusted for less: an endpoint created in another process is missed by the fast path (left to the sweep) for at most a second. */
+const NO_ENDPOINTS_TTL_MS = 1_000;
 /** Events published within this window share one lookup of their deliveries. */
 const BATCH_WINDOW_MS = 5;
 
@@ -130,7 +132,7 @@ export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
     const missing: string[] = [];
     for (const id of projectIds) {
       const cached = this.filters.get(id);
-      if (cached && now - cached.at < FILTERS_TTL_MS) out.set(id, cached.endpoints);
+      if (cached && now - cached.at < (cached.endpoints.length > 0 ? FILTERS_TTL_MS : NO_ENDPOINTS_TTL_MS)) out.set(id, cached.endpoints);
       else missing.push(id);
     }
     if (missing.length > 0) {

@@ -8,8 +8,14 @@ import { WORKFLOW_JOBS, WorkflowStepJobData, workflowStepJobId } from '../queue/
 import { QUEUES } from '../queue/queue.constants';
 import { DueExecution, WorkflowsRepository } from './workflows.repository';
 
-/** How long "this project has workflows" is trusted in this process (changes made here apply at once). */
+/**
+ * How long "this project has workflows" is trusted in this process (changes
+ * made here apply at once). "It has none" is trusted for less: a workflow
+ * created or enabled in another process is then missed by this fast path
+ * (its executions wait for the recovery, 5 to 10 s) for at most a second.
+ */
 const PROJECTS_TTL_MS = 5_000;
+const NO_WORKFLOWS_TTL_MS = 1_000;
 /** Events published within this window share one lookup. */
 const BATCH_WINDOW_MS = 5;
 
@@ -93,7 +99,7 @@ export class WorkflowDispatcher implements EventRecordedListener, OnModuleInit {
     const missing: string[] = [];
     for (const id of projectIds) {
       const cached = this.projects.get(id);
-      if (cached && now - cached.at < PROJECTS_TTL_MS) {
+      if (cached && now - cached.at < (cached.has ? PROJECTS_TTL_MS : NO_WORKFLOWS_TTL_MS)) {
         if (cached.has) out.add(id);
       } else missing.push(id);
     }
