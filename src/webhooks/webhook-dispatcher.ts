@@ -87,13 +87,7 @@ export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
   async wake(endpointIds: string[]): Promise<void> {
     if (endpointIds.length === 0) return;
     const now = Date.now();
-    await this.queue.addBulk(
-      endpointIds.map((endpointId) => ({
-        name: WEBHOOK_JOBS.DELIVER,
-        data: { endpointId },
-        opts: { jobId: webhookDueJobId(endpointId, now), removeOnComplete: true, removeOnFail: true, attempts: 1 },
-      })),
-    );
+    await this.queue.addBulk(endpointIds.map((endpointId) => deliverJob(endpointId, null, 0, now)));
   }
 
   /**
@@ -104,26 +98,14 @@ export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
   async enqueue(deliveries: PendingDelivery[]): Promise<void> {
     if (deliveries.length === 0) return;
     const now = Date.now();
-    const dueNow = new Map<string, PendingDelivery>();
-    const later: Array<{ d: PendingDelivery; delay: number }> = [];
+    const dueNow = new Set<string>();
+    const jobs: ReturnType<typeof deliverJob>[] = [];
     for (const d of deliveries) {
       const delay = (d.nextAttemptAt?.getTime() ?? now) - now;
-      if (delay > 0) later.push({ d, delay });
-      else if (!dueNow.has(d.endpointId)) dueNow.set(d.endpointId, d);
+      if (delay > 0) jobs.push(deliverJob(d.endpointId, d, delay, now));
+      else dueNow.add(d.endpointId);
     }
-    const job = (d: PendingDelivery, delay: number) => ({
-      name: WEBHOOK_JOBS.DELIVER,
-      data: { deliveryId: d.id, endpointId: d.endpointId },
-      opts: {
-        jobId: delay > 0 ? webhookJobId(d) : webhookDueJobId(d.endpointId, now),
-        delay,
-        // Nothing kept: a job that failed (the database was down) must not block the sweep from adding it again.
-        removeOnComplete: true,
-        removeOnFail: true,
-        attempts: 1,
-      },
-    });
-    await this.queue.addBulk([...[...dueNow.values()].map((d) => job(d, 0)), ...later.map(({ d, delay }) => job(d, delay))]);
+    await this.queue.addBulk([...[...dueNow].map((endpointId) => deliverJob(endpointId, null, 0, now)), ...jobs]);
   }
 
   private async filtersOf(projectIds: string[]): Promise<Map<string, EndpointFilter[]>> {
@@ -145,4 +127,20 @@ export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
     }
     return out;
   }
+}
+
+/** A DELIVER job: for the endpoint's deliveries due now (`later` null), or for one later attempt, delayed. */
+function deliverJob(endpointId: string, later: PendingDelivery | null, delay: number, now: number) {
+  return {
+    name: WEBHOOK_JOBS.DELIVER,
+    data: later ? { deliveryId: later.id, endpointId } : { endpointId },
+    opts: {
+      jobId: later ? webhookJobId(later) : webhookDueJobId(endpointId, now),
+      delay,
+      // Nothing kept: a job that failed (the database was down) must not block the sweep from adding it again.
+      removeOnComplete: true,
+      removeOnFail: true,
+      attempts: 1,
+    },
+  };
 }
