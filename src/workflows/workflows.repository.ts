@@ -66,6 +66,26 @@ const EXECUTION_COLUMNS = `x.id, x.project_id AS "projectId", x.workflow_id AS "
 const ENGINE_READ = `SELECT ${EXECUTION_COLUMNS}, (extract(epoch FROM w.updated_at) * 1000000)::bigint::text AS "workflowStamp"
   FROM workflow_executions x JOIN workflows w ON w.id = x.workflow_id WHERE x.id = $1`;
 
+/**
+ * A step's record of execution $1 (the first visit numbers it; later writes
+ * update it), from six parameters starting at `$first` (stepRecordValues),
+ * written when `condition` holds.
+ */
+function stepRecordSql(first: number, condition: string): string {
+  const p = (k: number) => `$${first + k}`;
+  return `INSERT INTO workflow_execution_steps (execution_id, step_id, seq, type, status, started_at, finished_at, output, error)
+         SELECT $1::uuid, ${p(0)}::varchar, (SELECT coalesce(max(seq), 0) + 1 FROM workflow_execution_steps WHERE execution_id = $1::uuid),
+                ${p(1)}::varchar, ${p(2)}::workflow_step_run_status, now(), CASE WHEN ${p(3)}::boolean THEN now() END, ${p(4)}::jsonb, ${p(5)}::text
+          WHERE ${condition}
+         ON CONFLICT (execution_id, step_id) DO UPDATE
+           SET status = EXCLUDED.status, finished_at = EXCLUDED.finished_at,
+               output = coalesce(EXCLUDED.output, workflow_execution_steps.output), error = EXCLUDED.error`;
+}
+
+function stepRecordValues(run: StepRun): unknown[] {
+  return [run.stepId, run.type, run.status, run.finished, run.output ? JSON.stringify(run.output) : null, run.error ?? null];
+}
+
 /** Every statement on workflows, their executions and step records. */
 @Injectable()
 export class WorkflowsRepository {
@@ -293,16 +313,7 @@ export class WorkflowsRepository {
 
   /** Writes one step's record (the first visit numbers it; later writes update it). */
   async recordStep(manager: EntityManager, run: StepRun): Promise<void> {
-    await preparedRows(
-      manager,
-      `INSERT INTO workflow_execution_steps (execution_id, step_id, seq, type, status, started_at, finished_at, output, error)
-       VALUES ($1, $2, (SELECT coalesce(max(seq), 0) + 1 FROM workflow_execution_steps WHERE execution_id = $1), $3, $4, now(),
-               CASE WHEN $5 THEN now() END, $6, $7)
-       ON CONFLICT (execution_id, step_id) DO UPDATE
-         SET status = EXCLUDED.status, finished_at = EXCLUDED.finished_at,
-             output = coalesce(EXCLUDED.output, workflow_execution_steps.output), error = EXCLUDED.error`,
-      [run.executionId, run.stepId, run.type, run.status, run.finished, run.output ? JSON.stringify(run.output) : null, run.error ?? null],
-    );
+    await preparedRows(manager, stepRecordSql(2, 'true'), [run.executionId, ...stepRecordValues(run)]);
   }
 
   /**
@@ -318,13 +329,7 @@ export class WorkflowsRepository {
     await preparedRows(
       manager,
       `WITH recorded AS (
-         INSERT INTO workflow_execution_steps (execution_id, step_id, seq, type, status, started_at, finished_at, output, error)
-         SELECT $1, $17::varchar, (SELECT coalesce(max(seq), 0) + 1 FROM workflow_execution_steps WHERE execution_id = $1), $18::varchar,
-                $19::workflow_step_run_status, now(), CASE WHEN $20::boolean THEN now() END, $21::jsonb, $22::text
-          WHERE $16::boolean
-         ON CONFLICT (execution_id, step_id) DO UPDATE
-           SET status = EXCLUDED.status, finished_at = EXCLUDED.finished_at,
-               output = coalesce(EXCLUDED.output, workflow_execution_steps.output), error = EXCLUDED.error
+         ${stepRecordSql(17, '$16::boolean')}
        )
        UPDATE workflow_executions
           SET status = $2::workflow_execution_status, due_at = $3::timestamptz,
@@ -353,12 +358,7 @@ export class WorkflowsRepository {
         to.exitReason ?? null,
         version,
         run !== null,
-        run?.stepId ?? null,
-        run?.type ?? null,
-        run?.status ?? null,
-        run?.finished ?? false,
-        run?.output ? JSON.stringify(run.output) : null,
-        run?.error ?? null,
+        ...(run ? stepRecordValues(run) : [null, null, null, false, null, null]),
       ],
     );
     return version;
