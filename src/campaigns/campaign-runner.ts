@@ -10,11 +10,27 @@ import { CampaignsRepository } from './campaigns.repository';
 import { CampaignsService } from './campaigns.service';
 import { WorkerShutdown } from '../queue/worker-shutdown';
 
-/** Contacts per fan-out batch: one transaction, one INSERT, one committed resume point. */
-export const FANOUT_BATCH = 2000;
-/** Delivery jobs kept waiting in Redis: fed in chunks as delivery drains, so Redis never holds a whole audience. */
-export const FEED_HIGH_WATER = 5000;
-const FEED_CHUNK = 1000;
+/**
+ * Contacts per fan-out batch (one transaction, one INSERT, one committed
+ * resume point) once it is under way. The first batch is small so that
+ * delivery starts at once; each next one doubles up to this size, where the
+ * batch's few round trips, which wait behind delivery's rendering on the
+ * worker's event loop, cost little against its rows.
+ */
+export const FANOUT_BATCH = 10_000;
+const FIRST_FANOUT_BATCH = 500;
+/**
+ * Delivery jobs kept waiting in Redis: fed in chunks as delivery drains, so
+ * Redis never holds a whole audience. A second's worth of the fastest
+ * delivery (the feed tops up after every fan-out batch and every POLL_MS);
+ * a deeper backlog only spends the worker's event loop on adding jobs while
+ * the first messages wait to be rendered (5,000 put the first message at
+ * 1.6 s instead of 0.8 s).
+ */
+export const FEED_HIGH_WATER = 1000;
+const FEED_CHUNK = 500;
+/** A feed's first chunk: the first messages' jobs reach a worker before the rest are added. It doubles up to FEED_CHUNK. */
+const FIRST_FEED_CHUNK = 50;
 /** How often a campaign whose records all exist checks for the end of delivery. */
 const POLL_MS = 300;
 /** A feed that reached the end starts over at most this often while emails stay QUEUED (a lost job). */
@@ -109,32 +125,49 @@ export class CampaignRunner {
       for (const setting of wholeProjectSettings(compiled)) await snapshot.query(setting);
       await this.repository.declareAudience(snapshot.manager, 'audience', compiled, resumeFrom, startedAt);
       let counted = campaign.recipientCount !== null;
-      for (;;) {
-        if (this.shutdown.stopping) return 'handed-back';
-        const batch = await this.repository.fetchAudience(snapshot.manager, 'audience', FANOUT_BATCH);
-        const done = batch.length < FANOUT_BATCH;
-        const kept = await this.dataSource.transaction(async (m) => {
-          const current = await this.repository.lock(m, null, campaign.id);
-          if (!current || current.status !== CampaignStatus.SENDING) return false;
-          await this.emails.insertBulk(m, spec, batch.map((c) => ({ contactId: c.id, email: c.email })));
-          await this.repository.update(m, campaign.id, {
-            fanoutCursor: batch.length > 0 ? batch[batch.length - 1].id : current.fanoutCursor,
-            fanoutDone: done,
-            // The exact audience once the last record exists (a resumed fan-out may differ from the first count).
-            ...(done ? { recipientCount: () => `(SELECT sum(queued + sending + sent + failed + bounced + suppressed + cancelled) FROM campaign_counters WHERE campaign_id = '${campaign.id}')` } : {}),
+      // The next batch is read from the snapshot while this one is written (two connections).
+      let size = FIRST_FANOUT_BATCH;
+      const fetch = (count: number) => {
+        const rows = this.repository.fetchAudience(snapshot.manager, 'audience', count);
+        rows.catch(() => undefined); // awaited below; an early return leaves it to the rollback
+        return { rows, count };
+      };
+      let next = fetch(size);
+      const feeding = new Background(feed, this.logger);
+      let first = true;
+      try {
+        for (;;) {
+          if (this.shutdown.stopping) return 'handed-back';
+          const batch = await next.rows;
+          const done = batch.length < next.count;
+          if (!done) {
+            size = Math.min(size * 2, FANOUT_BATCH);
+            next = fetch(size);
+          }
+          const kept = await this.dataSource.transaction(async (m) => {
+            const cursor = batch.length > 0 ? batch[batch.length - 1].id : null;
+            if (!(await this.repository.advanceFanout(m, campaign.id, cursor, done))) return false;
+            await this.emails.insertBulk(m, spec, batch.map((c) => ({ contactId: c.id, email: c.email })));
+            if (done) await this.repository.settleRecipientCount(m, campaign.id);
+            return true;
           });
-          return true;
-        });
-        if (!kept) return 'stopped';
-        await feed.topUp(false);
-        if (!counted && !done) {
-          // After the first batch is on its way: the audience size, in the fan-out's own snapshot.
-          const rest = await this.repository.countAudience(snapshot.manager, compiled, resumeFrom, startedAt);
-          const earlier = before ? total(before) : 0;
-          await this.repository.update(manager, campaign.id, { recipientCount: earlier + rest });
-          counted = true;
+          if (!kept) return 'stopped';
+          // Delivery is fed beside the fan-out, not between its batches, except after the first: the
+          // first messages get under way before bigger batches compete with them for the event loop.
+          if (first) await feed.topUp(false);
+          else feeding.poke();
+          first = false;
+          if (!counted && !done) {
+            // After the first batch is on its way: the audience size, in the fan-out's own snapshot.
+            const rest = await this.repository.countAudience(snapshot.manager, compiled, resumeFrom, startedAt);
+            const earlier = before ? total(before) : 0;
+            await this.repository.update(manager, campaign.id, { recipientCount: earlier + rest });
+            counted = true;
+          }
+          if (done) return 'done';
         }
-        if (done) return 'done';
+      } finally {
+        await feeding.settle();
       }
     } finally {
       if (snapshot.isTransactionActive) await snapshot.rollbackTransaction().catch(() => undefined);
@@ -156,6 +189,7 @@ class Feed {
   private cursor: string | null = null;
   /** When a final feed found nothing more (0: not yet). */
   private exhaustedAt = 0;
+  private chunk = FIRST_FEED_CHUNK;
 
   constructor(
     private readonly emails: EmailsService,
@@ -172,13 +206,55 @@ class Feed {
     }
     let waiting = await this.emails.deliveryBacklog();
     while (waiting < FEED_HIGH_WATER) {
-      const batch = await this.emails.enqueueOpenOfCampaign(this.campaignId, this.cursor, FEED_CHUNK);
+      const chunk = this.chunk;
+      this.chunk = Math.min(chunk * 2, FEED_CHUNK);
+      const batch = await this.emails.enqueueOpenOfCampaign(this.campaignId, this.cursor, chunk);
       waiting += batch.count;
       if (batch.lastContactId) this.cursor = batch.lastContactId;
-      if (batch.count < FEED_CHUNK) {
+      if (batch.count < chunk) {
         if (final) this.exhaustedAt = Date.now();
         return;
       }
+    }
+  }
+}
+
+/**
+ * Tops up the feed beside the fan-out: a poke starts a top-up unless one is
+ * running, in which case one more follows it. A failed top-up is logged and
+ * left to the next (the feed is idempotent: job id = email id).
+ */
+class Background {
+  private running: Promise<void> | null = null;
+  private again = false;
+
+  constructor(
+    private readonly feed: Feed,
+    private readonly logger: Logger,
+  ) {}
+
+  poke(): void {
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.loop();
+  }
+
+  /** Waits for the top-up in flight, if any. */
+  async settle(): Promise<void> {
+    this.again = false;
+    await this.running;
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      do {
+        this.again = false;
+        await this.feed.topUp(false).catch((error: unknown) => this.logger.warn(`campaign feed: ${String(error)}`));
+      } while (this.again);
+    } finally {
+      this.running = null;
     }
   }
 }

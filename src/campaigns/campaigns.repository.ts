@@ -4,7 +4,7 @@ import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialE
 import type { CompiledCondition } from '../conditions/condition-compiler';
 import { keysetRows } from '../database/keyset-rows';
 import { containsPattern } from '../database/like-pattern';
-import { queryRows } from '../database/query-rows';
+import { preparedRows, queryRows } from '../database/query-rows';
 import { COUNTER_SLOTS } from './campaign-counter.entity';
 import { Campaign, CampaignStatus } from './campaign.entity';
 
@@ -106,6 +106,33 @@ export class CampaignsRepository {
     const counts = {} as CampaignCounts;
     for (const c of COUNT_COLUMNS) counts[c] = Number(row?.[c] ?? 0);
     return counts;
+  }
+
+  /**
+   * A fan-out batch's first statement: locks the campaign row while it is
+   * SENDING and moves the committed resume point (the batch's last contact,
+   * null: unchanged) in the same statement. False when the campaign is no
+   * longer SENDING (a cancel committed first): write nothing more.
+   */
+  async advanceFanout(manager: EntityManager, id: string, cursor: string | null, done: boolean): Promise<boolean> {
+    const rows = await preparedRows(
+      manager,
+      `UPDATE campaigns SET fanout_cursor = COALESCE($2::uuid, fanout_cursor), fanout_done = $3, updated_at = now()
+        WHERE id = $1 AND status = 'SENDING' RETURNING 1`,
+      [id, cursor, done],
+    );
+    return rows.length > 0;
+  }
+
+  /** The exact audience once every record exists: the sum of the campaign's counters (a resumed fan-out may differ from the first count). */
+  async settleRecipientCount(manager: EntityManager, id: string): Promise<void> {
+    await queryRows(
+      manager,
+      `UPDATE campaigns SET recipient_count = (SELECT sum(queued + sending + sent + failed + bounced + suppressed + cancelled)
+                                                 FROM campaign_counters WHERE campaign_id = $1)
+        WHERE id = $1`,
+      [id],
+    );
   }
 
   openCampaigns(manager: EntityManager): Promise<OpenCampaign[]> {

@@ -9,7 +9,7 @@ import { DeliveryRecovery } from './delivery-recovery';
 import { DeliveryOutcome, DeliveryService, TransientDeliveryError } from './delivery.service';
 
 /** Jobs in flight per worker process; each holds one pooled SMTP connection at most. */
-export const DELIVERY_CONCURRENCY = 20;
+export const DELIVERY_CONCURRENCY = 10;
 
 /**
  * QUEUES.DELIVERY worker. Lock and stall settings decide how fast a killed
