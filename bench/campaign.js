@@ -46,7 +46,9 @@
  *   npm run bench:campaign                       (builds first; BENCH_CONTACTS=1000000)
  *   BENCH_CONTACTS=50000 node bench/campaign.js  (against dist/, or BENCH_DIST=<build>)
  *   BENCH_RATE=100 ...                           (the worker's EMAIL_RATE_PER_SECOND; default lifted)
- *   BENCH_NODE_ARGS=--cpu-prof ...               (node options of the worker, e.g. a CPU profile)
+ *   BENCH_NODE_ARGS=--cpu-prof ...               (more node options of the worker, e.g. a CPU profile; it
+ *                                                 always gets the NODE_OPTIONS of docker-compose.yml's worker,
+ *                                                 or BENCH_WORKER_NODE_OPTIONS instead)
  *   BENCH_CANCEL=1 ...                           (cancel the campaign at the end and time it; lets the
  *                                                 worker exit cleanly, which a --cpu-prof profile needs;
  *                                                 small audiences only: the cancel grows faster than linearly,
@@ -82,6 +84,17 @@ const FROM = 'news@campaign-bench.example';
 const FROM_NAME = 'Bench News';
 const SUBJECT = 'News for {{ firstName | default: "you" }}';
 const FANOUT_TIMEOUT_MS = 60 * 60_000;
+/**
+ * The worker's node options as deployed: the NODE_OPTIONS of the worker
+ * service in docker-compose.yml (its heap cap). BENCH_WORKER_NODE_OPTIONS
+ * replaces them (an empty value: V8's defaults).
+ */
+const WORKER_NODE_OPTIONS = (
+  process.env.BENCH_WORKER_NODE_OPTIONS ??
+  (/^\s*NODE_OPTIONS:\s*"([^"]*)"/m.exec(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8')) ?? [])[1] ??
+  ''
+).split(' ').filter(Boolean);
+
 const TARGETS = { ratio: 0.5, rssMb: 200, bytesPerRecipient: 1024, firstMessageS: 1, statsMedianMs: 50 };
 
 /** A newsletter of about 20 KB: paragraphs and links, one Liquid variable. */
@@ -417,7 +430,7 @@ async function statsLatency(base, key, campaignId) {
 
 async function main() {
   console.log(
-    `Campaign benchmark: ${CONTACTS} contacts, fan-out batches of ${FANOUT_BATCH}, worker EMAIL_RATE_PER_SECOND=${RATE}, build ${DIST}`,
+    `Campaign benchmark: ${CONTACTS} contacts, fan-out batches up to ${FANOUT_BATCH}, worker EMAIL_RATE_PER_SECOND=${RATE}, worker node options [${WORKER_NODE_OPTIONS.join(' ')}] (docker-compose.yml), build ${DIST}`,
   );
   const sink = await startSink();
   const db = await createBenchDatabase('campaign');
@@ -455,7 +468,7 @@ async function main() {
 
     worker = await startWorker(
       { ...common, APP_ROLE: 'worker', SMTP_URL: `smtp://127.0.0.1:${sink.port}`, EMAIL_RATE_PER_SECOND: String(RATE) },
-      (process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean),
+      [...WORKER_NODE_OPTIONS, ...(process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean)],
     );
     await sleep(1000);
     const idleRss = rssBytes(worker.pid);

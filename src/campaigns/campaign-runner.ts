@@ -20,6 +20,13 @@ import { WorkerShutdown } from '../queue/worker-shutdown';
 export const FANOUT_BATCH = 10_000;
 const FIRST_FANOUT_BATCH = 500;
 /**
+ * Batches stay at FIRST_FANOUT_BATCH this long: the first messages are
+ * rendered and their SMTP sessions opened on the same event loop, and
+ * bigger batches in that second put the first message at the sink at
+ * 0.9-1.2 s instead of 0.7 s (bench:campaign).
+ */
+const SMALL_BATCHES_MS = 1000;
+/**
  * Delivery jobs kept waiting in Redis: fed in chunks as delivery drains, so
  * Redis never holds a whole audience. A second's worth of the fastest
  * delivery (the feed tops up after every fan-out batch and every POLL_MS);
@@ -127,6 +134,7 @@ export class CampaignRunner {
       let counted = campaign.recipientCount !== null;
       // The next batch is read from the snapshot while this one is written (two connections).
       let size = FIRST_FANOUT_BATCH;
+      const fanOutStart = Date.now();
       const fetch = (count: number) => {
         const rows = this.repository.fetchAudience(snapshot.manager, 'audience', count);
         rows.catch(() => undefined); // awaited below; an early return leaves it to the rollback
@@ -141,7 +149,7 @@ export class CampaignRunner {
           const batch = await next.rows;
           const done = batch.length < next.count;
           if (!done) {
-            size = Math.min(size * 2, FANOUT_BATCH);
+            if (Date.now() - fanOutStart >= SMALL_BATCHES_MS) size = Math.min(size * 2, FANOUT_BATCH);
             next = fetch(size);
           }
           const kept = await this.dataSource.transaction(async (m) => {
@@ -154,7 +162,7 @@ export class CampaignRunner {
           if (!kept) return 'stopped';
           // Delivery is fed beside the fan-out, not between its batches, except after the first: the
           // first messages get under way before bigger batches compete with them for the event loop.
-          if (first) await feed.topUp(false);
+          if (first) await feed.topUp(false, 1);
           else feeding.poke();
           first = false;
           if (!counted && !done) {
@@ -196,8 +204,13 @@ class Feed {
     private readonly campaignId: string,
   ) {}
 
-  /** `final`: every record exists, so reaching the end means everything was handed over. */
-  async topUp(final: boolean): Promise<void> {
+  /**
+   * `final`: every record exists, so reaching the end means everything was
+   * handed over. `chunks`: at most this many chunks this time (the first
+   * top-up adds one, so the first messages' jobs are not followed at once
+   * by hundreds more for the event loop to add).
+   */
+  async topUp(final: boolean, chunks = Infinity): Promise<void> {
     if (this.exhaustedAt > 0) {
       // Emails still QUEUED after that (a job lost with Redis) are looked for again now and then.
       if (Date.now() - this.exhaustedAt < REFEED_EVERY_MS) return;
@@ -205,7 +218,7 @@ class Feed {
       this.exhaustedAt = 0;
     }
     let waiting = await this.emails.deliveryBacklog();
-    while (waiting < FEED_HIGH_WATER) {
+    for (let added = 0; waiting < FEED_HIGH_WATER && added < chunks; added++) {
       const chunk = this.chunk;
       this.chunk = Math.min(chunk * 2, FEED_CHUNK);
       const batch = await this.emails.enqueueOpenOfCampaign(this.campaignId, this.cursor, chunk);
