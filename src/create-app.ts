@@ -17,6 +17,12 @@ import { AppConfig, runsApi, runsWorkers } from './config/config';
 import { QueueWorkersService } from './queue/queue-workers.service';
 
 /** One JSON line per request, with its request id, at the end of the request (not at the start too). */
+/** The request's logger is pino's child (isLevelEnabled), which FastifyBaseLogger does not declare. */
+function infoEnabled(request: FastifyRequest): boolean {
+  const log = request.log as unknown as { isLevelEnabled?: (level: string) => boolean };
+  return log.isLevelEnabled ? log.isLevelEnabled('info') : true;
+}
+
 class RequestLogController extends LogController {
   constructor() {
     super({ requestIdLogLabel: 'requestId' });
@@ -27,13 +33,16 @@ class RequestLogController extends LogController {
   }
 
   override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
+    const failed = error !== null || reply.statusCode >= 500;
+    // Below LOG_LEVEL=info nothing but failures is written: no line to build (the URL's redaction showed in profiles).
+    if (!failed && !infoEnabled(request)) return;
     const line = {
       method: request.method,
       url: loggableUrl(request.url),
       statusCode: reply.statusCode,
       responseTime: Math.round(reply.elapsedTime),
     };
-    if (error || reply.statusCode >= 500) request.log.error({ ...line, err: error ?? undefined }, 'request completed');
+    if (failed) request.log.error({ ...line, err: error ?? undefined }, 'request completed');
     else request.log.info(line, 'request completed');
   }
 }
