@@ -33,7 +33,7 @@ class RequestLogController extends LogController {
   }
 
   override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
-    const failed = error !== null || reply.statusCode >= 500;
+    const failed = Boolean(error) || reply.statusCode >= 500; // error is undefined, not null, when none
     // Below LOG_LEVEL=info nothing but failures is written: no line to build (the URL's redaction showed in profiles).
     if (!failed && !infoEnabled(request)) return;
     const line = {
