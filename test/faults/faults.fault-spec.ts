@@ -279,12 +279,18 @@ describe('fault suite', () => {
         return `${inFlight} requests in flight, ${load.answered} answered before`;
       });
       await inject('SIGKILL worker', async (over) => {
-        const sending = (await world.statusCounts(campaignProject.id)).SENDING ?? 0;
+        // Kill it with messages in an SMTP conversation (any source: transactional mail goes first, so with
+        // the worker's 10 jobs busy with it, none of the campaign's may be SENDING at a given instant).
+        const sendingNow = async () =>
+          (await world.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM emails WHERE status = 'SENDING'`))[0].n;
+        await pollFor(async () => (await sendingNow()) > 0, 10_000, 5);
+        const campaignSending = (await world.statusCounts(campaignProject.id)).SENDING ?? 0;
+        const sending = await sendingNow();
         workerKilledWithSending = sending;
         await world.killWorker();
         over();
         await world.startWorker();
-        return `${sending} campaign emails SENDING at the kill`;
+        return `${sending} emails SENDING at the kill (${campaignSending} of the campaign's)`;
       });
       await inject('restart redis (AOF)', async (over) => {
         expect(await world.redis.command('SET', 'faults:sentinel', 'kept')).toMatch(/^\+OK/);
