@@ -16,13 +16,13 @@ import { createRootLogger, loggableUrl, PinoNestLogger } from './common/logging/
 import { AppConfig, runsApi, runsWorkers } from './config/config';
 import { QueueWorkersService } from './queue/queue-workers.service';
 
-/** One JSON line per request, with its request id, at the end of the request (not at the start too). */
 /** The request's logger is pino's child (isLevelEnabled), which FastifyBaseLogger does not declare. */
 function infoEnabled(request: FastifyRequest): boolean {
   const log = request.log as unknown as { isLevelEnabled?: (level: string) => boolean };
   return log.isLevelEnabled ? log.isLevelEnabled('info') : true;
 }
 
+/** One JSON line per request, with its request id, at the end of the request (not at the start too). */
 class RequestLogController extends LogController {
   constructor() {
     super({ requestIdLogLabel: 'requestId' });
