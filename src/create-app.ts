@@ -7,7 +7,7 @@ import { AppMetrics } from './common/metrics/metrics';
 import { mountQueueDashboard } from './operations/queue-dashboard';
 import { AppModule } from './app.module';
 import { DEFAULT_BODY_LIMIT, FORM_BODY_ROUTES, ROUTE_BODY_LIMITS } from './common/http/body-limits';
-import { corsOptions } from './common/http/cors';
+import { registerCors } from './common/http/cors';
 import { registerSuccessEnvelope } from './common/http/envelope';
 import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from './common/http/framework-errors';
 import { generateRequestId } from './common/http/request-id';
@@ -59,6 +59,8 @@ function createAdapter(config: AppConfig, logger: Logger, metrics: AppMetrics): 
     frameworkErrors,
     clientErrorHandler,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // No Nest middleware is used: @fastify/middie would only cost every request a pass.
+    skipMiddie: true,
   });
   const fastify = adapter.getInstance();
   fastify.addHook('onRoute', (route) => {
@@ -68,6 +70,7 @@ function createAdapter(config: AppConfig, logger: Logger, metrics: AppMetrics): 
       if (limit) route.bodyLimit = limit;
     }
   });
+  if (runsApi(config)) registerCors(fastify, config.corsOrigins);
   registerSuccessEnvelope(fastify);
   metrics.instrument(fastify);
   fastify.addHook('onRequest', (request, reply, done) => {
@@ -109,10 +112,9 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     abortOnError: false,
   });
   app.enableShutdownHooks();
-  // A worker serves no HTTP: no CORS, no OpenAPI document (building it was memory the worker kept), no dashboard.
+  // A worker serves no HTTP: no OpenAPI document (building it was memory the worker kept), no dashboard.
   const api = runsApi(config);
   if (api) {
-    app.enableCors(corsOptions(config.corsOrigins));
     setupOpenApi(app);
   }
   try {

@@ -174,6 +174,32 @@ describe('First run on the embedded default (outbox, no DNS)', () => {
       expect(pre.headers['access-control-allow-origin']).toBeUndefined();
     });
 
+    it('leaves requests without an Origin header alone, apart from Vary: Origin', async () => {
+      // Servers and SDKs send no Origin: the CORS plugin does not run for them (it is run per request otherwise).
+      const track = await app.app.inject({
+        method: 'POST',
+        url: '/v1/track',
+        headers: { authorization: `Bearer ${project.publicKey}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({ email: 'server@example.org', event: 'page-view' }),
+      });
+      expect(track.statusCode).toBe(200);
+      expect(track.headers['access-control-allow-origin']).toBeUndefined();
+      expect(track.headers['access-control-expose-headers']).toBeUndefined();
+      expect(String(track.headers.vary)).toContain('Origin');
+      // The same request from a page gets its CORS headers (the gate is on the header, not the route).
+      const fromPage = await app.app.inject({
+        method: 'POST',
+        url: '/v1/track',
+        headers: { origin: 'https://shop.example', authorization: `Bearer ${project.publicKey}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({ email: 'server@example.org', event: 'page-view' }),
+      });
+      expect(fromPage.headers['access-control-allow-origin']).toBe('*');
+      // A bare OPTIONS (no Origin) still reaches the plugin: answered like a preflight, as before.
+      const bare = await app.app.inject({ method: 'OPTIONS', url: '/v1/track' });
+      expect(bare.statusCode).toBe(204);
+      expect(bare.headers['access-control-allow-origin']).toBe('*');
+    });
+
     it('answers the origins of CORS_ORIGINS on secret-key endpoints, and only those', async () => {
       const listed = await setupTestApp({ CORS_ORIGINS: 'https://admin.example' });
       try {
