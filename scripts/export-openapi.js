@@ -35,7 +35,7 @@ async function main() {
     logger: false,
     abortOnError: false,
   });
-  const document = modules.openapi.buildOpenApiDocument(app);
+  const document = modules.openapi.buildOpenApiDocument(app, modules.app.RAW_ROUTE_OPENAPI_PATHS);
   await app.close();
   const json = `${JSON.stringify(document, null, 2)}\n`;
   if (out === '-') {

@@ -5,14 +5,14 @@ import type { Logger } from 'pino';
 import { SwaggerModule } from '@nestjs/swagger';
 import { AppMetrics } from './common/metrics/metrics';
 import { mountQueueDashboard } from './operations/queue-dashboard';
-import { AppModule } from './app.module';
+import { AppModule, RAW_ROUTE_OPENAPI_PATHS } from './app.module';
 import { DEFAULT_BODY_LIMIT, FORM_BODY_ROUTES, ROUTE_BODY_LIMITS } from './common/http/body-limits';
 import { registerCors } from './common/http/cors';
 import { registerSuccessEnvelope } from './common/http/envelope';
 import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from './common/http/framework-errors';
 import { generateRequestId } from './common/http/request-id';
 import { buildOpenApiDocument } from './common/openapi/document';
-import { createRootLogger, loggableUrl, PinoNestLogger } from './common/logging/logger';
+import { createRootLogger, loggableUrl, PinoNestLogger, REQUEST_ID_LOG_LABEL, requestChildLogger } from './common/logging/logger';
 import { AppConfig, runsApi, runsWorkers } from './config/config';
 import { QueueWorkersService } from './queue/queue-workers.service';
 
@@ -25,7 +25,7 @@ function infoEnabled(request: FastifyRequest): boolean {
 /** One JSON line per request, with its request id, at the end of the request (not at the start too). */
 class RequestLogController extends LogController {
   constructor() {
-    super({ requestIdLogLabel: 'requestId' });
+    super({ requestIdLogLabel: REQUEST_ID_LOG_LABEL });
   }
 
   override incomingRequest(): void {
@@ -54,6 +54,7 @@ function createAdapter(config: AppConfig, logger: Logger, metrics: AppMetrics): 
     trustProxy: config.trustProxy,
     loggerInstance: logger,
     logController: new RequestLogController(),
+    childLoggerFactory: requestChildLogger,
     return503OnClosing: true,
     // Refusals before routing use the error envelope too (src/common/http/framework-errors.ts).
     frameworkErrors,
@@ -96,7 +97,7 @@ function createAdapter(config: AppConfig, logger: Logger, metrics: AppMetrics): 
 }
 
 function setupOpenApi(app: NestFastifyApplication): void {
-  SwaggerModule.setup('docs', app, buildOpenApiDocument(app), { jsonDocumentUrl: 'openapi.json', yamlDocumentUrl: 'openapi.yaml' });
+  SwaggerModule.setup('docs', app, buildOpenApiDocument(app, RAW_ROUTE_OPENAPI_PATHS), { jsonDocumentUrl: 'openapi.json', yamlDocumentUrl: 'openapi.yaml' });
 }
 
 /**

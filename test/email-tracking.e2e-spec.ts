@@ -154,6 +154,34 @@ describe('open and click tracking (e2e)', () => {
     await flush();
   });
 
+  it('opens and clicks of one email in one batch: one statement counts both, each first time set once, one event each', async () => {
+    const sent = await sendAndReceive('both@example.org', { template: (await t.createTemplate({ name: 'Both', subject: 'Both', body: BODY, type: 'MARKETING', from: 'news@acme.test' })).body.data.id });
+    const links = linksOf(sent.html);
+    for (let i = 0; i < 2; i++) {
+      expect((await get(new URL(links.images[0]).pathname)).status).toBe(200);
+      expect((await get(new URL(links.hrefs[0]).pathname)).status).toBe(302);
+    }
+    await flush();
+    const after = await record(sent.emailId);
+    expect(after).toMatchObject({ opens: 2, clicks: 2 });
+    expect(after.openedAt).not.toBeNull();
+    expect(after.clickedAt).not.toBeNull();
+    expect(await eventsOf(sent.contactId, 'email.opened')).toHaveLength(1);
+    const clicked = await eventsOf(sent.contactId, 'email.clicked');
+    expect(clicked.map((e: { data: unknown }) => e.data)).toEqual([{ url: SHOP }]);
+
+    // Retried RECORD_HIT jobs may repeat an email and kind: their counts add up, times already set stay.
+    const tracking = t.app.app.get(EmailTrackingService);
+    await tracking.record([
+      { emailId: sent.emailId, kind: 'open', count: 1, at: '2030-01-01T00:00:00.000Z' },
+      { emailId: sent.emailId, kind: 'open', count: 2, at: '2029-01-01T00:00:00.000Z' },
+      { emailId: sent.emailId, kind: 'click', count: 1, at: '2029-01-01T00:00:00.000Z', url: 'https://elsewhere.example/' },
+    ]);
+    expect(await record(sent.emailId)).toMatchObject({ opens: 5, clicks: 3, openedAt: after.openedAt, clickedAt: after.clickedAt });
+    expect(await eventsOf(sent.contactId, 'email.opened')).toHaveLength(1);
+    expect(await eventsOf(sent.contactId, 'email.clicked')).toHaveLength(1);
+  });
+
   it('a forged or altered token is 404 and records nothing; another URL cannot be signed without the secret', async () => {
     const before = await record(marketing.emailId);
     const alter = (url: string) => {

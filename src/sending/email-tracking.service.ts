@@ -7,7 +7,7 @@ import { EventsService } from '../events/events.service';
 import type { RecordedEvent } from '../events/event-hooks';
 import { RecordHitJobData, TRACKING_JOBS } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
-import { EmailsRepository } from './emails.repository';
+import { EmailHits, EmailsRepository } from './emails.repository';
 import { ClickTarget } from './tracking-token';
 import { TrackingLinks } from './tracking-links';
 
@@ -18,6 +18,19 @@ const MAX_PENDING = 50_000;
 /** Retries of a RECORD_HIT job (exponential from 2 s: about 17 minutes in all). */
 const RECORD_HIT_ATTEMPTS = 10;
 
+/** Hits of one email and kind waiting to be written: how many, the first one's time (ms) and, for clicks, its URL. */
+interface PendingHit {
+  count: number;
+  at: number;
+  url: string | undefined;
+}
+
+type PendingHits = Record<'open' | 'click', Map<string, PendingHit>>;
+
+function newPending(): PendingHits {
+  return { open: new Map(), click: new Map() };
+}
+
 /**
  * Open and click hits. The endpoints answer at once (the pixel, the
  * redirect): a hit is counted in memory and written later, so an answer never
@@ -25,8 +38,8 @@ const RECORD_HIT_ATTEMPTS = 10;
  *
  * Every FLUSH_DELAY_MS the hits gathered (one entry per email and kind, with
  * its count, first time and first URL) are written in one transaction, one
- * statement per kind, rows locked in email id order (the lock order of
- * concurrent API processes): opens/clicks
+ * statement for opens and clicks, rows locked in email id order (the lock
+ * order of concurrent API processes): opens/clicks
  * += count, openedAt/clickedAt set to the first hit's time once, and one
  * `email.opened` / `email.clicked` event (data.url) for the hit that set it,
  * published after commit. When that transaction fails (database unreachable),
@@ -37,7 +50,8 @@ const RECORD_HIT_ATTEMPTS = 10;
 @Injectable()
 export class EmailTrackingService implements OnApplicationShutdown {
   private readonly logger = new Logger(EmailTrackingService.name);
-  private pending = new Map<string, RecordHitJobData>();
+  /** Hits not yet written, per kind and email id. */
+  private pending: PendingHits = newPending();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
   private lostSinceLog = 0;
@@ -66,43 +80,37 @@ export class EmailTrackingService implements OnApplicationShutdown {
 
   /** Writes every hit of `hits` (a flush, or a RECORD_HIT job); throws when the database does. */
   async record(hits: RecordHitJobData[]): Promise<void> {
-    const published = await this.dataSource.transaction(async (manager) => {
-      const recorded: RecordedEvent[] = [];
-      await this.repository.lockForHits(manager, [...new Set(hits.map((h) => h.emailId))]);
-      for (const kind of ['open', 'click'] as const) {
-        // One entry per email (a job may repeat one the batch has): merged, earliest time and its URL kept.
-        const merged = new Map<string, RecordHitJobData>();
-        for (const hit of hits) {
-          if (hit.kind !== kind) continue;
-          const seen = merged.get(hit.emailId);
-          if (!seen) merged.set(hit.emailId, { ...hit });
-          else {
-            seen.count += hit.count;
-            if (hit.at < seen.at) Object.assign(seen, { at: hit.at, url: hit.url });
-          }
-        }
-        const rows = await this.repository.recordHits(manager, kind, [...merged.values()]);
-        const firsts = rows.filter((row) => row.first);
-        const events = await this.events.recordMany(
-          manager,
-          firsts.map((row) => ({
-            projectId: row.projectId,
-            contactId: row.contactId,
-            emailId: row.emailId,
-            name: kind === 'open' ? 'email.opened' : 'email.clicked',
-            data: kind === 'click' ? { url: merged.get(row.emailId)?.url } : {},
-          })),
-        );
-        events.forEach((event, i) => recorded.push({ ...event, email: firsts[i].toEmail }));
+    // One entry per email (a job may repeat one the batch has): counts added, the earliest time (and its URL) kept.
+    const merged = new Map<string, EmailHits & { url?: string }>();
+    for (const hit of hits) {
+      let entry = merged.get(hit.emailId);
+      if (!entry) merged.set(hit.emailId, (entry = { emailId: hit.emailId, opens: 0, clicks: 0, openedAt: null, clickedAt: null }));
+      if (hit.kind === 'open') {
+        entry.opens += hit.count;
+        if (entry.openedAt === null || hit.at < entry.openedAt) entry.openedAt = hit.at;
+      } else {
+        entry.clicks += hit.count;
+        if (entry.clickedAt === null || hit.at < entry.clickedAt) Object.assign(entry, { clickedAt: hit.at, url: hit.url });
       }
-      return recorded;
+    }
+    const published = await this.dataSource.transaction(async (manager) => {
+      const firsts = await this.repository.recordHits(manager, [...merged.values()]);
+      const happened = [
+        ...firsts.filter((row) => row.firstOpen).map((row) => ({ row, name: 'email.opened', data: {} })),
+        ...firsts.filter((row) => row.firstClick).map((row) => ({ row, name: 'email.clicked', data: { url: merged.get(row.emailId)?.url } })),
+      ];
+      const events = await this.events.recordMany(
+        manager,
+        happened.map(({ row, name, data }) => ({ projectId: row.projectId, contactId: row.contactId, emailId: row.emailId, name, data })),
+      );
+      return events.map((event, i): RecordedEvent => ({ ...event, email: happened[i].row.toEmail }));
     });
     if (published.length > 0) await this.events.publish(published);
   }
 
   /** Writes what is pending now (tests, shutdown). */
   async flush(): Promise<void> {
-    while (this.flushing || this.pending.size > 0) {
+    while (this.flushing || this.pendingCount() > 0) {
       if (this.flushing) await this.flushing;
       else this.startFlush();
     }
@@ -114,25 +122,35 @@ export class EmailTrackingService implements OnApplicationShutdown {
     await this.flush().catch(() => undefined);
   }
 
+  /** Called for every hit (the pixel's and the redirect's hot path): no allocation for an email already pending. */
   private count(emailId: string, kind: 'open' | 'click', url?: string): void {
-    const key = `${kind}:${emailId}`;
-    const existing = this.pending.get(key);
+    const pending = this.pending[kind];
+    const existing = pending.get(emailId);
     if (existing) existing.count += 1;
-    else if (this.pending.size >= MAX_PENDING) this.lost(1);
-    else this.pending.set(key, { emailId, kind, count: 1, at: new Date().toISOString(), ...(url ? { url } : {}) });
+    else if (this.pendingCount() >= MAX_PENDING) this.lost(1);
+    else pending.set(emailId, { count: 1, at: Date.now(), url });
     this.timer ??= setTimeout(() => {
       this.timer = null;
       if (!this.flushing) this.startFlush();
     }, FLUSH_DELAY_MS);
   }
 
+  private pendingCount(): number {
+    return this.pending.open.size + this.pending.click.size;
+  }
+
   private startFlush(): void {
-    const batch = [...this.pending.values()];
-    this.pending = new Map();
+    const batch: RecordHitJobData[] = [];
+    for (const kind of ['open', 'click'] as const) {
+      for (const [emailId, hit] of this.pending[kind]) {
+        batch.push({ emailId, kind, count: hit.count, at: new Date(hit.at).toISOString(), ...(hit.url ? { url: hit.url } : {}) });
+      }
+    }
+    this.pending = newPending();
     this.flushing = this.write(batch).finally(() => {
       this.flushing = null;
       // Hits that came while this batch was written wait for the next one.
-      if (this.pending.size > 0 && !this.timer) this.timer = setTimeout(() => {
+      if (this.pendingCount() > 0 && !this.timer) this.timer = setTimeout(() => {
         this.timer = null;
         if (!this.flushing) this.startFlush();
       }, FLUSH_DELAY_MS);

@@ -7,8 +7,8 @@ import { TemplatesModule } from '../templates/templates.module';
 import { DeliveryProcessor } from './delivery.processor';
 import { DeliveryRecovery } from './delivery-recovery';
 import { DeliveryService } from './delivery.service';
-import { EmailTrackingController } from './email-tracking.controller';
 import { EmailTrackingProcessor } from './email-tracking.processor';
+import { EmailTrackingRoutes } from './email-tracking.routes';
 import { EmailTrackingService } from './email-tracking.service';
 import { EmailsController } from './emails.controller';
 import { EmailsRepository } from './emails.repository';
@@ -35,7 +35,7 @@ import { UnsubscribeService } from './unsubscribe.service';
     DomainsModule,
     ProjectsModule,
   ],
-  controllers: [SendController, EmailsController, UnsubscribeController, EmailTrackingController],
+  controllers: [SendController, EmailsController, UnsubscribeController],
   providers: [
     EmailsRepository,
     EmailsService,
@@ -48,6 +48,7 @@ import { UnsubscribeService } from './unsubscribe.service';
     UnsubscribeLinks,
     TrackingLinks,
     EmailTrackingService,
+    EmailTrackingRoutes,
     EmailTrackingProcessor,
   ],
   exports: [EmailsService, TemplatesModule],

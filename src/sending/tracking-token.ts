@@ -1,4 +1,4 @@
-import { parse as parseUuid, stringify as stringifyUuid } from 'uuid';
+import { parse as parseUuid } from 'uuid';
 import { SignedTokens } from '../common/crypto/signed-tokens';
 
 /** What a click token names: the email and the exact link that was signed. */
@@ -43,13 +43,23 @@ export class TrackingTokens {
   /** The email of a genuine open token, or null for anything forged, altered or malformed. */
   verifyOpen(token: string): string | null {
     const body = this.opens.open(token, 16, 16);
-    return body ? stringifyUuid(body) : null;
+    return body ? uuidText(body) : null;
   }
 
   /** The email and link of a genuine click token, or null. */
   verifyClick(token: string): ClickTarget | null {
     const body = this.clicks.open(token, 17, 16 + MAX_TRACKED_URL_BYTES);
     if (!body) return null;
-    return { emailId: stringifyUuid(body.subarray(0, 16)), url: body.subarray(16).toString('utf8') };
+    return { emailId: uuidText(body.subarray(0, 16)), url: body.subarray(16).toString('utf8') };
   }
+}
+
+/**
+ * The text form of 16 UUID bytes from a genuine token (signed from a parsed
+ * UUID, so valid by construction): uuid's `stringify` validates its output
+ * again, a tenth of a token check on the pixel's hot path.
+ */
+function uuidText(bytes: Buffer): string {
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }

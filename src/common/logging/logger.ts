@@ -1,5 +1,6 @@
 import { LoggerService } from '@nestjs/common';
-import pino, { Logger as Pino } from 'pino';
+import type { FastifyBaseLogger } from 'fastify';
+import pino, { Bindings, ChildLoggerOptions, Logger as Pino } from 'pino';
 import { AppConfig } from '../../config/config';
 
 /** Paths pino replaces with "[redacted]": keys, passwords, DKIM material are never logged. */
@@ -29,8 +30,8 @@ export const REDACTED_PATHS = [
  * request logs, Nest's Logger through PinoNestLogger. Writes are asynchronous
  * (SonicBoom) so logging does not cost a syscall per line on the hot path.
  */
-export function createRootLogger(config: AppConfig): Pino {
-  const destination = pino.destination({ dest: 1, sync: false });
+export function createRootLogger(config: AppConfig, stream?: pino.DestinationStream): Pino {
+  const destination = stream ?? pino.destination({ dest: 1, sync: false });
   const logger = pino(
     {
       level: config.logLevel,
@@ -40,7 +41,7 @@ export function createRootLogger(config: AppConfig): Pino {
     },
     destination,
   );
-  process.once('exit', () => destination.flushSync());
+  if (!stream) process.once('exit', () => (destination as ReturnType<typeof pino.destination>).flushSync());
   return logger;
 }
 
@@ -88,6 +89,35 @@ export class PinoNestLogger implements LoggerService {
       this.pino[level]({ context, ...(stack ? { stack } : {}) }, String(message));
     }
   }
+}
+
+/** The key of the request id in every line a request's logger writes. */
+export const REQUEST_ID_LOG_LABEL = 'requestId';
+
+/**
+ * Fastify's `childLoggerFactory`: the logger of one request, the root logger
+ * with `"requestId":"…"` added to its bindings. Built as pino's own `child()`
+ * builds one (an object on the parent's prototype with its bindings string
+ * extended, `pino.symbols.chindingsSym`) but without pino's pass over the new
+ * bindings: with the wildcard redact paths ("*.apiKey", …) pino sends every
+ * binding value through @pinojs/redact, which parses each path again even for
+ * a plain string. That was the largest allocation of the open pixel (2.5 KB a
+ * request, 17 % of its garbage) for a value that is never secret. What the
+ * child logs is redacted exactly as before (it keeps the parent's redaction).
+ * Anything else (another level, other options or bindings) goes through
+ * `child()`.
+ */
+export function requestChildLogger(logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
+  const keys = Object.keys(bindings);
+  // Fastify passes the route's log level (the server's unless the route sets one) and nothing else.
+  const plain = Object.keys(options).every((key) => key === 'level') && (options.level === undefined || options.level === logger.level);
+  if (keys.length !== 1 || keys[0] !== REQUEST_ID_LOG_LABEL || !plain) {
+    return logger.child(bindings, options);
+  }
+  const parent = logger as unknown as Record<symbol, string>;
+  const child = Object.create(logger) as FastifyBaseLogger & Record<symbol, string>;
+  child[pino.symbols.chindingsSym] = `${parent[pino.symbols.chindingsSym]},"${REQUEST_ID_LOG_LABEL}":${JSON.stringify(String(bindings[REQUEST_ID_LOG_LABEL]))}`;
+  return child;
 }
 
 /** Capability tokens in paths (unsubscribe, tracking links) stay out of logs. */

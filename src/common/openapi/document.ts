@@ -3,6 +3,7 @@ import { DocumentBuilder, getSchemaPath, OpenAPIObject, SwaggerModule } from '@n
 import type {
   OperationObject,
   ParameterObject,
+  PathsObject,
   ReferenceObject,
   ResponseObject,
   SchemaObject,
@@ -82,9 +83,10 @@ export function operationIdFor(controllerKey: string, methodKey: string): string
  * src/common/openapi/decorators.ts; a few things it cannot express are
  * finished here: `security: []` on keyless routes, per-media-type request
  * bodies, the shared response headers, and `additionalProperties: false` on
- * request bodies (the validation pipe refuses unknown fields).
+ * request bodies (the validation pipe refuses unknown fields). Routes that are
+ * Fastify's own (no decorators) pass their path items as `rawRoutePaths`.
  */
-export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
+export function buildOpenApiDocument(app: INestApplication, rawRoutePaths: PathsObject = {}): OpenAPIObject {
   const builder = new DocumentBuilder()
     .setTitle('Mailwright API')
     .setDescription(DESCRIPTION)
@@ -100,6 +102,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   const document = SwaggerModule.createDocument(app, builder.build(), {
     operationIdFactory: operationIdFor,
   });
+  // Routes registered on Fastify directly (src/sending/email-tracking.routes.ts) bring their own path items.
+  Object.assign(document.paths, structuredClone(rawRoutePaths));
   return finishDocument(document);
 }
 
