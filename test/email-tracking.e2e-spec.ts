@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import { parseDocument } from 'htmlparser2';
 import { DataSource } from 'typeorm';
 import { parse as parseUuid } from 'uuid';
+import { AppMetrics, METRICS_REGISTRY } from '../src/common/metrics/metrics';
 import { EmailTrackingService } from '../src/sending/email-tracking.service';
 import { TrackingLinks } from '../src/sending/tracking-links';
 import { SendingTest, startSendingTest, waitForEmailStatus } from './support/sending';
@@ -130,6 +131,16 @@ describe('open and click tracking (e2e)', () => {
     expect(afterSecond).toMatchObject({ opens: 2, openedAt: afterFirst.openedAt });
     const events = await eventsOf(marketing.contactId, 'email.opened');
     expect(events).toHaveLength(1);
+    // Byte for byte the GIF (it is written as a latin1 string with the headers), with the headers every route has.
+    const exact = await t.app.app.inject({ method: 'GET', url: path });
+    expect(exact.rawPayload.equals(Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==', 'base64'))).toBe(true);
+    expect(exact.headers['x-request-id']).toEqual(expect.any(String));
+    expect(exact.headers.vary).toBe('Origin');
+    // Fastify's onResponse hooks ran for it: the request is in the latency histogram under its route.
+    const histogram = await t.app.app.get<AppMetrics>(METRICS_REGISTRY).httpDuration.get();
+    const counted = histogram.values.find((v) => v.metricName?.endsWith('_count') && v.labels.route === '/t/o/:token' && v.labels.status === '200');
+    expect(counted?.value).toBeGreaterThanOrEqual(3);
+    await flush();
   });
 
   it('clicking: 302 to exactly the original URL, clicks counted, one email.clicked with data.url', async () => {
