@@ -2,8 +2,8 @@ import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { PathsObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { buildErrorEnvelope, Rendered } from '../common/errors/all-exceptions.filter';
-import { NO_KEY_EXTENSION } from '../common/openapi/decorators';
+import { INTERNAL_ERROR, Rendered, sendErrorEnvelope } from '../common/errors/all-exceptions.filter';
+import { errorResponseObject, NO_KEY_EXTENSION } from '../common/openapi/decorators';
 import { EmailTrackingService } from './email-tracking.service';
 
 /** The 43-byte transparent 1×1 GIF. */
@@ -16,7 +16,6 @@ const NOT_FOUND: Rendered = {
   message: 'This tracking link is not valid',
   suggestion: 'Use the link exactly as it appears in the email.',
 };
-const INTERNAL: Rendered = { status: 500, code: 'INTERNAL_ERROR', message: 'An unexpected error occurred' };
 
 /**
  * The open pixel (`GET /t/o/{token}`) and tracked links (`GET /t/c/{token}`),
@@ -81,22 +80,18 @@ export class EmailTrackingRoutes implements OnModuleInit {
       rendered = handle();
     } catch (error) {
       this.logger.error({ err: error, requestId: request.id, method: request.method, url: request.routeOptions.url }, 'Unhandled error');
-      rendered = INTERNAL;
+      rendered = INTERNAL_ERROR;
     }
     if (rendered === null || reply.sent) return;
-    void reply
-      .code(rendered.status)
-      .header('content-type', 'application/json; charset=utf-8')
-      .send(buildErrorEnvelope(rendered, String(request.id)));
+    sendErrorEnvelope(reply, rendered, String(request.id));
   }
 }
 
 /** The marker of keyless operations (`security: []`, no rate-limit headers), which OperationObject does not declare. */
 const NO_KEY: object = { [NO_KEY_EXTENSION]: true };
-const ERROR_ENVELOPE = { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } };
 const TOKEN_ERRORS = {
-  '404': { description: 'A forged, altered or truncated token (LINK_NOT_FOUND): nothing is recorded', content: ERROR_ENVELOPE },
-  '500': { description: 'INTERNAL_ERROR: an unexpected error; report error.requestId', content: ERROR_ENVELOPE },
+  '404': errorResponseObject(404, 'A forged, altered or truncated token (LINK_NOT_FOUND): nothing is recorded'),
+  '500': errorResponseObject(500),
 };
 
 /** The OpenAPI path items of the routes above (finished like every other: shared headers, `security: []`). */

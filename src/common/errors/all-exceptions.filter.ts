@@ -29,6 +29,9 @@ export interface Rendered {
   headers?: Record<string, string>;
 }
 
+/** What an unexpected error is answered with (logged first, with the request id). */
+export const INTERNAL_ERROR: Rendered = { status: 500, code: 'INTERNAL_ERROR', message: 'An unexpected error occurred' };
+
 /** Fastify's own errors (body parsing, limits) carry a code and a statusCode. */
 interface FrameworkError {
   code?: string;
@@ -160,16 +163,20 @@ export class AllExceptionsFilter implements ExceptionFilter {
         { err: exception, requestId, method: request?.method, url: request?.url },
         'Unhandled error',
       );
-      rendered = { status: 500, code: 'INTERNAL_ERROR', message: 'An unexpected error occurred' };
+      rendered = INTERNAL_ERROR;
     }
 
-    const body = buildErrorEnvelope(rendered, requestId);
     if (reply.sent) return;
-    for (const [name, value] of Object.entries(rendered.headers ?? {})) reply.header(name, value);
-    void reply
-      .status(rendered.status)
-      .header('x-request-id', requestId)
-      .header('content-type', 'application/json; charset=utf-8')
-      .send(body);
+    sendErrorEnvelope(reply, rendered, requestId);
   }
+}
+
+/** Answers `rendered` as the envelope (its extra headers, the request id): the filter's answer, for routes it does not see. */
+export function sendErrorEnvelope(reply: FastifyReply, rendered: Rendered, requestId: string): void {
+  for (const [name, value] of Object.entries(rendered.headers ?? {})) reply.header(name, value);
+  void reply
+    .status(rendered.status)
+    .header('x-request-id', requestId)
+    .header('content-type', 'application/json; charset=utf-8')
+    .send(buildErrorEnvelope(rendered, requestId));
 }

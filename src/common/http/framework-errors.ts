@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { buildErrorEnvelope, Rendered } from '../errors/all-exceptions.filter';
+import { buildErrorEnvelope, INTERNAL_ERROR, Rendered } from '../errors/all-exceptions.filter';
 
 /*
  * Requests refused before any route (so before Nest's exception filter) get
@@ -37,7 +37,7 @@ function renderFrameworkError(code: string | undefined, statusCode: number | und
     default:
       return statusCode && statusCode >= 400 && statusCode < 500
         ? { status: statusCode, code: 'BAD_REQUEST', message: 'Request rejected' }
-        : { status: 500, code: 'INTERNAL_ERROR', message: 'An unexpected error occurred' };
+        : INTERNAL_ERROR;
   }
 }
 

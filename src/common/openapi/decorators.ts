@@ -8,6 +8,7 @@ import {
 } from '@nestjs/swagger';
 import type {
   ReferenceObject,
+  ResponseObject,
   SchemaObject,
 } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import { DeletedResponse, ErrorEnvelopeResponse } from './error-envelope.response';
@@ -115,6 +116,11 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   500: 'INTERNAL_ERROR: an unexpected error; report error.requestId',
   503: 'SERVICE_UNAVAILABLE',
 };
+
+/** One error response as a document object, for path items written by hand (raw routes). */
+export function errorResponseObject(status: ErrorStatus, description?: string): ResponseObject {
+  return { description: description ?? ERROR_DESCRIPTIONS[status], content: { 'application/json': { schema: ref(ErrorEnvelopeResponse) } } };
+}
 
 /**
  * Error responses, each with the ErrorEnvelope schema. On a controller they
