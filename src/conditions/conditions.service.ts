@@ -200,6 +200,21 @@ export class ConditionsService {
     return this.conditions.matches(manager, contactId, compiled);
   }
 
+  /** Which of these contacts of the project match now, one statement (workflow CONDITION steps of many executions). */
+  async matchingContacts(
+    manager: EntityManager,
+    projectId: string,
+    contactIds: string[],
+    condition: ConditionGroup,
+  ): Promise<Set<string>> {
+    const compiled = await this.compile(manager, condition, {
+      projectId,
+      contactAlias: 'c',
+      paramOffset: 1,
+    });
+    return new Set(await this.conditions.matchingIds(manager, contactIds, compiled));
+  }
+
   /** How many contacts of the project match now. */
   async count(
     manager: EntityManager,

@@ -123,6 +123,11 @@ export class ContactsRepository {
     return this.selectOne(manager, 'c.project_id = $1 AND c.id = $2', [projectId, id]);
   }
 
+  /** Rows of the project among these ids (any order). */
+  findByIds(manager: EntityManager, projectId: string, ids: string[]): Promise<ContactRow[]> {
+    return queryRows<ContactRow>(manager, `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE c.project_id = $1 AND c.id = ANY($2::uuid[])`, [projectId, ids]);
+  }
+
   /** The row, locked until the transaction ends (PATCH compares the old subscription state). */
   lockById(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
     return this.selectOne(manager, 'c.project_id = $1 AND c.id = $2 FOR UPDATE', [projectId, id]);

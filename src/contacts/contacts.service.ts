@@ -219,6 +219,12 @@ export class ContactsService {
     return { row: after, events };
   }
 
+  /** Stored rows of the project among these ids, by id (a sending feature's read for many). */
+  async findRows(manager: EntityManager, projectId: string, ids: string[]): Promise<Map<string, ContactRow>> {
+    const rows = ids.length > 0 ? await this.contacts.findByIds(manager, projectId, ids) : [];
+    return new Map(rows.map((row) => [row.id, row]));
+  }
+
   /** The stored row (suppression included) for a sending feature, or null. */
   findRow(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
     return this.contacts.findById(manager, projectId, id);

@@ -92,6 +92,11 @@ export class EventsRepository {
   }
 
   /** The name of one event, or null when it is gone (erased with its contact). */
+  async namesOf(manager: EntityManager, ids: string[]): Promise<Map<string, string>> {
+    const rows = await queryRows<{ id: string; name: string }>(manager, `SELECT id, name FROM events WHERE id = ANY($1::uuid[])`, [ids]);
+    return new Map(rows.map((r) => [r.id, r.name]));
+  }
+
   async nameOf(manager: EntityManager, id: string): Promise<string | null> {
     const rows = await queryRows<{ name: string }>(manager, `SELECT name FROM events WHERE id = $1`, [id]);
     return rows[0]?.name ?? null;

@@ -45,6 +45,11 @@ export class EventsService {
     return this.events.nameOf(manager, id);
   }
 
+  /** The names of these events, by id (those gone are missing). */
+  namesOf(manager: EntityManager, ids: string[]): Promise<Map<string, string>> {
+    return ids.length > 0 ? this.events.namesOf(manager, ids) : Promise.resolve(new Map());
+  }
+
   /** Call after commit. Never throws: listener failures are logged by EventHooks. */
   async publish(events: RecordedEvent[]): Promise<void> {
     await this.hooks.emit(events);

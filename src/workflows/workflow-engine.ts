@@ -23,7 +23,8 @@ import { TemplatesService } from '../templates/templates.service';
 import { WorkflowDispatcher } from './workflow-dispatcher';
 import { durationMs, StepTree, WebhookStep, WorkflowStep } from './workflow-steps';
 import { ExecutionStatus, StepRunStatus, WorkflowExecution } from './workflow.entity';
-import { DueExecution, ExecutionTransition, StepRun, WorkflowsRepository } from './workflows.repository';
+import { ContactRow } from '../contacts/contact.row';
+import { DueExecution, ExecutionTransition, PendingTransition, StepRun, WorkflowsRepository } from './workflows.repository';
 
 /** A step's own failure (not the infrastructure's): the step and the execution end FAILED. */
 export class StepError extends Error {}
@@ -34,12 +35,70 @@ type WebhookOutcome =
   | { kind: 'refused'; error: string; stepId: string }
   | { kind: 'unreachable'; error: string; stepId: string };
 
-/** Work to do once the step's transaction has committed. */
+/** Work to do once the steps' transaction has committed. */
 interface AfterCommit {
   jobs: DueExecution[];
   emails: Email[];
   events: { rows: EventRow[]; email: string | null }[];
 }
+
+/** One job's request: the execution, the version the job was added for, and whether it may skip the look first. */
+export interface StepJob {
+  executionId: string;
+  version: number;
+  direct: boolean;
+}
+
+/**
+ * The steps run in one transaction (one job's, or a batch of jobs'): what
+ * they write at its end, what follows its commit, and the reads made once
+ * for all of them.
+ */
+class StepBatch {
+  readonly after: AfterCommit = { jobs: [], emails: [], events: [] };
+  /** A step's record waiting for the transition that follows it, by execution (one step of an execution per batch). */
+  readonly runs = new Map<string, StepRun>();
+  /** Step records written on their own (before the transitions' records). */
+  readonly records: StepRun[] = [];
+  readonly transitions = new Map<string, PendingTransition>();
+  /** SEND_EMAIL steps' emails, inserted at the end, with their contacts' addresses (for publishing `email.queued`). */
+  readonly emails: { email: Email; address: string }[] = [];
+  /** Reads shared by the batch's steps (templates, senders), by key. */
+  readonly loads = new Map<string, Promise<unknown>>();
+  /** Read before the steps ran, for the steps that need them; a contact updated by a step of the batch is read again. */
+  readonly contacts = new Map<string, ContactRow>();
+  readonly updated = new Set<string>();
+  readonly matches = new Map<string, boolean>();
+  readonly triggerNames = new Map<string, string | null>();
+
+  constructor(readonly manager: EntityManager) {}
+
+  once<T>(key: string, load: () => Promise<T>): Promise<T> {
+    let loaded = this.loads.get(key) as Promise<T> | undefined;
+    if (!loaded) {
+      loaded = load();
+      this.loads.set(key, loaded);
+    }
+    return loaded;
+  }
+
+  /** Where the lists stand before one execution's step (undone should the step fail). */
+  mark(): number[] {
+    return [this.records.length, this.emails.length, this.after.jobs.length, this.after.emails.length, this.after.events.length];
+  }
+
+  undo(executionId: string, mark: number[]): void {
+    this.records.length = mark[0];
+    this.emails.length = mark[1];
+    this.after.jobs.length = mark[2];
+    this.after.emails.length = mark[3];
+    this.after.events.length = mark[4];
+    this.runs.delete(executionId);
+    this.transitions.delete(executionId);
+  }
+}
+
+type Settled = { ok: true; value: string } | { ok: false; error: unknown };
 
 const WEBHOOK_TIMEOUT_MS = 10_000;
 const WEBHOOK_BODY_BYTES = 1024;
@@ -47,6 +106,10 @@ const WEBHOOK_BODY_BYTES = 1024;
 const TREE_CACHE_SIZE = 1000;
 /** A DELAY or wait job that fires this early (clock skew between Redis and Postgres) waits again. */
 const EARLY_MS = 20;
+/** Steps of concurrent jobs run in one transaction, at most this many. */
+const BATCH_SIZE = 32;
+/** Batches in flight at once (each on its own connection). */
+const BATCHES_IN_FLIGHT = 2;
 
 /**
  * Runs one step of one execution per job. The job names the execution and
@@ -55,17 +118,24 @@ const EARLY_MS = 20;
  * are written in one transaction, and the next job is added after commit.
  * A SEND_EMAIL step's email is inserted in that transaction (and an index
  * allows one per execution and step), so it exists once whatever is retried.
+ *
+ * The jobs a worker runs at once share that transaction (`submit`): their
+ * executions are locked in one statement, the reads their steps need are
+ * made once for all (the contacts a SEND_EMAIL renders, the contacts a
+ * CONDITION tests, templates, senders), and their records, transitions and
+ * emails are written in a few statements at its end. Each job is still
+ * one step of one execution and answers its own outcome. A step's own
+ * failure ends its execution FAILED in the same transaction; any other
+ * error (a statement refused, a deadlock) rolls the batch back and each job
+ * runs again on its own.
  */
 @Injectable()
 export class WorkflowEngine {
   private readonly logger = new Logger(WorkflowEngine.name);
   private readonly trees = new Map<string, { stamp: string; tree: StepTree }>();
-  /**
-   * A step's record waiting for the transition that follows it (same
-   * transaction), so the two are one statement; by execution (one step of an
-   * execution runs at a time: its row is locked).
-   */
-  private readonly pendingRuns = new Map<string, StepRun>();
+  private waiting: { job: StepJob; settle: (result: Settled) => void }[] = [];
+  private inFlight = 0;
+  private drainQueued = false;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -80,46 +150,189 @@ export class WorkflowEngine {
     private readonly events: EventsService,
   ) {}
 
+  /** One job's step, run with the steps of the jobs submitted meanwhile; answers its outcome. */
+  submit(job: StepJob): Promise<string> {
+    return new Promise<Settled>((settle) => {
+      this.waiting.push({ job, settle });
+      this.queueDrain();
+    }).then((result) => {
+      if (!result.ok) throw result.error;
+      return result.value;
+    });
+  }
+
+  private queueDrain(): void {
+    if (this.drainQueued) return;
+    this.drainQueued = true;
+    // After the jobs that arrive in this turn of the event loop.
+    setImmediate(() => {
+      this.drainQueued = false;
+      this.drain();
+    });
+  }
+
+  private drain(): void {
+    while (this.inFlight < BATCHES_IN_FLIGHT && this.waiting.length > 0) {
+      // One job per execution in a batch (a repeated one waits for the next).
+      const taken = new Set<string>();
+      const batch: typeof this.waiting = [];
+      const rest: typeof this.waiting = [];
+      for (const entry of this.waiting) {
+        if (batch.length < BATCH_SIZE && !taken.has(entry.job.executionId)) {
+          taken.add(entry.job.executionId);
+          batch.push(entry);
+        } else rest.push(entry);
+      }
+      this.waiting = rest;
+      this.inFlight += 1;
+      void this.runBatch(batch.map((entry) => entry.job))
+        .then(
+          (results) => batch.forEach((entry, i) => entry.settle(results[i])),
+          (error: unknown) => batch.forEach((entry) => entry.settle({ ok: false, error })),
+        )
+        .finally(() => {
+          this.inFlight -= 1;
+          this.queueDrain();
+        });
+    }
+  }
+
+  /** The steps of these jobs (one per execution) in one transaction; each job's outcome or error. */
+  async runBatch(jobs: StepJob[]): Promise<Settled[]> {
+    let batch: StepBatch;
+    let outcomes: string[];
+    try {
+      ({ batch, outcomes } = await this.dataSource.transaction(async (manager) => {
+        const b = new StepBatch(manager);
+        const out = await this.steps(b, jobs, null);
+        await this.write(b);
+        return { batch: b, outcomes: out };
+      }));
+    } catch (error) {
+      if (jobs.length === 1) return [await settled(this.run(jobs[0]))];
+      this.logger.debug({ err: error, jobs: jobs.length }, 'a batch of workflow steps failed; each runs on its own');
+      const results: Settled[] = [];
+      for (const job of jobs) results.push(await settled(this.run(job)));
+      return results;
+    }
+    try {
+      await this.afterCommit(batch.after);
+    } catch (error) {
+      return jobs.map(() => ({ ok: false, error }));
+    }
+    const results: Settled[] = [];
+    for (let i = 0; i < jobs.length; i += 1) {
+      // A WEBHOOK step found by a job that had not looked first: its call is made before the lock, on its own.
+      results.push(outcomes[i] === 'look' ? await settled(this.run(jobs[i])) : { ok: true, value: outcomes[i] });
+    }
+    return results;
+  }
+
   /**
-   * `direct`: the job's step is known not to be a WEBHOOK (the engine said so
-   * when it scheduled it), so there is no call to make before the lock and
-   * no look at the execution first. Should the definition have turned it
-   * into one meanwhile, the step finds no answer and runs again with a job
-   * that looks first.
+   * One job on its own: a job that may find a WEBHOOK step looks at the
+   * execution first and makes the call before the lock (it may take 10 s).
+   * A step failure the database reported (the transaction is then
+   * aborted) ends the execution FAILED in a second transaction.
    */
-  async run(executionId: string, version: number, direct = false): Promise<string> {
+  async run(job: StepJob): Promise<string> {
     let webhook: WebhookOutcome | null = null;
-    if (!direct) {
-      const peek = await this.peek(executionId, version);
+    if (!job.direct) {
+      const peek = await this.peek(job.executionId, job.version);
       if (!peek) return 'stale';
       webhook = peek.webhookStep ? await this.callWebhook(peek.execution, peek.webhookStep) : null;
     }
-    const after: AfterCommit = { jobs: [], emails: [], events: [] };
-    let outcome = 'stale';
+    let batch: StepBatch;
+    let outcome: string;
     try {
-      outcome = await this.dataSource.transaction(async (manager) => {
-        const x = await this.repository.lockExecution(manager, executionId);
-        if (!x || x.version !== version || !isOpen(x.status)) return 'stale';
-        const moved = await this.step(manager, x, webhook, after);
-        await this.flushRun(manager, executionId);
-        return moved;
-      });
+      ({ batch, outcome } = await this.dataSource.transaction(async (manager) => {
+        const b = new StepBatch(manager);
+        const [out] = await this.steps(b, [{ ...job, direct: true }], webhook);
+        await this.write(b);
+        return { batch: b, outcome: out };
+      }));
     } catch (error) {
-      this.pendingRuns.delete(executionId);
       if (!isStepFailure(error)) throw error;
-      after.jobs.length = 0;
-      after.emails.length = 0;
-      after.events.length = 0;
-      outcome = await this.dataSource.transaction(async (manager) => {
-        const x = await this.repository.lockExecution(manager, executionId);
-        if (!x || x.version !== version || !isOpen(x.status)) return 'stale';
-        await this.fail(manager, x, x.currentStepId, errorMessage(error), after);
-        await this.flushRun(manager, executionId);
-        return 'failed';
-      }).finally(() => this.pendingRuns.delete(executionId));
+      ({ batch, outcome } = await this.dataSource.transaction(async (manager) => {
+        const b = new StepBatch(manager);
+        const x = await this.repository.lockExecution(manager, job.executionId);
+        if (!x || x.version !== job.version || !isOpen(x.status)) return { batch: b, outcome: 'stale' };
+        await this.fail(b, x, x.currentStepId, errorMessage(error));
+        await this.write(b);
+        return { batch: b, outcome: 'failed' };
+      }));
     }
-    await this.afterCommit(after);
+    await this.afterCommit(batch.after);
     return outcome;
+  }
+
+  /** Locks the jobs' executions and runs each one's step; 'look' for a WEBHOOK step its job did not look at first. */
+  private async steps(b: StepBatch, jobs: StepJob[], webhook: WebhookOutcome | null): Promise<string[]> {
+    const locked = await this.repository.lockExecutions(b.manager, jobs.map((job) => job.executionId));
+    const due: { job: StepJob; x: WorkflowExecution; step: WorkflowStep | null }[] = [];
+    const outcomes = new Map<StepJob, string>();
+    for (const job of jobs) {
+      const x = locked.get(job.executionId);
+      if (!x || x.version !== job.version || !isOpen(x.status)) {
+        outcomes.set(job, 'stale');
+        continue;
+      }
+      const tree = await this.treeOf(b.manager, x);
+      const position = x.currentStepId ?? tree?.first() ?? null;
+      const step = tree && position ? (tree.get(position) ?? null) : null;
+      if (!job.direct && x.status === ExecutionStatus.RUNNING && step?.type === 'WEBHOOK') outcomes.set(job, 'look');
+      else due.push({ job, x, step });
+    }
+    await this.prefetch(b, due);
+    for (const { job, x } of due) {
+      const mark = b.mark();
+      try {
+        outcomes.set(job, await this.step(b, x, webhook));
+      } catch (error) {
+        // A statement's error has aborted the transaction: the caller handles it.
+        if (!isStepFailure(error) || error instanceof QueryFailedError) throw error;
+        b.undo(x.id, mark);
+        await this.fail(b, x, x.currentStepId, errorMessage(error));
+        outcomes.set(job, 'failed');
+      }
+    }
+    return jobs.map((job) => outcomes.get(job) as string);
+  }
+
+  /**
+   * The reads of the batch's RUNNING steps made once for all: the contacts
+   * SEND_EMAIL steps render (by project), each CONDITION step's result (one
+   * statement per step of a definition), the trigger events' names.
+   */
+  private async prefetch(b: StepBatch, due: { x: WorkflowExecution; step: WorkflowStep | null }[]): Promise<void> {
+    const contacts = new Map<string, Set<string>>();
+    const conditions = new Map<string, { projectId: string; condition: ConditionGroup; executions: WorkflowExecution[] }>();
+    const names: string[] = [];
+    for (const { x, step } of due) {
+      if (x.status !== ExecutionStatus.RUNNING || !step) continue;
+      if (step.type === 'SEND_EMAIL') {
+        let ids = contacts.get(x.projectId);
+        if (!ids) contacts.set(x.projectId, (ids = new Set()));
+        ids.add(x.contactId);
+        if (x.triggerEventId && !eventOnlyData(x)) names.push(x.triggerEventId);
+      } else if (step.type === 'CONDITION') {
+        const key = `${x.workflowId}/${x.workflowStamp}/${step.id}`;
+        let group = conditions.get(key);
+        if (!group) conditions.set(key, (group = { projectId: x.projectId, condition: step.condition as ConditionGroup, executions: [] }));
+        group.executions.push(x);
+      }
+    }
+    for (const [projectId, ids] of contacts) {
+      for (const [id, row] of await this.contacts.findRows(b.manager, projectId, [...ids])) b.contacts.set(id, row);
+    }
+    for (const { projectId, condition, executions } of conditions.values()) {
+      if (executions.length < 2) continue;
+      const matching = await this.conditions.matchingContacts(b.manager, projectId, executions.map((x) => x.contactId), condition);
+      for (const x of executions) b.matches.set(x.id, matching.has(x.contactId));
+    }
+    if (names.length > 0) {
+      const found = await this.events.namesOf(b.manager, names);
+      for (const id of names) b.triggerNames.set(id, found.get(id) ?? null);
+    }
   }
 
   private async peek(
@@ -158,123 +371,110 @@ export class WorkflowEngine {
   }
 
   /** One move of a locked execution. */
-  private async step(
-    manager: EntityManager,
-    x: WorkflowExecution,
-    webhook: WebhookOutcome | null,
-    after: AfterCommit,
-  ): Promise<string> {
-    const tree = await this.treeOf(manager, x);
+  private async step(b: StepBatch, x: WorkflowExecution, webhook: WebhookOutcome | null): Promise<string> {
+    const tree = await this.treeOf(b.manager, x);
     if (!tree) return 'stale';
     const position = x.currentStepId ?? tree.first();
     if (position === null) {
-      await this.finish(manager, x, ExecutionStatus.COMPLETED, null, after);
+      this.finish(b, x, ExecutionStatus.COMPLETED, null);
       return 'completed';
     }
     const step = tree.get(position);
     if (!step) {
       // The definition was edited while the execution waited here.
-      await this.finish(manager, x, ExecutionStatus.EXITED, 'step_removed', after);
+      this.finish(b, x, ExecutionStatus.EXITED, 'step_removed');
       return 'step_removed';
     }
-    if (x.status === ExecutionStatus.WAITING) return this.wake(manager, x, tree, step, after);
+    if (x.status === ExecutionStatus.WAITING) return this.wake(b, x, tree, step);
     if (x.resumeEventId && step.type === 'WAIT_FOR_EVENT') {
-      await this.record(manager, x, step, StepRunStatus.COMPLETED, { branch: 'then', eventId: x.resumeEventId });
-      await this.moveTo(manager, x, tree.enter(step, 'then'), after);
+      this.record(b, x, step, StepRunStatus.COMPLETED, { branch: 'then', eventId: x.resumeEventId });
+      this.moveTo(b, x, tree.enter(step, 'then'));
       return 'event';
     }
-    return this.execute(manager, x, tree, step, webhook, after);
+    return this.execute(b, x, tree, step, webhook);
   }
 
   /** A DELAY's end or a WAIT_FOR_EVENT's timeout (the definition may have changed the duration meanwhile). */
-  private async wake(manager: EntityManager, x: WorkflowExecution, tree: StepTree, step: WorkflowStep, after: AfterCommit): Promise<string> {
+  private wake(b: StepBatch, x: WorkflowExecution, tree: StepTree, step: WorkflowStep): string {
     if (step.type !== 'DELAY' && step.type !== 'WAIT_FOR_EVENT') {
       // Edited into another type while waiting: run it now.
-      await this.schedule(manager, x, { status: ExecutionStatus.RUNNING, currentStepId: step.id, dueAt: new Date(), waitEvent: null }, after);
+      this.schedule(b, x, { status: ExecutionStatus.RUNNING, currentStepId: step.id, dueAt: new Date(), waitEvent: null });
       return 'retyped';
     }
-    const run = await this.repository.stepRun(manager, x.id, step.id);
-    const startedAt = run?.startedAt ?? new Date();
-    const due = new Date(startedAt.getTime() + durationMs(step.type === 'DELAY' ? step : step.timeout));
+    const startedAt = x.stepStartedAt ?? new Date();
+    const due = new Date(new Date(startedAt).getTime() + durationMs(step.type === 'DELAY' ? step : step.timeout));
     if (due.getTime() - Date.now() > EARLY_MS) {
-      await this.schedule(
-        manager,
-        x,
-        { status: ExecutionStatus.WAITING, dueAt: due, waitEvent: step.type === 'WAIT_FOR_EVENT' ? step.event : null },
-        after,
-      );
+      this.schedule(b, x, { status: ExecutionStatus.WAITING, dueAt: due, waitEvent: step.type === 'WAIT_FOR_EVENT' ? step.event : null });
       return 'rescheduled';
     }
     if (step.type === 'DELAY') {
-      await this.record(manager, x, step, StepRunStatus.COMPLETED, null);
-      await this.moveTo(manager, x, tree.next(step.id), after);
+      this.record(b, x, step, StepRunStatus.COMPLETED, null);
+      this.moveTo(b, x, tree.next(step.id));
       return 'delayed';
     }
-    await this.record(manager, x, step, StepRunStatus.COMPLETED, { branch: 'else', timedOut: true });
-    await this.moveTo(manager, x, tree.enter(step, 'else'), after);
+    this.record(b, x, step, StepRunStatus.COMPLETED, { branch: 'else', timedOut: true });
+    this.moveTo(b, x, tree.enter(step, 'else'));
     return 'timeout';
   }
 
-  private async execute(
-    manager: EntityManager,
-    x: WorkflowExecution,
-    tree: StepTree,
-    step: WorkflowStep,
-    webhook: WebhookOutcome | null,
-    after: AfterCommit,
-  ): Promise<string> {
+  private async execute(b: StepBatch, x: WorkflowExecution, tree: StepTree, step: WorkflowStep, webhook: WebhookOutcome | null): Promise<string> {
     switch (step.type) {
       case 'DELAY': {
-        await this.record(manager, x, step, StepRunStatus.WAITING, null);
-        await this.schedule(manager, x, { status: ExecutionStatus.WAITING, currentStepId: step.id, dueAt: new Date(Date.now() + durationMs(step)) }, after);
+        this.record(b, x, step, StepRunStatus.WAITING, null);
+        this.schedule(b, x, { status: ExecutionStatus.WAITING, currentStepId: step.id, dueAt: new Date(Date.now() + durationMs(step)) });
         return 'waiting';
       }
       case 'WAIT_FOR_EVENT': {
-        await this.record(manager, x, step, StepRunStatus.WAITING, { event: step.event });
-        await this.schedule(
-          manager,
-          x,
-          { status: ExecutionStatus.WAITING, currentStepId: step.id, waitEvent: step.event, dueAt: new Date(Date.now() + durationMs(step.timeout)) },
-          after,
-        );
+        this.record(b, x, step, StepRunStatus.WAITING, { event: step.event });
+        this.schedule(b, x, {
+          status: ExecutionStatus.WAITING,
+          currentStepId: step.id,
+          waitEvent: step.event,
+          dueAt: new Date(Date.now() + durationMs(step.timeout)),
+        });
         return 'waiting';
       }
       case 'CONDITION': {
-        const result = await this.conditions.matchesContact(manager, x.projectId, x.contactId, step.condition as ConditionGroup);
-        await this.record(manager, x, step, StepRunStatus.COMPLETED, { result, branch: result ? 'then' : 'else' });
-        await this.moveTo(manager, x, tree.enter(step, result ? 'then' : 'else'), after);
+        const known = b.updated.has(x.contactId) ? undefined : b.matches.get(x.id);
+        const result = known ?? (await this.conditions.matchesContact(b.manager, x.projectId, x.contactId, step.condition as ConditionGroup));
+        this.record(b, x, step, StepRunStatus.COMPLETED, { result, branch: result ? 'then' : 'else' });
+        this.moveTo(b, x, tree.enter(step, result ? 'then' : 'else'));
         return 'condition';
       }
       case 'UPDATE_CONTACT': {
-        const updated = await this.contacts.applyUpdate(manager, x.projectId, x.contactId, { data: step.data, subscribed: step.subscribed });
+        const updated = await this.contacts.applyUpdate(b.manager, x.projectId, x.contactId, { data: step.data, subscribed: step.subscribed });
         if (!updated) throw new StepError('the contact no longer exists');
-        after.events.push({ rows: updated.events, email: updated.row.email });
-        await this.record(manager, x, step, StepRunStatus.COMPLETED, { data: updated.row.data, subscribed: updated.row.subscribed });
-        await this.moveTo(manager, x, tree.next(step.id), after);
+        b.updated.add(x.contactId);
+        b.contacts.set(x.contactId, updated.row);
+        b.after.events.push({ rows: updated.events, email: updated.row.email });
+        this.record(b, x, step, StepRunStatus.COMPLETED, { data: updated.row.data, subscribed: updated.row.subscribed });
+        this.moveTo(b, x, tree.next(step.id));
         return 'updated';
       }
       case 'SEND_EMAIL': {
-        const emailId = await this.sendEmail(manager, x, step.id, step.templateId, after);
-        await this.record(manager, x, step, StepRunStatus.COMPLETED, { emailId });
-        await this.moveTo(manager, x, tree.next(step.id), after);
+        const emailId = await this.sendEmail(b, x, step.id, step.templateId);
+        this.record(b, x, step, StepRunStatus.COMPLETED, { emailId });
+        this.moveTo(b, x, tree.next(step.id));
         return 'sent';
       }
       case 'WEBHOOK':
-        return this.webhookResult(manager, x, tree, step, webhook, after);
+        return this.webhookResult(b, x, tree, step, webhook);
       case 'EXIT':
-        await this.record(manager, x, step, StepRunStatus.COMPLETED, null);
-        await this.finish(manager, x, ExecutionStatus.EXITED, 'exit_step', after);
+        this.record(b, x, step, StepRunStatus.COMPLETED, null);
+        this.finish(b, x, ExecutionStatus.EXITED, 'exit_step');
         return 'exited';
     }
   }
 
-  private async sendEmail(manager: EntityManager, x: WorkflowExecution, stepId: string, templateId: string, after: AfterCommit): Promise<string> {
+  private async sendEmail(b: StepBatch, x: WorkflowExecution, stepId: string, templateId: string): Promise<string> {
     // Every read inside the step's transaction goes through its manager: a second connection per
     // step would let as many concurrent steps as the pool has connections wait on each other forever.
-    const template = await this.templates.findOrFail(x.projectId, templateId, manager);
+    const manager = b.manager;
+    const template = await b.once(`template/${x.projectId}/${templateId}`, () => this.templates.findOrFail(x.projectId, templateId, manager));
     if (!template.fromEmail) throw new StepError(`template ${templateId} has no from address`);
-    await this.domains.assertCanSend(x.projectId, template.fromEmail, manager);
-    const contact = await this.contacts.findRow(manager, x.projectId, x.contactId);
+    const fromEmail = template.fromEmail;
+    await b.once(`sender/${x.projectId}/${fromEmail}`, () => this.domains.assertCanSend(x.projectId, fromEmail, manager));
+    const contact = b.contacts.get(x.contactId) ?? (await this.contacts.findRow(manager, x.projectId, x.contactId));
     if (!contact) throw new StepError('the contact no longer exists');
     const email = await this.emails.compose({
       projectId: x.projectId,
@@ -283,16 +483,16 @@ export class WorkflowEngine {
       marketing: template.type === TemplateType.MARKETING,
       track: template.track,
       templateId,
-      from: { email: template.fromEmail, name: template.fromName },
+      from: { email: fromEmail, name: template.fromName },
       replyTo: template.replyTo,
       content: { subject: template.subject, body: template.body },
-      data: await this.sendData(manager, x),
+      data: await this.sendData(b, x),
       workflowExecutionId: x.id,
       workflowStepId: stepId,
     });
-    const queued = await this.emails.insert(manager, [email]);
-    after.emails.push(email);
-    after.events.push({ rows: queued, email: contact.email });
+    // Inserted with the batch's other emails at the end of the transaction (write).
+    b.emails.push({ email, address: contact.email });
+    b.after.emails.push(email);
     return email.id;
   }
 
@@ -307,51 +507,44 @@ export class WorkflowEngine {
    * reaches a contact, so all of it is. Passing a track's merged values again
    * would put the trigger's old values over the contact's newer ones.
    */
-  private async sendData(manager: EntityManager, x: WorkflowExecution): Promise<Record<string, unknown>> {
-    const entries = Object.entries(x.data ?? {});
-    const eventOnly = entries.filter(([, value]) => isPersistenceWrapper(value) && !value.persistent);
-    if (eventOnly.length === entries.length) return x.data ?? {};
+  private async sendData(b: StepBatch | null, x: WorkflowExecution): Promise<Record<string, unknown>> {
+    if (eventOnlyData(x)) return x.data ?? {};
     if (x.triggerEventId) {
-      const name = await this.events.nameOf(manager, x.triggerEventId);
+      const manager = b?.manager ?? this.dataSource.manager;
+      const known = b?.triggerNames.get(x.triggerEventId);
+      const name = known !== undefined ? known : await this.events.nameOf(manager, x.triggerEventId);
       if (name !== null && isReservedEventName(name)) return x.data;
     }
-    return Object.fromEntries(eventOnly);
+    return Object.fromEntries(Object.entries(x.data ?? {}).filter(([, value]) => isPersistenceWrapper(value) && !value.persistent));
   }
 
-  private async webhookResult(
-    manager: EntityManager,
-    x: WorkflowExecution,
-    tree: StepTree,
-    step: WebhookStep,
-    webhook: WebhookOutcome | null,
-    after: AfterCommit,
-  ): Promise<string> {
+  private async webhookResult(b: StepBatch, x: WorkflowExecution, tree: StepTree, step: WebhookStep, webhook: WebhookOutcome | null): Promise<string> {
     if (!webhook || webhook.stepId !== step.id) {
       // The definition changed between the call and the lock: run the step again with a fresh job.
-      await this.schedule(manager, x, { status: ExecutionStatus.RUNNING, currentStepId: step.id, dueAt: new Date() }, after);
+      this.schedule(b, x, { status: ExecutionStatus.RUNNING, currentStepId: step.id, dueAt: new Date() });
       return 'again';
     }
     const attempts = x.stepAttempts + 1;
     if (webhook.kind === 'answered' && webhook.status < 500) {
-      await this.record(manager, x, step, StepRunStatus.COMPLETED, { status: webhook.status, body: webhook.body, attempts });
-      await this.moveTo(manager, x, tree.next(step.id), after);
+      this.record(b, x, step, StepRunStatus.COMPLETED, { status: webhook.status, body: webhook.body, attempts });
+      this.moveTo(b, x, tree.next(step.id));
       return 'webhook';
     }
     const error = webhook.kind === 'answered' ? `answered ${webhook.status}` : webhook.error;
     const output = webhook.kind === 'answered' ? { status: webhook.status, body: webhook.body, attempts } : { attempts };
     const delays = this.config.workflowRetryDelaysMs;
     if (webhook.kind === 'refused' || attempts > delays.length) {
-      await this.record(manager, x, step, StepRunStatus.FAILED, output, error);
-      await this.fail(manager, x, null, `WEBHOOK step ${step.id}: ${error}`, after);
+      this.record(b, x, step, StepRunStatus.FAILED, output, error);
+      await this.fail(b, x, null, `WEBHOOK step ${step.id}: ${error}`);
       return 'failed';
     }
-    await this.record(manager, x, step, StepRunStatus.WAITING, output, error);
-    await this.schedule(
-      manager,
-      x,
-      { status: ExecutionStatus.RUNNING, currentStepId: step.id, stepAttempts: attempts, dueAt: new Date(Date.now() + delays[attempts - 1]) },
-      after,
-    );
+    this.record(b, x, step, StepRunStatus.WAITING, output, error);
+    this.schedule(b, x, {
+      status: ExecutionStatus.RUNNING,
+      currentStepId: step.id,
+      stepAttempts: attempts,
+      dueAt: new Date(Date.now() + delays[attempts - 1]),
+    });
     return 'retry';
   }
 
@@ -360,7 +553,7 @@ export class WorkflowEngine {
       const contact = await this.contacts.findRow(this.dataSource.manager, x.projectId, x.contactId);
       if (!contact) return { kind: 'refused', error: 'the contact no longer exists', stepId: step.id };
       const unsubscribeUrl = this.emails.unsubscribeUrl(x.projectId, contact.id, null);
-      const data = await this.sendData(this.dataSource.manager, x);
+      const data = await this.sendData(null, x);
       const headers: Record<string, string> = {};
       for (const [name, value] of Object.entries(step.headers ?? {})) {
         headers[name] = (await this.templates.renderText(value, contact, data, unsubscribeUrl)).replace(/[\r\n\0]/g, ' ');
@@ -389,37 +582,28 @@ export class WorkflowEngine {
   }
 
   private record(
-    _manager: EntityManager,
+    b: StepBatch,
     x: WorkflowExecution,
     step: WorkflowStep,
     status: StepRunStatus,
     output: Record<string, unknown> | null,
     error: string | null = null,
-  ): Promise<void> {
-    // Written with the transition that follows (or at the end of the transaction, should none follow).
-    this.pendingRuns.set(x.id, {
-      executionId: x.id,
-      stepId: step.id,
-      type: step.type,
-      status,
-      output,
-      error,
-      finished: status !== StepRunStatus.WAITING,
-    });
-    return Promise.resolve();
+  ): void {
+    // Written with the transition that follows (or on its own, should none follow).
+    b.runs.set(x.id, { executionId: x.id, stepId: step.id, type: step.type, status, output, error, finished: status !== StepRunStatus.WAITING });
   }
 
-  /** The step record still waiting for a transition, written on its own. */
-  private async flushRun(manager: EntityManager, executionId: string): Promise<void> {
-    const run = this.pendingRuns.get(executionId);
+  /** The step record still waiting for a transition, to be written on its own. */
+  private flushRun(b: StepBatch, executionId: string): void {
+    const run = b.runs.get(executionId);
     if (!run) return;
-    this.pendingRuns.delete(executionId);
-    await this.repository.recordStep(manager, run);
+    b.runs.delete(executionId);
+    b.records.push(run);
   }
 
-  private takeRun(executionId: string): StepRun | null {
-    const run = this.pendingRuns.get(executionId) ?? null;
-    this.pendingRuns.delete(executionId);
+  private takeRun(b: StepBatch, executionId: string): StepRun | null {
+    const run = b.runs.get(executionId) ?? null;
+    b.runs.delete(executionId);
     return run;
   }
 
@@ -429,98 +613,97 @@ export class WorkflowEngine {
    * record WAITING, the execution WAITING until its end or timeout): its own
    * job is the one that ends the wait, so a wait costs one job, not two.
    */
-  private async moveTo(manager: EntityManager, x: WorkflowExecution, next: string | null, after: AfterCommit): Promise<void> {
-    if (next === null) return this.finish(manager, x, ExecutionStatus.COMPLETED, null, after);
+  private moveTo(b: StepBatch, x: WorkflowExecution, next: string | null): void {
+    if (next === null) return this.finish(b, x, ExecutionStatus.COMPLETED, null);
     const step = this.trees.get(x.workflowId)?.tree.get(next);
     if (step?.type === 'DELAY' || step?.type === 'WAIT_FOR_EVENT') {
-      await this.flushRun(manager, x.id);
+      this.flushRun(b, x.id);
       const waitEvent = step.type === 'WAIT_FOR_EVENT' ? step.event : null;
-      await this.record(manager, x, step, StepRunStatus.WAITING, waitEvent === null ? null : { event: waitEvent });
-      await this.schedule(
-        manager,
-        x,
-        {
-          status: ExecutionStatus.WAITING,
-          currentStepId: step.id,
-          dueAt: new Date(Date.now() + durationMs(step.type === 'DELAY' ? step : step.timeout)),
-          waitEvent,
-          resumeEventId: null,
-          stepAttempts: 0,
-        },
-        after,
-      );
+      this.record(b, x, step, StepRunStatus.WAITING, waitEvent === null ? null : { event: waitEvent });
+      this.schedule(b, x, {
+        status: ExecutionStatus.WAITING,
+        currentStepId: step.id,
+        dueAt: new Date(Date.now() + durationMs(step.type === 'DELAY' ? step : step.timeout)),
+        waitEvent,
+        resumeEventId: null,
+        stepAttempts: 0,
+      });
       return;
     }
-    await this.schedule(
-      manager,
-      x,
-      { status: ExecutionStatus.RUNNING, currentStepId: next, dueAt: new Date(), waitEvent: null, resumeEventId: null, stepAttempts: 0 },
-      after,
-    );
+    this.schedule(b, x, { status: ExecutionStatus.RUNNING, currentStepId: next, dueAt: new Date(), waitEvent: null, resumeEventId: null, stepAttempts: 0 });
   }
 
-  private async schedule(manager: EntityManager, x: WorkflowExecution, to: ExecutionTransition, after: AfterCommit): Promise<void> {
-    const version = await this.repository.transition(manager, x, to, this.takeRun(x.id));
+  /** The execution's transition (written at the end of the batch), and its next job once committed. */
+  private schedule(b: StepBatch, x: WorkflowExecution, to: ExecutionTransition): void {
+    b.transitions.set(x.id, { execution: x, to, run: this.takeRun(b, x.id) });
+    const version = x.version + 1;
     // The step the job will run, as the definition read in this transaction has it.
     const stepId = to.currentStepId !== undefined ? to.currentStepId : x.currentStepId;
     const step = stepId ? this.trees.get(x.workflowId)?.tree.get(stepId) : undefined;
-    after.jobs.push(step && step.type !== 'WEBHOOK' ? { id: x.id, version, dueAt: to.dueAt, direct: true } : { id: x.id, version, dueAt: to.dueAt });
+    b.after.jobs.push(step && step.type !== 'WEBHOOK' ? { id: x.id, version, dueAt: to.dueAt, direct: true } : { id: x.id, version, dueAt: to.dueAt });
   }
 
-  private async finish(
-    manager: EntityManager,
-    x: WorkflowExecution,
-    status: ExecutionStatus,
-    exitReason: string | null,
-    _after: AfterCommit,
-  ): Promise<void> {
-    await this.repository.transition(
-      manager,
-      x,
-      { status, dueAt: null, waitEvent: null, resumeEventId: null, finishedAt: new Date(), exitReason },
-      this.takeRun(x.id),
-    );
+  private finish(b: StepBatch, x: WorkflowExecution, status: ExecutionStatus, exitReason: string | null): void {
+    b.transitions.set(x.id, {
+      execution: x,
+      to: { status, dueAt: null, waitEvent: null, resumeEventId: null, finishedAt: new Date(), exitReason },
+      run: this.takeRun(b, x.id),
+    });
   }
 
   /** The step (when known) and the execution end FAILED; `workflow.execution.failed` is recorded for the project. */
-  private async fail(manager: EntityManager, x: WorkflowExecution, stepId: string | null, error: string, after: AfterCommit): Promise<void> {
+  private async fail(b: StepBatch, x: WorkflowExecution, stepId: string | null, error: string): Promise<void> {
     if (stepId) {
       // This step's own record (a failure of the step itself): whatever it had recorded is replaced.
-      this.pendingRuns.delete(x.id);
-      const workflow = await this.repository.findForEngine(manager, x.workflowId);
+      b.runs.delete(x.id);
+      const workflow = await this.repository.findForEngine(b.manager, x.workflowId);
       const step = workflow ? new StepTree(workflow.steps).get(stepId) : null;
-      await this.repository.recordStep(manager, {
-        executionId: x.id,
-        stepId,
-        type: step?.type ?? 'UNKNOWN',
-        status: StepRunStatus.FAILED,
-        output: null,
-        error,
-        finished: true,
-      });
+      b.records.push({ executionId: x.id, stepId, type: step?.type ?? 'UNKNOWN', status: StepRunStatus.FAILED, output: null, error, finished: true });
     }
-    await this.repository.transition(
-      manager,
-      x,
-      { status: ExecutionStatus.FAILED, dueAt: null, waitEvent: null, resumeEventId: null, finishedAt: new Date(), exitReason: error.slice(0, 100) },
-      this.takeRun(x.id),
-    );
-    const event = await this.events.record(manager, {
+    b.transitions.set(x.id, {
+      execution: x,
+      to: { status: ExecutionStatus.FAILED, dueAt: null, waitEvent: null, resumeEventId: null, finishedAt: new Date(), exitReason: error.slice(0, 100) },
+      run: this.takeRun(b, x.id),
+    });
+    const event = await this.events.record(b.manager, {
       projectId: x.projectId,
       contactId: x.contactId,
       name: 'workflow.execution.failed',
       data: { workflowId: x.workflowId, executionId: x.id, stepId, error: error.slice(0, 500) },
     });
-    after.events.push({ rows: [event], email: null });
+    b.after.events.push({ rows: [event], email: null });
     this.logger.warn({ executionId: x.id, workflowId: x.workflowId, stepId, error }, 'workflow execution failed');
+  }
+
+  /** The batch's writes, at the end of its transaction: emails (with `email.queued`), step records, transitions. */
+  private async write(b: StepBatch): Promise<void> {
+    for (const executionId of [...b.runs.keys()]) this.flushRun(b, executionId);
+    if (b.emails.length > 0) {
+      const queued = await this.emails.insert(b.manager, b.emails.map((e) => e.email));
+      const addresses = new Map(b.emails.map((e) => [e.email.id, e.address]));
+      for (const row of queued) b.after.events.push({ rows: [row], email: row.emailId ? (addresses.get(row.emailId) ?? null) : null });
+    }
+    await this.repository.writeSteps(b.manager, b.records, [...b.transitions.values()]);
   }
 
   private async afterCommit(after: AfterCommit): Promise<void> {
     if (after.emails.length > 0) await this.emails.enqueue(after.emails);
     await this.dispatcher.enqueue(after.jobs);
-    for (const { rows, email } of after.events) {
-      if (rows.length > 0) await this.events.publish(rows.map((row) => ({ ...row, email })));
-    }
+    const events = after.events.flatMap(({ rows, email }) => rows.map((row) => ({ ...row, email })));
+    if (events.length > 0) await this.events.publish(events);
+  }
+}
+
+/** The execution's data holds only the send's own values (`{value, persistent: false}`): the trigger's name does not matter. */
+function eventOnlyData(x: WorkflowExecution): boolean {
+  return Object.values(x.data ?? {}).every((value) => isPersistenceWrapper(value) && !value.persistent);
+}
+
+async function settled(promise: Promise<string>): Promise<Settled> {
+  try {
+    return { ok: true, value: await promise };
+  } catch (error) {
+    return { ok: false, error };
   }
 }
 

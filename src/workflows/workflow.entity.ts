@@ -176,6 +176,9 @@ export class WorkflowExecution extends BaseEntity {
 
   /** Read with the execution by the engine (workflows.updated_at in microseconds): not a column of this table. */
   workflowStamp?: string;
+
+  /** Read with the execution by the engine's lock: when the current step's record began (null before it has one). */
+  stepStartedAt?: Date | null;
 }
 
 /** What one step did in one execution (a step runs at most once per execution: no loops). */

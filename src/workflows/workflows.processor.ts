@@ -22,7 +22,7 @@ export class WorkflowsProcessor extends WorkerHost {
 
   process(job: WorkflowQueueJob): Promise<unknown> {
     if (job.name === WORKFLOW_JOBS.RECOVER) return this.recovery.recover();
-    return this.engine.run(job.data.executionId, job.data.version, job.data.direct === true);
+    return this.engine.submit({ executionId: job.data.executionId, version: job.data.version, direct: job.data.direct === true });
   }
 
   @OnWorkerEvent('failed')

@@ -56,6 +56,13 @@ export interface StepRun {
   finished: boolean;
 }
 
+/** A transition of a locked execution waiting to be written (writeSteps), with the record of the step that led to it. */
+export interface PendingTransition {
+  execution: WorkflowExecution;
+  to: ExecutionTransition;
+  run: StepRun | null;
+}
+
 const EXECUTION_COLUMNS = `x.id, x.project_id AS "projectId", x.workflow_id AS "workflowId", x.contact_id AS "contactId",
   x.status, x.current_step_id AS "currentStepId", x.version, x.due_at AS "dueAt", x.wait_event AS "waitEvent",
   x.trigger_event_id AS "triggerEventId", x.resume_event_id AS "resumeEventId", x.data, x.step_attempts AS "stepAttempts",
@@ -66,25 +73,50 @@ const EXECUTION_COLUMNS = `x.id, x.project_id AS "projectId", x.workflow_id AS "
 const ENGINE_READ = `SELECT ${EXECUTION_COLUMNS}, (extract(epoch FROM w.updated_at) * 1000000)::bigint::text AS "workflowStamp"
   FROM workflow_executions x JOIN workflows w ON w.id = x.workflow_id WHERE x.id = $1`;
 
-/**
- * A step's record of execution $1 (the first visit numbers it; later writes
- * update it), from six parameters starting at `$first` (stepRecordValues),
- * written when `condition` holds.
- */
-function stepRecordSql(first: number, condition: string): string {
-  const p = (k: number) => `$${first + k}`;
-  return `INSERT INTO workflow_execution_steps (execution_id, step_id, seq, type, status, started_at, finished_at, output, error)
-         SELECT $1::uuid, ${p(0)}::varchar, (SELECT coalesce(max(seq), 0) + 1 FROM workflow_execution_steps WHERE execution_id = $1::uuid),
-                ${p(1)}::varchar, ${p(2)}::workflow_step_run_status, now(), CASE WHEN ${p(3)}::boolean THEN now() END, ${p(4)}::jsonb, ${p(5)}::text
-          WHERE ${condition}
-         ON CONFLICT (execution_id, step_id) DO UPDATE
-           SET status = EXCLUDED.status, finished_at = EXCLUDED.finished_at,
-               output = coalesce(EXCLUDED.output, workflow_execution_steps.output), error = EXCLUDED.error`;
-}
+/** The engine's lock: its executions in id order, with when the current step's record began (a wait's start). */
+const ENGINE_LOCK = `SELECT ${EXECUTION_COLUMNS}, (extract(epoch FROM w.updated_at) * 1000000)::bigint::text AS "workflowStamp",
+         s.started_at AS "stepStartedAt"
+    FROM workflow_executions x JOIN workflows w ON w.id = x.workflow_id
+    LEFT JOIN workflow_execution_steps s ON s.execution_id = x.id AND s.step_id = x.current_step_id
+   WHERE x.id = ANY($1::uuid[]) ORDER BY x.id FOR UPDATE OF x`;
 
-function stepRecordValues(run: StepRun): unknown[] {
-  return [run.stepId, run.type, run.status, run.finished, run.output ? JSON.stringify(run.output) : null, run.error ?? null];
-}
+/**
+ * Step records and transitions of many executions in one statement.
+ * Records ($1-$7, in the order given): a step's first visit numbers it
+ * after the execution's last (those of one execution in this statement in
+ * their order), a later write updates it. Transitions ($8-$22): one per
+ * execution, a flag per optional field; `version` is the new version.
+ */
+const WRITE_STEPS = `WITH r AS (
+    SELECT r.*, EXISTS (SELECT 1 FROM workflow_execution_steps s WHERE s.execution_id = r.execution_id AND s.step_id = r.step_id) AS known
+      FROM unnest($1::uuid[], $2::varchar[], $3::varchar[], $4::workflow_step_run_status[], $5::boolean[], $6::jsonb[], $7::text[])
+           WITH ORDINALITY AS r(execution_id, step_id, type, status, finished, output, error, ord)
+  ), recorded AS (
+    INSERT INTO workflow_execution_steps (execution_id, step_id, seq, type, status, started_at, finished_at, output, error)
+    SELECT r.execution_id, r.step_id,
+           coalesce((SELECT max(s.seq) FROM workflow_execution_steps s WHERE s.execution_id = r.execution_id), 0)
+             + row_number() OVER (PARTITION BY r.execution_id, r.known ORDER BY r.ord),
+           r.type, r.status, now(), CASE WHEN r.finished THEN now() END, r.output, r.error
+      FROM r
+    ON CONFLICT (execution_id, step_id) DO UPDATE
+      SET status = EXCLUDED.status, finished_at = EXCLUDED.finished_at,
+          output = coalesce(EXCLUDED.output, workflow_execution_steps.output), error = EXCLUDED.error
+  )
+  UPDATE workflow_executions x
+     SET status = t.status, due_at = t.due_at,
+         current_step_id = CASE WHEN t.set_step THEN t.step_id ELSE x.current_step_id END,
+         wait_event = CASE WHEN t.set_wait THEN t.wait_event ELSE x.wait_event END,
+         resume_event_id = CASE WHEN t.clear_resume THEN NULL ELSE x.resume_event_id END,
+         step_attempts = CASE WHEN t.set_attempts THEN t.attempts ELSE x.step_attempts END,
+         finished_at = CASE WHEN t.set_finished THEN t.finished_at ELSE x.finished_at END,
+         exit_reason = CASE WHEN t.set_exit THEN t.exit_reason ELSE x.exit_reason END,
+         version = t.version, updated_at = now()
+    FROM unnest($8::uuid[], $9::workflow_execution_status[], $10::timestamptz[], $11::boolean[], $12::varchar[], $13::boolean[],
+                $14::varchar[], $15::boolean[], $16::boolean[], $17::int[], $18::boolean[], $19::timestamptz[], $20::boolean[],
+                $21::varchar[], $22::int[])
+         AS t(id, status, due_at, set_step, step_id, set_wait, wait_event, clear_resume, set_attempts, attempts, set_finished,
+              finished_at, set_exit, exit_reason, version)
+   WHERE x.id = t.id`;
 
 /** Every statement on workflows, their executions and step records. */
 @Injectable()
@@ -260,8 +292,13 @@ export class WorkflowsRepository {
 
   /** The execution under a row lock (the workflow row is read, not locked), with its workflow's updated_at. */
   async lockExecution(manager: EntityManager, id: string): Promise<WorkflowExecution | null> {
-    const rows = await preparedRows<WorkflowExecution>(manager, `${ENGINE_READ} FOR UPDATE OF x`, [id]);
-    return rows[0] ?? null;
+    return (await this.lockExecutions(manager, [id])).get(id) ?? null;
+  }
+
+  /** Executions under row locks taken in id order, by id (lockExecution's read). */
+  async lockExecutions(manager: EntityManager, ids: string[]): Promise<Map<string, WorkflowExecution>> {
+    const rows = await preparedRows<WorkflowExecution>(manager, ENGINE_LOCK, [ids]);
+    return new Map(rows.map((x) => [x.id, x]));
   }
 
   /** The execution without a lock (the engine's look before a WEBHOOK call), with its workflow's updated_at. */
@@ -302,66 +339,54 @@ export class WorkflowsRepository {
       .getMany();
   }
 
-  async stepRun(manager: EntityManager, executionId: string, stepId: string): Promise<Pick<WorkflowExecutionStep, 'startedAt'> | null> {
-    const rows = await preparedRows<Pick<WorkflowExecutionStep, 'startedAt'>>(
-      manager,
-      'SELECT started_at AS "startedAt" FROM workflow_execution_steps WHERE execution_id = $1 AND step_id = $2',
-      [executionId, stepId],
-    );
-    return rows[0] ?? null;
-  }
-
-  /** Writes one step's record (the first visit numbers it; later writes update it). */
-  async recordStep(manager: EntityManager, run: StepRun): Promise<void> {
-    await preparedRows(manager, stepRecordSql(2, 'true'), [run.executionId, ...stepRecordValues(run)]);
+  /** One transition of a locked execution (writeSteps of one); answers the new version. */
+  async transition(manager: EntityManager, execution: WorkflowExecution, to: ExecutionTransition): Promise<number> {
+    await this.writeSteps(manager, [], [{ execution, to, run: null }]);
+    return execution.version + 1;
   }
 
   /**
-   * One transition of a locked execution, with the record of the step that
-   * led to it when there is one (`run`): one statement whatever the
-   * transition sets (a flag per optional field), prepared once per
-   * connection, since the engine runs it on every step. Answers the new
-   * version.
+   * Step records (`records`, in order), then transitions of locked
+   * executions, each with the record of the step that led to it when there
+   * is one: one statement, prepared once per connection (the engine runs it
+   * for every batch of steps). A record repeated (same execution and step)
+   * is written once, as its last write says.
    */
-  async transition(manager: EntityManager, execution: WorkflowExecution, to: ExecutionTransition, run: StepRun | null = null): Promise<number> {
-    const version = execution.version + 1;
-    const has = (key: keyof ExecutionTransition) => to[key] !== undefined;
-    await preparedRows(
-      manager,
-      `WITH recorded AS (
-         ${stepRecordSql(17, '$16::boolean')}
-       )
-       UPDATE workflow_executions
-          SET status = $2::workflow_execution_status, due_at = $3::timestamptz,
-              current_step_id = CASE WHEN $4::boolean THEN $5::varchar ELSE current_step_id END,
-              wait_event = CASE WHEN $6::boolean THEN $7::varchar ELSE wait_event END,
-              resume_event_id = CASE WHEN $8::boolean THEN NULL ELSE resume_event_id END,
-              step_attempts = CASE WHEN $9::boolean THEN $10::int ELSE step_attempts END,
-              finished_at = CASE WHEN $11::boolean THEN $12::timestamptz ELSE finished_at END,
-              exit_reason = CASE WHEN $13::boolean THEN $14::varchar ELSE exit_reason END,
-              version = $15, updated_at = now()
-        WHERE id = $1`,
-      [
-        execution.id,
-        to.status,
-        to.dueAt,
-        has('currentStepId'),
-        to.currentStepId ?? null,
-        has('waitEvent'),
-        to.waitEvent ?? null,
-        has('resumeEventId'),
-        has('stepAttempts'),
-        to.stepAttempts ?? null,
-        has('finishedAt'),
-        to.finishedAt ?? null,
-        has('exitReason'),
-        to.exitReason ?? null,
-        version,
-        run !== null,
-        ...(run ? stepRecordValues(run) : [null, null, null, false, null, null]),
-      ],
-    );
-    return version;
+  async writeSteps(manager: EntityManager, records: StepRun[], transitions: PendingTransition[]): Promise<void> {
+    const runs = new Map<string, StepRun>();
+    for (const run of [...records, ...transitions.flatMap((t) => (t.run ? [t.run] : []))]) {
+      const key = `${run.executionId}/${run.stepId}`;
+      const earlier = runs.get(key);
+      runs.delete(key);
+      runs.set(key, earlier && !run.output ? { ...run, output: earlier.output } : run);
+    }
+    if (runs.size === 0 && transitions.length === 0) return;
+    const r = [...runs.values()];
+    const has = (to: ExecutionTransition, key: keyof ExecutionTransition) => to[key] !== undefined;
+    await preparedRows(manager, WRITE_STEPS, [
+      r.map((run) => run.executionId),
+      r.map((run) => run.stepId),
+      r.map((run) => run.type),
+      r.map((run) => run.status),
+      r.map((run) => run.finished),
+      r.map((run) => (run.output ? JSON.stringify(run.output) : null)),
+      r.map((run) => run.error ?? null),
+      transitions.map((t) => t.execution.id),
+      transitions.map((t) => t.to.status),
+      transitions.map((t) => t.to.dueAt),
+      transitions.map((t) => has(t.to, 'currentStepId')),
+      transitions.map((t) => t.to.currentStepId ?? null),
+      transitions.map((t) => has(t.to, 'waitEvent')),
+      transitions.map((t) => t.to.waitEvent ?? null),
+      transitions.map((t) => has(t.to, 'resumeEventId')),
+      transitions.map((t) => has(t.to, 'stepAttempts')),
+      transitions.map((t) => t.to.stepAttempts ?? null),
+      transitions.map((t) => has(t.to, 'finishedAt')),
+      transitions.map((t) => t.to.finishedAt ?? null),
+      transitions.map((t) => has(t.to, 'exitReason')),
+      transitions.map((t) => t.to.exitReason ?? null),
+      transitions.map((t) => t.execution.version + 1),
+    ]);
   }
 
   /** Cancels every open execution of a workflow (delete); answers them. */
