@@ -128,9 +128,13 @@ export class ContactsRepository {
     return queryRows<ContactRow>(manager, `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE c.project_id = $1 AND c.id = ANY($2::uuid[])`, [projectId, ids]);
   }
 
-  /** The row, locked until the transaction ends (PATCH compares the old subscription state). */
-  lockById(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
-    return this.selectOne(manager, 'c.project_id = $1 AND c.id = $2 FOR UPDATE', [projectId, id]);
+  /** Rows of the project among these ids, locked in id order until the transaction ends (an update compares the old subscription state). */
+  lockByIds(manager: EntityManager, projectId: string, ids: string[]): Promise<ContactRow[]> {
+    return queryRows<ContactRow>(
+      manager,
+      `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE c.project_id = $1 AND c.id = ANY($2::uuid[]) ORDER BY c.id FOR UPDATE`,
+      [projectId, ids],
+    );
   }
 
   findByEmail(
@@ -190,23 +194,23 @@ export class ContactsRepository {
   }
 
   /** PATCH: merge data and optionally set subscribed, in one statement. */
-  async update(
+  /** The same change to these contacts of the project; answers the rows changed. */
+  updateMany(
     manager: EntityManager,
     projectId: string,
-    id: string,
+    ids: string[],
     subscribed: boolean | undefined,
     patch: DataPatch,
-  ): Promise<ContactRow | null> {
-    const rows = await queryRows<ContactRow>(
+  ): Promise<ContactRow[]> {
+    return queryRows<ContactRow>(
       manager,
       `UPDATE contacts c SET
          subscribed = COALESCE($3, c.subscribed),
          data = merge_contact_data(c.data, $4::jsonb, $5::text[]),
          updated_at = now()
-       WHERE c.project_id = $1 AND c.id = $2 ${RETURNING_CONTACT}`,
-      [projectId, id, subscribed ?? null, JSON.stringify(patch.set), patch.remove],
+       WHERE c.project_id = $1 AND c.id = ANY($2::uuid[]) ${RETURNING_CONTACT}`,
+      [projectId, ids, subscribed ?? null, JSON.stringify(patch.set), patch.remove],
     );
-    return rows[0] ?? null;
   }
 
   /** Events and email records go with it (ON DELETE CASCADE). */

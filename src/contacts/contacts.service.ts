@@ -49,6 +49,12 @@ export interface UnsubscribeCause {
   data: Record<string, unknown>;
 }
 
+/** A change applyUpdate makes to a contact. */
+export interface ContactChange {
+  data?: Record<string, unknown> | null;
+  subscribed?: boolean;
+}
+
 @Injectable()
 export class ContactsService {
   constructor(
@@ -199,24 +205,42 @@ export class ContactsService {
     manager: EntityManager,
     projectId: string,
     id: string,
-    change: { data?: Record<string, unknown> | null; subscribed?: boolean },
+    change: ContactChange,
   ): Promise<{ row: ContactRow; events: EventRow[] } | null> {
-    const before = await this.contacts.lockById(manager, projectId, id);
-    if (!before) return null;
-    const after = await this.contacts.update(manager, projectId, id, change.subscribed, toDataPatch(change.data ?? undefined));
-    if (!after) return null;
-    const events: EventRow[] = [];
-    if (change.subscribed !== undefined && change.subscribed !== before.subscribed) {
-      events.push(
-        await this.events.record(manager, {
-          projectId,
-          contactId: id,
-          name: this.subscriptionEventName(change.subscribed),
-          data: { source: 'api' },
-        }),
-      );
-    }
-    return { row: after, events };
+    return (await this.applyUpdates(manager, projectId, [id], change)).get(id) ?? null;
+  }
+
+  /**
+   * applyUpdate's change to several contacts of the project at once (a batch
+   * of workflow UPDATE_CONTACT steps): by id, those that exist. The rows are
+   * locked first (in id order) only when `subscribed` is set, to compare it.
+   */
+  async applyUpdates(
+    manager: EntityManager,
+    projectId: string,
+    ids: string[],
+    change: ContactChange,
+  ): Promise<Map<string, { row: ContactRow; events: EventRow[] }>> {
+    const out = new Map<string, { row: ContactRow; events: EventRow[] }>();
+    const before =
+      change.subscribed !== undefined ? new Map((await this.contacts.lockByIds(manager, projectId, ids)).map((row) => [row.id, row])) : null;
+    if (before && before.size === 0) return out;
+    const rows = await this.contacts.updateMany(manager, projectId, ids, change.subscribed, toDataPatch(change.data ?? undefined));
+    const changed = rows.filter((row) => before && before.get(row.id)?.subscribed !== row.subscribed);
+    const events =
+      change.subscribed !== undefined && changed.length > 0
+        ? await this.events.recordMany(
+            manager,
+            changed.map((row) => ({
+              projectId,
+              contactId: row.id,
+              name: this.subscriptionEventName(change.subscribed as boolean),
+              data: { source: 'api' },
+            })),
+          )
+        : [];
+    for (const row of rows) out.set(row.id, { row, events: events.filter((event) => event.contactId === row.id) });
+    return out;
   }
 
   /** Stored rows of the project among these ids, by id (a sending feature's read for many). */

@@ -21,7 +21,7 @@ import { TemplateRenderError } from '../templates/template-renderer';
 import { TemplateType } from '../templates/template.entity';
 import { TemplatesService } from '../templates/templates.service';
 import { WorkflowDispatcher } from './workflow-dispatcher';
-import { durationMs, StepTree, WebhookStep, WorkflowStep } from './workflow-steps';
+import { durationMs, StepTree, UpdateContactStep, WebhookStep, WorkflowStep } from './workflow-steps';
 import { ExecutionStatus, StepRunStatus, WorkflowExecution } from './workflow.entity';
 import { ContactRow } from '../contacts/contact.row';
 import { DueExecution, ExecutionTransition, PendingTransition, StepRun, WorkflowsRepository } from './workflows.repository';
@@ -65,9 +65,9 @@ class StepBatch {
   readonly emails: { email: Email; address: string }[] = [];
   /** Reads shared by the batch's steps (templates, senders), by key. */
   readonly loads = new Map<string, Promise<unknown>>();
-  /** Read before the steps ran, for the steps that need them; a contact updated by a step of the batch is read again. */
+  /** Made before the steps ran, for the steps that need them (updates first, then reads: the reads see them). */
+  readonly updates = new Map<string, { row: ContactRow; events: EventRow[] } | null>();
   readonly contacts = new Map<string, ContactRow>();
-  readonly updated = new Set<string>();
   readonly matches = new Map<string, boolean>();
   readonly triggerNames = new Map<string, string | null>();
 
@@ -107,9 +107,9 @@ const TREE_CACHE_SIZE = 1000;
 /** A DELAY or wait job that fires this early (clock skew between Redis and Postgres) waits again. */
 const EARLY_MS = 20;
 /** Steps of concurrent jobs run in one transaction, at most this many. */
-const BATCH_SIZE = 32;
+const BATCH_SIZE = Number(process.env.X_BATCH || 32);
 /** Batches in flight at once (each on its own connection). */
-const BATCHES_IN_FLIGHT = 2;
+const BATCHES_IN_FLIGHT = Number(process.env.X_INFLIGHT || 2);
 
 /**
  * Runs one step of one execution per job. The job names the execution and
@@ -299,17 +299,24 @@ export class WorkflowEngine {
   }
 
   /**
-   * The reads of the batch's RUNNING steps made once for all: the contacts
-   * SEND_EMAIL steps render (by project), each CONDITION step's result (one
-   * statement per step of a definition), the trigger events' names.
+   * The work of the batch's RUNNING steps done once for all, each step of a
+   * definition in one statement: UPDATE_CONTACT changes first, then the
+   * reads (which see them): the contacts SEND_EMAIL steps render (by
+   * project), CONDITION results, the trigger events' names.
    */
   private async prefetch(b: StepBatch, due: { x: WorkflowExecution; step: WorkflowStep | null }[]): Promise<void> {
     const contacts = new Map<string, Set<string>>();
     const conditions = new Map<string, { projectId: string; condition: ConditionGroup; executions: WorkflowExecution[] }>();
+    const updates = new Map<string, { projectId: string; step: UpdateContactStep; executions: WorkflowExecution[] }>();
     const names: string[] = [];
     for (const { x, step } of due) {
       if (x.status !== ExecutionStatus.RUNNING || !step) continue;
-      if (step.type === 'SEND_EMAIL') {
+      if (step.type === 'UPDATE_CONTACT') {
+        const key = `${x.projectId}/${x.workflowId}/${x.workflowStamp}/${step.id}`;
+        let group = updates.get(key);
+        if (!group) updates.set(key, (group = { projectId: x.projectId, step, executions: [] }));
+        group.executions.push(x);
+      } else if (step.type === 'SEND_EMAIL') {
         let ids = contacts.get(x.projectId);
         if (!ids) contacts.set(x.projectId, (ids = new Set()));
         ids.add(x.contactId);
@@ -320,6 +327,11 @@ export class WorkflowEngine {
         if (!group) conditions.set(key, (group = { projectId: x.projectId, condition: step.condition as ConditionGroup, executions: [] }));
         group.executions.push(x);
       }
+    }
+    for (const { projectId, step, executions } of updates.values()) {
+      const change = { data: step.data, subscribed: step.subscribed };
+      const done = await this.contacts.applyUpdates(b.manager, projectId, executions.map((x) => x.contactId), change);
+      for (const x of executions) b.updates.set(x.id, done.get(x.contactId) ?? null);
     }
     for (const [projectId, ids] of contacts) {
       for (const [id, row] of await this.contacts.findRows(b.manager, projectId, [...ids])) b.contacts.set(id, row);
@@ -435,17 +447,15 @@ export class WorkflowEngine {
         return 'waiting';
       }
       case 'CONDITION': {
-        const known = b.updated.has(x.contactId) ? undefined : b.matches.get(x.id);
-        const result = known ?? (await this.conditions.matchesContact(b.manager, x.projectId, x.contactId, step.condition as ConditionGroup));
+        const result = b.matches.get(x.id) ?? (await this.conditions.matchesContact(b.manager, x.projectId, x.contactId, step.condition as ConditionGroup));
         this.record(b, x, step, StepRunStatus.COMPLETED, { result, branch: result ? 'then' : 'else' });
         this.moveTo(b, x, tree.enter(step, result ? 'then' : 'else'));
         return 'condition';
       }
       case 'UPDATE_CONTACT': {
-        const updated = await this.contacts.applyUpdate(b.manager, x.projectId, x.contactId, { data: step.data, subscribed: step.subscribed });
+        const change = { data: step.data, subscribed: step.subscribed };
+        const updated = b.updates.has(x.id) ? b.updates.get(x.id) : await this.contacts.applyUpdate(b.manager, x.projectId, x.contactId, change);
         if (!updated) throw new StepError('the contact no longer exists');
-        b.updated.add(x.contactId);
-        b.contacts.set(x.contactId, updated.row);
         b.after.events.push({ rows: updated.events, email: updated.row.email });
         this.record(b, x, step, StepRunStatus.COMPLETED, { data: updated.row.data, subscribed: updated.row.subscribed });
         this.moveTo(b, x, tree.next(step.id));
