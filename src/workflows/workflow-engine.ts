@@ -107,9 +107,9 @@ const TREE_CACHE_SIZE = 1000;
 /** A DELAY or wait job that fires this early (clock skew between Redis and Postgres) waits again. */
 const EARLY_MS = 20;
 /** Steps of concurrent jobs run in one transaction, at most this many. */
-const BATCH_SIZE = Number(process.env.X_BATCH || 32);
+const BATCH_SIZE = 32;
 /** Batches in flight at once (each on its own connection). */
-const BATCHES_IN_FLIGHT = Number(process.env.X_INFLIGHT || 2);
+const BATCHES_IN_FLIGHT = 2;
 
 /**
  * Runs one step of one execution per job. The job names the execution and

@@ -6,7 +6,7 @@ import { WorkflowEngine } from './workflow-engine';
 import { WorkflowsRecovery } from './workflows.recovery';
 
 /** Steps run at once per worker process (a WEBHOOK step may hold one for 10 s). */
-export const WORKFLOW_CONCURRENCY = Number(process.env.X_CONC || 32);
+export const WORKFLOW_CONCURRENCY = 32;
 
 /** QUEUES.WORKFLOWS worker: one step per job (see WorkflowEngine), and the recovery. */
 @Processor(QUEUES.WORKFLOWS, { concurrency: WORKFLOW_CONCURRENCY })
