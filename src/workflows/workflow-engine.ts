@@ -61,6 +61,8 @@ class StepBatch {
   /** Step records written on their own (before the transitions' records). */
   readonly records: StepRun[] = [];
   readonly transitions = new Map<string, PendingTransition>();
+  /** The definition each execution's step ran under (the process's cache may move on meanwhile). */
+  readonly trees = new Map<string, StepTree>();
   /** SEND_EMAIL steps' emails, inserted at the end, with their contacts' addresses (for publishing `email.queued`). */
   readonly emails: { email: Email; address: string }[] = [];
   /** Reads shared by the batch's steps (templates, senders), by key. */
@@ -187,7 +189,8 @@ export class WorkflowEngine {
       this.inFlight += 1;
       void this.runBatch(batch.map((entry) => entry.job))
         .then(
-          (results) => batch.forEach((entry, i) => entry.settle(results[i])),
+          // A WEBHOOK job's answer comes later (its call): the batch's slot is free before it.
+          (results) => batch.forEach((entry, i) => void Promise.resolve(results[i]).then(entry.settle)),
           (error: unknown) => batch.forEach((entry) => entry.settle({ ok: false, error })),
         )
         .finally(() => {
@@ -197,8 +200,13 @@ export class WorkflowEngine {
     }
   }
 
-  /** The steps of these jobs (one per execution) in one transaction; each job's outcome or error. */
-  async runBatch(jobs: StepJob[]): Promise<Settled[]> {
+  /**
+   * The steps of these jobs (one per execution) in one transaction; each
+   * job's outcome or error, or for a WEBHOOK step found by a job that had
+   * not looked first, the promise of it (its call is made on its own, after
+   * the batch).
+   */
+  async runBatch(jobs: StepJob[]): Promise<(Settled | Promise<Settled>)[]> {
     let batch: StepBatch;
     let outcomes: string[];
     try {
@@ -209,23 +217,18 @@ export class WorkflowEngine {
         return { batch: b, outcomes: out };
       }));
     } catch (error) {
-      if (jobs.length === 1) return [await settled(this.run(jobs[0]))];
+      // One job: a step failure the database reported is ended by run(); anything else is the job's error (retried).
+      if (jobs.length === 1) return [isStepFailure(error) ? await settled(this.run(jobs[0])) : { ok: false, error }];
       this.logger.debug({ err: error, jobs: jobs.length }, 'a batch of workflow steps failed; each runs on its own');
-      const results: Settled[] = [];
-      for (const job of jobs) results.push(await settled(this.run(job)));
-      return results;
+      return Promise.all(jobs.map((job) => settled(this.run(job))));
     }
     try {
       await this.afterCommit(batch.after);
     } catch (error) {
       return jobs.map(() => ({ ok: false, error }));
     }
-    const results: Settled[] = [];
-    for (let i = 0; i < jobs.length; i += 1) {
-      // A WEBHOOK step found by a job that had not looked first: its call is made before the lock, on its own.
-      results.push(outcomes[i] === 'look' ? await settled(this.run(jobs[i])) : { ok: true, value: outcomes[i] });
-    }
-    return results;
+    // A WEBHOOK step found by a job that had not looked first: its call is made before the lock, on its own.
+    return jobs.map((job, i) => (outcomes[i] === 'look' ? settled(this.run(job)) : { ok: true, value: outcomes[i] }));
   }
 
   /**
@@ -256,7 +259,7 @@ export class WorkflowEngine {
         const b = new StepBatch(manager);
         const x = await this.repository.lockExecution(manager, job.executionId);
         if (!x || x.version !== job.version || !isOpen(x.status)) return { batch: b, outcome: 'stale' };
-        await this.fail(b, x, x.currentStepId, errorMessage(error));
+        await this.fail(b, x, await this.positionOf(manager, x), errorMessage(error));
         await this.write(b);
         return { batch: b, outcome: 'failed' };
       }));
@@ -291,7 +294,7 @@ export class WorkflowEngine {
         // A statement's error has aborted the transaction: the caller handles it.
         if (!isStepFailure(error) || error instanceof QueryFailedError) throw error;
         b.undo(x.id, mark);
-        await this.fail(b, x, x.currentStepId, errorMessage(error));
+        await this.fail(b, x, await this.positionOf(b.manager, x), errorMessage(error));
         outcomes.set(job, 'failed');
       }
     }
@@ -347,6 +350,11 @@ export class WorkflowEngine {
     }
   }
 
+  /** The step the execution is at (its first when it has not begun). */
+  private async positionOf(manager: EntityManager, x: WorkflowExecution): Promise<string | null> {
+    return x.currentStepId ?? (await this.treeOf(manager, x))?.first() ?? null;
+  }
+
   private async peek(
     executionId: string,
     version: number,
@@ -386,6 +394,7 @@ export class WorkflowEngine {
   private async step(b: StepBatch, x: WorkflowExecution, webhook: WebhookOutcome | null): Promise<string> {
     const tree = await this.treeOf(b.manager, x);
     if (!tree) return 'stale';
+    b.trees.set(x.id, tree);
     const position = x.currentStepId ?? tree.first();
     if (position === null) {
       this.finish(b, x, ExecutionStatus.COMPLETED, null);
@@ -625,7 +634,7 @@ export class WorkflowEngine {
    */
   private moveTo(b: StepBatch, x: WorkflowExecution, next: string | null): void {
     if (next === null) return this.finish(b, x, ExecutionStatus.COMPLETED, null);
-    const step = this.trees.get(x.workflowId)?.tree.get(next);
+    const step = b.trees.get(x.id)?.get(next);
     if (step?.type === 'DELAY' || step?.type === 'WAIT_FOR_EVENT') {
       this.flushRun(b, x.id);
       const waitEvent = step.type === 'WAIT_FOR_EVENT' ? step.event : null;
@@ -649,7 +658,7 @@ export class WorkflowEngine {
     const version = x.version + 1;
     // The step the job will run, as the definition read in this transaction has it.
     const stepId = to.currentStepId !== undefined ? to.currentStepId : x.currentStepId;
-    const step = stepId ? this.trees.get(x.workflowId)?.tree.get(stepId) : undefined;
+    const step = stepId ? b.trees.get(x.id)?.get(stepId) : undefined;
     b.after.jobs.push(step && step.type !== 'WEBHOOK' ? { id: x.id, version, dueAt: to.dueAt, direct: true } : { id: x.id, version, dueAt: to.dueAt });
   }
 
@@ -693,7 +702,12 @@ export class WorkflowEngine {
       const addresses = new Map(b.emails.map((e) => [e.email.id, e.address]));
       for (const row of queued) b.after.events.push({ rows: [row], email: row.emailId ? (addresses.get(row.emailId) ?? null) : null });
     }
-    await this.repository.writeSteps(b.manager, b.records, [...b.transitions.values()]);
+    const moved = await this.repository.writeSteps(b.manager, b.records, [...b.transitions.values()]);
+    if (moved.size < b.transitions.size) {
+      // Moved within this transaction by an event another step recorded (the events trigger ended its wait):
+      // the trigger's move stands, and the dispatcher adds its job once the event is published.
+      b.after.jobs = b.after.jobs.filter((job) => moved.has(job.id));
+    }
   }
 
   private async afterCommit(after: AfterCommit): Promise<void> {

@@ -81,16 +81,37 @@ const ENGINE_LOCK = `SELECT ${EXECUTION_COLUMNS}, (extract(epoch FROM w.updated_
    WHERE x.id = ANY($1::uuid[]) ORDER BY x.id FOR UPDATE OF x`;
 
 /**
- * Step records and transitions of many executions in one statement.
- * Records ($1-$7, in the order given): a step's first visit numbers it
- * after the execution's last (those of one execution in this statement in
- * their order), a later write updates it. Transitions ($8-$22): one per
- * execution, a flag per optional field; `version` is the new version.
+ * Transitions and step records of many executions in one statement.
+ * Transitions ($8-$22): one per execution, a flag per optional field,
+ * `version` the new version; one applies only while the execution is still
+ * at the version before it (the events trigger may have moved it within the
+ * same transaction: an event recorded by another step of the batch). Records
+ * ($1-$7, in the order given) of the executions moved: a step's first visit
+ * numbers it after the execution's last (those of one execution in this
+ * statement in their order), a later write updates it. Answers the ids moved.
  */
-const WRITE_STEPS = `WITH r AS (
+const WRITE_STEPS = `WITH moved AS (
+    UPDATE workflow_executions x
+       SET status = t.status, due_at = t.due_at,
+           current_step_id = CASE WHEN t.set_step THEN t.step_id ELSE x.current_step_id END,
+           wait_event = CASE WHEN t.set_wait THEN t.wait_event ELSE x.wait_event END,
+           resume_event_id = CASE WHEN t.clear_resume THEN NULL ELSE x.resume_event_id END,
+           step_attempts = CASE WHEN t.set_attempts THEN t.attempts ELSE x.step_attempts END,
+           finished_at = CASE WHEN t.set_finished THEN t.finished_at ELSE x.finished_at END,
+           exit_reason = CASE WHEN t.set_exit THEN t.exit_reason ELSE x.exit_reason END,
+           version = t.version, updated_at = now()
+      FROM unnest($8::uuid[], $9::workflow_execution_status[], $10::timestamptz[], $11::boolean[], $12::varchar[], $13::boolean[],
+                  $14::varchar[], $15::boolean[], $16::boolean[], $17::int[], $18::boolean[], $19::timestamptz[], $20::boolean[],
+                  $21::varchar[], $22::int[])
+           AS t(id, status, due_at, set_step, step_id, set_wait, wait_event, clear_resume, set_attempts, attempts, set_finished,
+                finished_at, set_exit, exit_reason, version)
+     WHERE x.id = t.id AND x.version = t.version - 1
+    RETURNING x.id
+  ), r AS (
     SELECT r.*, EXISTS (SELECT 1 FROM workflow_execution_steps s WHERE s.execution_id = r.execution_id AND s.step_id = r.step_id) AS known
       FROM unnest($1::uuid[], $2::varchar[], $3::varchar[], $4::workflow_step_run_status[], $5::boolean[], $6::jsonb[], $7::text[])
            WITH ORDINALITY AS r(execution_id, step_id, type, status, finished, output, error, ord)
+     WHERE r.execution_id IN (SELECT id FROM moved)
   ), recorded AS (
     INSERT INTO workflow_execution_steps (execution_id, step_id, seq, type, status, started_at, finished_at, output, error)
     SELECT r.execution_id, r.step_id,
@@ -102,21 +123,7 @@ const WRITE_STEPS = `WITH r AS (
       SET status = EXCLUDED.status, finished_at = EXCLUDED.finished_at,
           output = coalesce(EXCLUDED.output, workflow_execution_steps.output), error = EXCLUDED.error
   )
-  UPDATE workflow_executions x
-     SET status = t.status, due_at = t.due_at,
-         current_step_id = CASE WHEN t.set_step THEN t.step_id ELSE x.current_step_id END,
-         wait_event = CASE WHEN t.set_wait THEN t.wait_event ELSE x.wait_event END,
-         resume_event_id = CASE WHEN t.clear_resume THEN NULL ELSE x.resume_event_id END,
-         step_attempts = CASE WHEN t.set_attempts THEN t.attempts ELSE x.step_attempts END,
-         finished_at = CASE WHEN t.set_finished THEN t.finished_at ELSE x.finished_at END,
-         exit_reason = CASE WHEN t.set_exit THEN t.exit_reason ELSE x.exit_reason END,
-         version = t.version, updated_at = now()
-    FROM unnest($8::uuid[], $9::workflow_execution_status[], $10::timestamptz[], $11::boolean[], $12::varchar[], $13::boolean[],
-                $14::varchar[], $15::boolean[], $16::boolean[], $17::int[], $18::boolean[], $19::timestamptz[], $20::boolean[],
-                $21::varchar[], $22::int[])
-         AS t(id, status, due_at, set_step, step_id, set_wait, wait_event, clear_resume, set_attempts, attempts, set_finished,
-              finished_at, set_exit, exit_reason, version)
-   WHERE x.id = t.id`;
+  SELECT id FROM moved`;
 
 /** Every statement on workflows, their executions and step records. */
 @Injectable()
@@ -341,6 +348,7 @@ export class WorkflowsRepository {
 
   /** One transition of a locked execution (writeSteps of one); answers the new version. */
   async transition(manager: EntityManager, execution: WorkflowExecution, to: ExecutionTransition): Promise<number> {
+    // The caller holds the row's lock: the version read with it is current.
     await this.writeSteps(manager, [], [{ execution, to, run: null }]);
     return execution.version + 1;
   }
@@ -350,9 +358,11 @@ export class WorkflowsRepository {
    * executions, each with the record of the step that led to it when there
    * is one: one statement, prepared once per connection (the engine runs it
    * for every batch of steps). A record repeated (same execution and step)
-   * is written once, as its last write says.
+   * is written once, as its last write says. Every record's execution has a
+   * transition; one whose execution was moved meanwhile (see WRITE_STEPS) is
+   * not written. Answers the ids of the executions moved.
    */
-  async writeSteps(manager: EntityManager, records: StepRun[], transitions: PendingTransition[]): Promise<void> {
+  async writeSteps(manager: EntityManager, records: StepRun[], transitions: PendingTransition[]): Promise<Set<string>> {
     const runs = new Map<string, StepRun>();
     for (const run of [...records, ...transitions.flatMap((t) => (t.run ? [t.run] : []))]) {
       const key = `${run.executionId}/${run.stepId}`;
@@ -360,10 +370,10 @@ export class WorkflowsRepository {
       runs.delete(key);
       runs.set(key, earlier && !run.output ? { ...run, output: earlier.output } : run);
     }
-    if (runs.size === 0 && transitions.length === 0) return;
+    if (transitions.length === 0) return new Set();
     const r = [...runs.values()];
     const has = (to: ExecutionTransition, key: keyof ExecutionTransition) => to[key] !== undefined;
-    await preparedRows(manager, WRITE_STEPS, [
+    const moved = await preparedRows<{ id: string }>(manager, WRITE_STEPS, [
       r.map((run) => run.executionId),
       r.map((run) => run.stepId),
       r.map((run) => run.type),
@@ -387,6 +397,7 @@ export class WorkflowsRepository {
       transitions.map((t) => t.to.exitReason ?? null),
       transitions.map((t) => t.execution.version + 1),
     ]);
+    return new Set(moved.map((row) => row.id));
   }
 
   /** Cancels every open execution of a workflow (delete); answers them. */

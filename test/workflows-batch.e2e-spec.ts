@@ -1,0 +1,506 @@
+import { DataSource } from 'typeorm';
+import { StepJob, WorkflowEngine } from '../src/workflows/workflow-engine';
+import { pollUntil } from './support/poll';
+import { SendingTest, startSendingTest } from './support/sending';
+
+/**
+ * Batched workflow steps end to end (real Postgres, Redis, SMTP server). The
+ * engine runs the steps of a worker's concurrent jobs in one transaction
+ * (WorkflowEngine.runBatch): one lock statement, shared reads (contacts,
+ * CONDITION results, trigger names), and the step records, transitions and
+ * emails of all of them written in a few statements. These specs start many
+ * executions at once so that their steps share batches, and check that
+ * nothing of one execution reaches another:
+ *
+ * 1. UPDATE_CONTACT → CONDITION → SEND_EMAIL for 60 contacts tracked at once:
+ *    every execution completes with its own three records, its own update,
+ *    the `then` branch, and exactly one email rendered from its own contact.
+ * 2. CONDITION results differ per contact inside one batch: each execution
+ *    takes the branch its own contact's data says, and the branch's update
+ *    lands on that contact only.
+ * 3. A step failure inside a batch (a render over the sandbox's memory limit,
+ *    set on 5 contacts while their executions sit in a DELAY) fails those
+ *    executions only; 3 contacts deleted meanwhile take their executions with
+ *    them (ON DELETE CASCADE); the other 32 complete with one email each.
+ *
+ * Each spec also checks, through a spy on the engine, that the steps did run
+ * in shared batches that committed (no batch fell back to running its jobs
+ * one by one): without that the isolation checks above would prove nothing
+ * about batching.
+ */
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** One runBatch call as the spy saw it: the jobs and what each one answered. */
+interface SeenBatch {
+  jobs: StepJob[];
+  results: { ok: boolean; value?: string; error?: unknown }[];
+}
+
+const FROM = 'hello@acme.test';
+
+describe('workflow steps in shared batches (e2e)', () => {
+  let t: SendingTest;
+  let db: DataSource;
+  let engine: WorkflowEngine;
+  let batches: SeenBatch[];
+  let alone: StepJob[];
+
+  const req = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown) =>
+    t.app.request({ method, url, key: t.project.secretKey, body });
+  const track = (email: string, event: string, data?: Json) =>
+    req('POST', '/v1/track', { email, event, data });
+  const create = async (body: Json) => {
+    const res = await req('POST', '/workflows', { name: 'Batch', enabled: true, ...body });
+    expect({ status: res.status, body: res.status === 201 ? null : res.body }).toEqual({
+      status: 201,
+      body: null,
+    });
+    return res.body.data as Json;
+  };
+  const template = async (body: Json) => {
+    const res = await t.createTemplate({
+      name: 'Batch',
+      from: FROM,
+      type: 'TRANSACTIONAL',
+      ...body,
+    });
+    expect({ status: res.status, body: res.status === 201 ? null : res.body }).toEqual({
+      status: 201,
+      body: null,
+    });
+    return res.body.data.id as string;
+  };
+  const executions = async (workflowId: string) => {
+    const res = await req('GET', `/workflows/${workflowId}/executions?limit=100`);
+    expect(res.status).toBe(200);
+    return res.body.data.items as Json[];
+  };
+  const waitForExecutions = (
+    workflowId: string,
+    predicate: (xs: Json[]) => boolean,
+    timeoutMs = 30_000,
+  ) => pollUntil(() => executions(workflowId), predicate, timeoutMs, 100);
+  const finished = (xs: Json[], n: number) =>
+    xs.length === n && xs.every((x) => !['RUNNING', 'WAITING'].includes(x.status));
+  /** The project's contacts whose email contains `search` (at most 100), by id. */
+  const contactsMatching = async (search: string) => {
+    const res = await req('GET', `/contacts?search=${encodeURIComponent(search)}&limit=100`);
+    expect(res.status).toBe(200);
+    return new Map((res.body.data.items as Json[]).map((c) => [c.id as string, c]));
+  };
+  const emailRows = (executionIds: string[]) =>
+    db.query(
+      `SELECT id, contact_id AS "contactId", to_email AS "toEmail", workflow_execution_id AS "executionId",
+              workflow_step_id AS "stepId", subject, source
+         FROM emails WHERE workflow_execution_id = ANY($1::uuid[])`,
+      [executionIds],
+    ) as Promise<Json[]>;
+  const stepsOf = (x: Json) => (x.steps as Json[]).map((s) => [s.stepId, s.type, s.status]);
+  /** Batches (as the spy saw them) holding at least two of these executions' jobs. */
+  const sharedBatches = (ids: Set<string>) =>
+    batches.filter((b) => b.jobs.filter((j) => ids.has(j.executionId)).length >= 2);
+
+  beforeAll(async () => {
+    t = await startSendingTest('Workflow batches');
+    db = t.app.app.get(DataSource);
+    engine = t.app.app.get(WorkflowEngine);
+  }, 60_000);
+
+  beforeEach(() => {
+    batches = [];
+    alone = [];
+    // Call through, recording each batch's jobs and answers, and each job run on its own (a batch that rolled back).
+    const runBatch = engine.runBatch.bind(engine);
+    jest.spyOn(engine, 'runBatch').mockImplementation(async (jobs: StepJob[]) => {
+      const results = await runBatch(jobs);
+      batches.push({ jobs: [...jobs], results: results as SeenBatch['results'] });
+      return results;
+    });
+    const run = engine.run.bind(engine);
+    jest.spyOn(engine, 'run').mockImplementation((job: StepJob) => {
+      alone.push(job);
+      return run(job);
+    });
+  });
+
+  afterEach(() => {
+    jest.restoreAllMocks();
+  });
+
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('60 contacts tracked at once: UPDATE_CONTACT → CONDITION → SEND_EMAIL, each with its own records, update and email', async () => {
+    const templateId = await template({
+      subject: 'Tier {{ contact.data.tier }} for {{ contact.email }}',
+      body: '<p>{{ email }} is {{ contact.data.tier }}, ref {{ ref }}</p>',
+    });
+    const w = await create({
+      trigger: { type: 'EVENT', event: 'batch-upgrade' },
+      steps: [
+        { id: 'upgrade', type: 'UPDATE_CONTACT', data: { tier: 'gold' } },
+        {
+          id: 'check',
+          type: 'CONDITION',
+          condition: {
+            logic: 'AND',
+            conditions: [{ field: 'data.tier', operator: 'equals', value: 'gold' }],
+          },
+          then: [],
+          else: [{ id: 'out', type: 'EXIT' }],
+        },
+        { id: 'mail', type: 'SEND_EMAIL', templateId },
+      ],
+    });
+    const n = 60;
+    const emails = Array.from({ length: n }, (_, i) => `upgrade-${i}@batch-one.example.org`);
+    const refOf = new Map(emails.map((email, i) => [email, `r-${i}`]));
+    // `tier` is tracked as bronze: only the first step makes it gold, so a mail that says gold saw the update.
+    const answers = await Promise.all(
+      emails.map((email) =>
+        track(email, 'batch-upgrade', { tier: 'bronze', ref: refOf.get(email) }),
+      ),
+    );
+    expect(answers.map((a) => a.status)).toEqual(emails.map(() => 200));
+
+    const xs = await waitForExecutions(w.id, (all) => finished(all, n));
+    expect(xs.map((x) => x.status)).toEqual(emails.map(() => 'COMPLETED'));
+    const contacts = await contactsMatching('@batch-one.example.org');
+    expect(contacts.size).toBe(n);
+    expect(new Set(xs.map((x) => x.contactId)).size).toBe(n);
+
+    for (const x of xs) {
+      const contact = contacts.get(x.contactId) as Json;
+      const ref = refOf.get(contact.email);
+      expect({ email: contact.email, steps: stepsOf(x) }).toEqual({
+        email: contact.email,
+        steps: [
+          ['upgrade', 'UPDATE_CONTACT', 'COMPLETED'],
+          ['check', 'CONDITION', 'COMPLETED'],
+          ['mail', 'SEND_EMAIL', 'COMPLETED'],
+        ],
+      });
+      // The update's output is this contact's row after the update (its own ref), not another's.
+      expect({ email: contact.email, output: x.steps[0].output }).toEqual({
+        email: contact.email,
+        output: { data: { tier: 'gold', ref }, subscribed: true },
+      });
+      expect({ email: contact.email, output: x.steps[1].output }).toEqual({
+        email: contact.email,
+        output: { result: true, branch: 'then' },
+      });
+      expect(contact.data).toEqual({ tier: 'gold', ref });
+    }
+
+    // Exactly one email record per execution, for the execution's own contact, rendered from that contact.
+    const rows = await emailRows(xs.map((x) => x.id));
+    expect(rows).toHaveLength(n);
+    const byExecution = new Map(rows.map((r) => [r.executionId as string, r]));
+    expect(byExecution.size).toBe(n);
+    for (const x of xs) {
+      const contact = contacts.get(x.contactId) as Json;
+      const row = byExecution.get(x.id) as Json;
+      expect({ execution: x.id, row }).toEqual({
+        execution: x.id,
+        row: {
+          id: x.steps[2].output.emailId,
+          contactId: x.contactId,
+          toEmail: contact.email,
+          executionId: x.id,
+          stepId: 'mail',
+          subject: `Tier gold for ${contact.email}`,
+          source: 'WORKFLOW',
+        },
+      });
+    }
+
+    // 60 messages at the SMTP sink, one per contact, each with its own address and ref in it.
+    const ours = () =>
+      t.smtp.messages.filter((m) => m.to.some((to) => to.endsWith('@batch-one.example.org')));
+    const received = await pollUntil(
+      async () => ours(),
+      (ms) => ms.length >= n,
+      30_000,
+    );
+    expect(received).toHaveLength(n);
+    for (const email of emails) {
+      const messages = t.smtp.messagesTo(email);
+      expect({ email, count: messages.length }).toEqual({ email, count: 1 });
+      const [message] = messages;
+      expect({ email, to: message.to, subject: message.parsed?.subject }).toEqual({
+        email,
+        to: [email],
+        subject: `Tier gold for ${email}`,
+      });
+      expect(message.parsed?.html).toContain(`<p>${email} is gold, ref ${refOf.get(email)}</p>`);
+    }
+
+    // The steps did share batches: each of the three steps (versions 0, 1, 2: one transition per step) ran
+    // in a batch with others of this workflow, and every batch committed (none fell back to its jobs alone).
+    const ids = new Set(xs.map((x) => x.id as string));
+    const shared = sharedBatches(ids);
+    for (const version of [0, 1, 2]) {
+      const most = Math.max(
+        0,
+        ...shared.map(
+          (b) => b.jobs.filter((j) => ids.has(j.executionId) && j.version === version).length,
+        ),
+      );
+      expect({ version, most: most >= 2 }).toEqual({ version, most: true });
+    }
+    expect(alone.filter((j) => ids.has(j.executionId))).toEqual([]);
+  }, 90_000);
+
+  it('CONDITION results in one batch are each contact’s own: each execution takes its own branch and updates only its contact', async () => {
+    const w = await create({
+      trigger: { type: 'EVENT', event: 'batch-score' },
+      steps: [
+        { id: 'seen', type: 'UPDATE_CONTACT', data: { seen: true } },
+        {
+          id: 'check',
+          type: 'CONDITION',
+          condition: {
+            logic: 'AND',
+            conditions: [{ field: 'data.score', operator: 'greaterThanOrEqual', value: 50 }],
+          },
+          then: [{ id: 'high', type: 'UPDATE_CONTACT', data: { band: 'high' } }],
+          else: [
+            { id: 'low', type: 'UPDATE_CONTACT', data: { band: 'low' } },
+            { id: 'stop', type: 'EXIT' },
+          ],
+        },
+        { id: 'done', type: 'UPDATE_CONTACT', data: { done: true } },
+      ],
+    });
+    const n = 40;
+    // Scores alternate around the threshold, so every batch of these executions holds both outcomes.
+    const people = Array.from({ length: n }, (_, i) => ({
+      email: `score-${i}@batch-two.example.org`,
+      score: i % 2 === 0 ? 50 + i : 49 - i,
+    }));
+    const answers = await Promise.all(
+      people.map((p) => track(p.email, 'batch-score', { score: p.score })),
+    );
+    expect(answers.map((a) => a.status)).toEqual(people.map(() => 200));
+
+    const xs = await waitForExecutions(w.id, (all) => finished(all, n));
+    const contacts = await contactsMatching('@batch-two.example.org');
+    expect(contacts.size).toBe(n);
+    const high = new Set<string>();
+    for (const x of xs) {
+      const contact = contacts.get(x.contactId) as Json;
+      const person = people.find((p) => p.email === contact.email) as {
+        email: string;
+        score: number;
+      };
+      const isHigh = person.score >= 50;
+      if (isHigh) high.add(x.id);
+      expect({
+        email: person.email,
+        status: x.status,
+        steps: stepsOf(x),
+        branch: x.steps[1]?.output,
+      }).toEqual({
+        email: person.email,
+        status: isHigh ? 'COMPLETED' : 'EXITED',
+        steps: isHigh
+          ? [
+              ['seen', 'UPDATE_CONTACT', 'COMPLETED'],
+              ['check', 'CONDITION', 'COMPLETED'],
+              ['high', 'UPDATE_CONTACT', 'COMPLETED'],
+              ['done', 'UPDATE_CONTACT', 'COMPLETED'],
+            ]
+          : [
+              ['seen', 'UPDATE_CONTACT', 'COMPLETED'],
+              ['check', 'CONDITION', 'COMPLETED'],
+              ['low', 'UPDATE_CONTACT', 'COMPLETED'],
+              ['stop', 'EXIT', 'COMPLETED'],
+            ],
+        branch: { result: isHigh, branch: isHigh ? 'then' : 'else' },
+      });
+      expect({ email: person.email, data: contact.data }).toEqual({
+        email: person.email,
+        data: isHigh
+          ? { score: person.score, seen: true, band: 'high', done: true }
+          : { score: person.score, seen: true, band: 'low' },
+      });
+    }
+    expect(high.size).toBe(n / 2);
+
+    // At least one committed batch evaluated the CONDITION (version 1) of a high and a low contact together.
+    const ids = new Set(xs.map((x) => x.id as string));
+    const mixed = batches.filter((b) => {
+      const conditionJobs = b.jobs.filter((j) => ids.has(j.executionId) && j.version === 1);
+      return (
+        conditionJobs.some((j) => high.has(j.executionId)) &&
+        conditionJobs.some((j) => !high.has(j.executionId))
+      );
+    });
+    expect(mixed.length).toBeGreaterThan(0);
+    expect(alone.filter((j) => ids.has(j.executionId))).toEqual([]);
+  }, 90_000);
+
+  it('a step failure in a batch fails only its own executions; contacts deleted during a DELAY take their executions; the rest complete with one email each', async () => {
+    // `repeat` comes from the contact: 1 renders one "!", a hundred million exceeds the sandbox's memory limit
+    // (TemplateRenderError, a step failure) for that contact alone.
+    const templateId = await template({
+      subject: 'Reminder for {{ contact.email }}',
+      body: '<p>Reminder for {{ email }}{% for i in (1..contact.data.repeat) %}!{% endfor %}</p>',
+    });
+    const w = await create({
+      trigger: { type: 'MANUAL' },
+      steps: [
+        { id: 'nap', type: 'DELAY', amount: 2, unit: 'seconds' },
+        { id: 'mail', type: 'SEND_EMAIL', templateId },
+      ],
+    });
+    const n = 40;
+    const emails = Array.from({ length: n }, (_, i) => `nap-${i}@batch-three.example.org`);
+    const started = await Promise.all(
+      emails.map((email) =>
+        req('POST', `/workflows/${w.id}/executions`, { email, data: { repeat: 1 } }),
+      ),
+    );
+    expect(started.map((s) => s.status)).toEqual(emails.map(() => 202));
+    const waiting = await waitForExecutions(
+      w.id,
+      (xs) => xs.length === n && xs.every((x) => x.status === 'WAITING'),
+      10_000,
+    );
+    expect(waiting.map((x) => x.status)).toEqual(emails.map(() => 'WAITING'));
+
+    // While they wait: 5 contacts get data their template cannot render, 3 are deleted (spread over the batch).
+    const contactOf = new Map(started.map((s, i) => [emails[i], s.body.data.contactId as string]));
+    const failing = [3, 11, 19, 27, 35].map((i) => emails[i]);
+    const deleted = [6, 22, 38].map((i) => emails[i]);
+    const changes = await Promise.all([
+      ...failing.map((email) =>
+        req('PATCH', `/contacts/${contactOf.get(email)}`, { data: { repeat: 100_000_000 } }),
+      ),
+      ...deleted.map((email) => req('DELETE', `/contacts/${contactOf.get(email)}`)),
+    ]);
+    expect(changes.map((c) => c.status)).toEqual([...failing, ...deleted].map(() => 200));
+    // The changes must have landed before the first DELAY ended, or the run proves nothing.
+    expect((await executions(w.id)).filter((x) => x.status !== 'WAITING')).toEqual([]);
+
+    const survivors = n - deleted.length;
+    const xs = await waitForExecutions(w.id, (all) => finished(all, survivors));
+    expect(xs).toHaveLength(survivors);
+    const emailOf = new Map([...contactOf].map(([email, id]) => [id, email]));
+    const deletedIds = new Set(deleted.map((email) => contactOf.get(email)));
+    expect(xs.filter((x) => deletedIds.has(x.contactId))).toEqual([]);
+
+    const failed = xs.filter((x) => failing.includes(emailOf.get(x.contactId) as string));
+    const completed = xs.filter((x) => !failing.includes(emailOf.get(x.contactId) as string));
+    expect(failed).toHaveLength(failing.length);
+    expect(completed).toHaveLength(survivors - failing.length);
+    for (const x of failed) {
+      const email = emailOf.get(x.contactId);
+      expect({ email, status: x.status, steps: stepsOf(x) }).toEqual({
+        email,
+        status: 'FAILED',
+        steps: [
+          ['nap', 'DELAY', 'COMPLETED'],
+          ['mail', 'SEND_EMAIL', 'FAILED'],
+        ],
+      });
+      expect({ email, error: x.steps[1].error, output: x.steps[1].output }).toEqual({
+        email,
+        error: expect.stringContaining('memory'),
+        output: null,
+      });
+    }
+    for (const x of completed) {
+      const email = emailOf.get(x.contactId);
+      expect({ email, status: x.status, steps: stepsOf(x) }).toEqual({
+        email,
+        status: 'COMPLETED',
+        steps: [
+          ['nap', 'DELAY', 'COMPLETED'],
+          ['mail', 'SEND_EMAIL', 'COMPLETED'],
+        ],
+      });
+    }
+
+    // One email record per completed execution, its own; none for a failed one (the failed step's work undone).
+    const rows = await emailRows(xs.map((x) => x.id));
+    expect(rows.map((r) => r.executionId).sort()).toEqual(completed.map((x) => x.id).sort());
+    for (const x of completed) {
+      const row = rows.find((r) => r.executionId === x.id) as Json;
+      const email = emailOf.get(x.contactId);
+      expect({
+        id: row.id,
+        contactId: row.contactId,
+        toEmail: row.toEmail,
+        subject: row.subject,
+      }).toEqual({
+        id: x.steps[1].output.emailId,
+        contactId: x.contactId,
+        toEmail: email,
+        subject: `Reminder for ${email}`,
+      });
+    }
+    const strays = await db.query(
+      `SELECT count(*)::int AS n FROM emails WHERE contact_id = ANY($1::uuid[])`,
+      [failed.map((x) => x.contactId)],
+    );
+    expect(strays[0].n).toBe(0);
+
+    // workflow.execution.failed once for each failed execution, and for no other.
+    const failures = (
+      (await req('GET', '/events?name=workflow.execution.failed&limit=100')).body.data
+        .items as Json[]
+    ).filter((e) => e.data.workflowId === w.id);
+    expect(failures.map((e) => e.data.executionId).sort()).toEqual(failed.map((x) => x.id).sort());
+    expect(failures.every((e) => e.data.stepId === 'mail')).toBe(true);
+
+    // One message for each completed execution's contact, none for the failed or deleted ones.
+    const ours = () =>
+      t.smtp.messages.filter((m) => m.to.some((to) => to.endsWith('@batch-three.example.org')));
+    const received = await pollUntil(
+      async () => ours(),
+      (ms) => ms.length >= completed.length,
+      30_000,
+    );
+    expect(received.map((m) => m.to.join(',')).sort()).toEqual(
+      completed.map((x) => emailOf.get(x.contactId)).sort(),
+    );
+    for (const m of received) {
+      expect(m.parsed?.subject).toBe(`Reminder for ${m.to[0]}`);
+      expect(m.parsed?.html).toContain(`<p>Reminder for ${m.to[0]}!</p>`);
+    }
+
+    // Nothing left open, and the workflow's counters agree.
+    const open = await db.query(
+      `SELECT count(*)::int AS n FROM workflow_executions WHERE workflow_id = $1 AND status IN ('RUNNING', 'WAITING')`,
+      [w.id],
+    );
+    expect(open[0].n).toBe(0);
+    expect((await req('GET', `/workflows/${w.id}`)).body.data.stats).toEqual({
+      running: 0,
+      waiting: 0,
+      completed: completed.length,
+      exited: 0,
+      failed: failed.length,
+      cancelled: 0,
+    });
+
+    // The failures happened inside a shared batch that committed: one batch answered 'failed' for a failing
+    // execution and 'sent' for another, and no job of these executions ran alone.
+    const failedIds = new Set(failed.map((x) => x.id as string));
+    const completedIds = new Set(completed.map((x) => x.id as string));
+    const answered = (b: SeenBatch, ids: Set<string>, value: string) =>
+      b.jobs.some(
+        (j, i) =>
+          ids.has(j.executionId) && b.results[i]?.ok === true && b.results[i]?.value === value,
+      );
+    const mixed = batches.filter(
+      (b) => answered(b, failedIds, 'failed') && answered(b, completedIds, 'sent'),
+    );
+    expect(mixed.length).toBeGreaterThan(0);
+    expect(
+      alone.filter((j) => failedIds.has(j.executionId) || completedIds.has(j.executionId)),
+    ).toEqual([]);
+  }, 90_000);
+});
