@@ -1,5 +1,10 @@
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
 import { DataSource } from 'typeorm';
+import { workflowStepJobId } from '../src/queue/jobs';
+import { QUEUES } from '../src/queue/queue.constants';
 import { StepJob, WorkflowEngine } from '../src/workflows/workflow-engine';
+import { HttpReceiver, startHttpReceiver } from './support/http-receiver';
 import { pollUntil } from './support/poll';
 import { SendingTest, startSendingTest } from './support/sending';
 
@@ -22,15 +27,28 @@ import { SendingTest, startSendingTest } from './support/sending';
  *    set on 5 contacts while their executions sit in a DELAY) fails those
  *    executions only; 3 contacts deleted meanwhile take their executions with
  *    them (ON DELETE CASCADE); the other 32 complete with one email each.
+ * 4. WEBHOOK first steps of 20 executions released at once (a receiver that
+ *    answers after 500 ms): the calls overlap (a batch hands each WEBHOOK
+ *    job's call off to run on its own), each execution calls once and
+ *    completes.
+ * 5. A FIRST step that fails (SEND_EMAIL whose render is over the memory
+ *    limit): the FAILED record of that step, and its id in
+ *    `workflow.execution.failed`.
+ * 6. An UPDATE_CONTACT {subscribed: false} and the due timeout of another
+ *    execution of the same contact waiting for `contact.unsubscribed`, in one
+ *    batch: the event the update records ends the wait (events trigger) inside
+ *    the batch's transaction; that move stands, the batch's timeout record and
+ *    job are dropped, and the execution takes `then` once.
  *
- * Each spec also checks, through a spy on the engine, that the steps did run
+ * Specs 1-3 also check, through a spy on the engine, that the steps did run
  * in shared batches that committed (no batch fell back to running its jobs
  * one by one): without that the isolation checks above would prove nothing
- * about batching.
+ * about batching. Spec 6 hands the two jobs to the engine itself, in one
+ * batch, with the queue paused.
  */
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-/** One runBatch call as the spy saw it: the jobs and what each one answered. */
+/** One runBatch call as the spy saw it: the jobs and what each one answered (once all have settled). */
 interface SeenBatch {
   jobs: StepJob[];
   results: { ok: boolean; value?: string; error?: unknown }[];
@@ -42,6 +60,7 @@ describe('workflow steps in shared batches (e2e)', () => {
   let t: SendingTest;
   let db: DataSource;
   let engine: WorkflowEngine;
+  let queue: Queue;
   let batches: SeenBatch[];
   let alone: StepJob[];
 
@@ -96,24 +115,49 @@ describe('workflow steps in shared batches (e2e)', () => {
       [executionIds],
     ) as Promise<Json[]>;
   const stepsOf = (x: Json) => (x.steps as Json[]).map((s) => [s.stepId, s.type, s.status]);
+  /** Pauses the workflows queue (resume it in a `finally`) once the jobs taken before the pause have finished. */
+  const pauseQueue = async () => {
+    await queue.pause();
+    expect(
+      await pollUntil(
+        () => queue.getActiveCount(),
+        (n) => n === 0,
+        15_000,
+      ),
+    ).toBe(0);
+  };
+  /** The project's events of this name (at most 100), newest first. */
+  const eventsNamed = async (name: string) => {
+    const res = await req('GET', `/events?name=${encodeURIComponent(name)}&limit=100`);
+    expect(res.status).toBe(200);
+    return res.body.data.items as Json[];
+  };
   /** Batches (as the spy saw them) holding at least two of these executions' jobs. */
   const sharedBatches = (ids: Set<string>) =>
     batches.filter((b) => b.jobs.filter((j) => ids.has(j.executionId)).length >= 2);
 
   beforeAll(async () => {
-    t = await startSendingTest('Workflow batches');
+    // Loopback WEBHOOK targets allowed (the SSRF guard refuses them otherwise).
+    t = await startSendingTest('Workflow batches', { WEBHOOK_ALLOW_PRIVATE: 'true' });
     db = t.app.app.get(DataSource);
     engine = t.app.app.get(WorkflowEngine);
+    queue = t.app.app.get<Queue>(getQueueToken(QUEUES.WORKFLOWS), { strict: false });
   }, 60_000);
 
   beforeEach(() => {
     batches = [];
     alone = [];
-    // Call through, recording each batch's jobs and answers, and each job run on its own (a batch that rolled back).
+    // Call through, recording each batch's jobs and answers, and each job run on its own (a batch that rolled
+    // back, or a WEBHOOK step's call: the batch answers that job with the promise of run()).
     const runBatch = engine.runBatch.bind(engine);
     jest.spyOn(engine, 'runBatch').mockImplementation(async (jobs: StepJob[]) => {
       const results = await runBatch(jobs);
-      batches.push({ jobs: [...jobs], results: results as SeenBatch['results'] });
+      const seen: SeenBatch = { jobs: [...jobs], results: [] };
+      batches.push(seen);
+      // A WEBHOOK job's answer settles after its own call: recorded when it comes, without holding the batch.
+      void Promise.all(results).then((answers) => {
+        seen.results = answers;
+      });
       return results;
     });
     const run = engine.run.bind(engine);
@@ -448,10 +492,9 @@ describe('workflow steps in shared batches (e2e)', () => {
     expect(strays[0].n).toBe(0);
 
     // workflow.execution.failed once for each failed execution, and for no other.
-    const failures = (
-      (await req('GET', '/events?name=workflow.execution.failed&limit=100')).body.data
-        .items as Json[]
-    ).filter((e) => e.data.workflowId === w.id);
+    const failures = (await eventsNamed('workflow.execution.failed')).filter(
+      (e) => e.data.workflowId === w.id,
+    );
     expect(failures.map((e) => e.data.executionId).sort()).toEqual(failed.map((x) => x.id).sort());
     expect(failures.every((e) => e.data.stepId === 'mail')).toBe(true);
 
@@ -502,5 +545,306 @@ describe('workflow steps in shared batches (e2e)', () => {
     expect(
       alone.filter((j) => failedIds.has(j.executionId) || completedIds.has(j.executionId)),
     ).toEqual([]);
+  }, 90_000);
+
+  it('WEBHOOK first steps of 20 executions released at once: the calls overlap, each execution calls once and completes', async () => {
+    const receiver: HttpReceiver = await startHttpReceiver();
+    const answerMs = 500;
+    receiver.fallback = { status: 200, body: 'ok', delayMs: answerMs };
+    try {
+      const w = await create({
+        trigger: { type: 'MANUAL' },
+        steps: [
+          {
+            id: 'hook',
+            type: 'WEBHOOK',
+            url: `${receiver.url}/hook`,
+            method: 'POST',
+            body: '{"email":"{{ contact.email }}"}',
+          },
+        ],
+      });
+      const n = 20;
+      const emails = Array.from({ length: n }, (_, i) => `hook-${i}@batch-four.example.org`);
+      // Started while the queue is paused: all 20 first jobs are there when the worker takes them.
+      await pauseQueue();
+      try {
+        const started = await Promise.all(
+          emails.map((email) => req('POST', `/workflows/${w.id}/executions`, { email })),
+        );
+        expect(started.map((s) => s.status)).toEqual(emails.map(() => 202));
+        expect(receiver.requests).toHaveLength(0);
+      } finally {
+        await queue.resume();
+      }
+
+      const xs = await waitForExecutions(w.id, (all) => finished(all, n), 30_000);
+      expect(xs.map((x) => x.status)).toEqual(emails.map(() => 'COMPLETED'));
+      for (const x of xs) {
+        expect({ execution: x.id, steps: x.steps }).toEqual({
+          execution: x.id,
+          steps: [
+            expect.objectContaining({
+              stepId: 'hook',
+              type: 'WEBHOOK',
+              status: 'COMPLETED',
+              output: { status: 200, body: 'ok', attempts: 1 },
+            }),
+          ],
+        });
+      }
+
+      // Exactly one call per execution, each with its own contact.
+      expect(receiver.requests).toHaveLength(n);
+      expect(receiver.requests.map((r) => JSON.parse(r.body).email).sort()).toEqual(
+        [...emails].sort(),
+      );
+
+      // The calls overlapped: each request is answered `answerMs` after it arrived, so the requests in flight
+      // when one arrives are those that arrived less than `answerMs` before it. Calls made one after another
+      // (a batch waiting on each) would never have more than the batches in flight (2) at once.
+      const arrivals = receiver.requests.map((r) => r.at).sort((a, b) => a - b);
+      const inFlight = arrivals.map(
+        (at) => arrivals.filter((a) => a <= at && at < a + answerMs).length,
+      );
+      const most = Math.max(...inFlight);
+      expect(most).toBeGreaterThanOrEqual(5);
+
+      // The batches handed each WEBHOOK job's call off and answered it once the call's step was written.
+      const ids = new Set(xs.map((x) => x.id as string));
+      const answers = batches.flatMap((b) =>
+        b.jobs.flatMap((j, i) =>
+          ids.has(j.executionId) && j.version === 0 ? [[j.executionId, b.results[i]] as const] : [],
+        ),
+      );
+      expect(answers).toHaveLength(n);
+      expect(answers.filter(([, a]) => !(a?.ok === true && a.value === 'webhook'))).toEqual([]);
+    } finally {
+      await receiver.close();
+    }
+  }, 90_000);
+
+  it('a failing FIRST step (SEND_EMAIL over the render limit) records its FAILED step and names it in workflow.execution.failed', async () => {
+    const templateId = await template({
+      subject: 'Welcome {{ contact.email }}',
+      body: '<p>Welcome {{ email }}{% for i in (1..contact.data.repeat) %}!{% endfor %}</p>',
+    });
+    const w = await create({
+      trigger: { type: 'MANUAL' },
+      steps: [
+        { id: 'welcome', type: 'SEND_EMAIL', templateId },
+        { id: 'noted', type: 'UPDATE_CONTACT', data: { welcomed: true } },
+      ],
+    });
+    const n = 8;
+    const emails = Array.from({ length: n }, (_, i) => `first-${i}@batch-five.example.org`);
+    // Three of them start with data their render cannot hold (a hundred million "!"): their FIRST step fails.
+    const failing = new Set([1, 4, 6].map((i) => emails[i]));
+    const started = await Promise.all(
+      emails.map((email) =>
+        req('POST', `/workflows/${w.id}/executions`, {
+          email,
+          data: { repeat: failing.has(email) ? 100_000_000 : 1 },
+        }),
+      ),
+    );
+    expect(started.map((s) => s.status)).toEqual(emails.map(() => 202));
+    const emailOf = new Map(started.map((s, i) => [s.body.data.id as string, emails[i]]));
+
+    const xs = await waitForExecutions(w.id, (all) => finished(all, n));
+    expect(xs).toHaveLength(n);
+    const failed = xs.filter((x) => failing.has(emailOf.get(x.id) as string));
+    expect(failed).toHaveLength(failing.size);
+    for (const x of xs) {
+      const email = emailOf.get(x.id);
+      if (failing.has(email as string)) {
+        // Exactly one record: the first step's, FAILED, with the render's error.
+        expect({ email, status: x.status, steps: x.steps }).toEqual({
+          email,
+          status: 'FAILED',
+          steps: [
+            expect.objectContaining({
+              stepId: 'welcome',
+              type: 'SEND_EMAIL',
+              status: 'FAILED',
+              output: null,
+              error: expect.stringContaining('memory'),
+            }),
+          ],
+        });
+      } else {
+        expect({ email, status: x.status, steps: stepsOf(x) }).toEqual({
+          email,
+          status: 'COMPLETED',
+          steps: [
+            ['welcome', 'SEND_EMAIL', 'COMPLETED'],
+            ['noted', 'UPDATE_CONTACT', 'COMPLETED'],
+          ],
+        });
+      }
+    }
+
+    // workflow.execution.failed once per failed execution, naming the first step.
+    const failures = (await eventsNamed('workflow.execution.failed')).filter(
+      (e) => e.data.workflowId === w.id,
+    );
+    expect(failures.map((e) => [e.data.executionId, e.data.stepId, e.contactId]).sort()).toEqual(
+      failed.map((x) => [x.id, 'welcome', x.contactId]).sort(),
+    );
+    expect(failures.every((e) => String(e.data.error).includes('memory'))).toBe(true);
+
+    // The failed steps left no email behind; the others have theirs.
+    const rows = await emailRows(xs.map((x) => x.id));
+    expect(rows.map((r) => r.executionId).sort()).toEqual(
+      xs
+        .filter((x) => x.status === 'COMPLETED')
+        .map((x) => x.id)
+        .sort(),
+    );
+  }, 90_000);
+
+  it('an UPDATE_CONTACT {subscribed: false} and a due WAIT_FOR_EVENT timeout of the same contact in one batch: the event ends the wait, which takes then once', async () => {
+    const unsubscribed = 'contact.unsubscribed';
+    const waiter = await create({
+      name: 'Waits for the unsubscribe',
+      trigger: { type: 'MANUAL' },
+      steps: [
+        {
+          id: 'wait',
+          type: 'WAIT_FOR_EVENT',
+          event: unsubscribed,
+          timeout: { amount: 2, unit: 'seconds' },
+          then: [{ id: 'yes', type: 'UPDATE_CONTACT', data: { viaThen: true } }],
+          else: [{ id: 'no', type: 'UPDATE_CONTACT', data: { viaElse: true } }],
+        },
+      ],
+    });
+    const updater = await create({
+      name: 'Unsubscribes',
+      trigger: { type: 'MANUAL' },
+      steps: [{ id: 'unsub', type: 'UPDATE_CONTACT', subscribed: false }],
+    });
+    const email = 'both@batch-six.example.org';
+    const b = await req('POST', `/workflows/${waiter.id}/executions`, { email });
+    expect(b.status).toBe(202);
+    const bId = b.body.data.id as string;
+    const contactId = b.body.data.contactId as string;
+    const [waiting] = await waitForExecutions(
+      waiter.id,
+      (xs) => xs.length === 1 && xs[0].status === 'WAITING',
+      10_000,
+    );
+    expect(waiting.status).toBe('WAITING');
+    const rowOf = async (id: string) =>
+      (
+        await db.query(
+          `SELECT status, version, current_step_id AS "currentStepId", wait_event AS "waitEvent",
+                  resume_event_id AS "resumeEventId"
+             FROM workflow_executions WHERE id = $1`,
+          [id],
+        )
+      )[0] as Json;
+    const stepRows = (id: string) =>
+      db.query(
+        `SELECT step_id AS "stepId", status, output FROM workflow_execution_steps WHERE execution_id = $1 ORDER BY seq`,
+        [id],
+      ) as Promise<Json[]>;
+
+    let answers: string[];
+    await pauseQueue();
+    try {
+      // The queue holds both jobs: B's timeout (delayed) and A's first step, which the paused worker leaves.
+      expect(await rowOf(bId)).toEqual({
+        status: 'WAITING',
+        version: 1,
+        currentStepId: 'wait',
+        waitEvent: unsubscribed,
+        resumeEventId: null,
+      });
+      const a = await req('POST', `/workflows/${updater.id}/executions`, { contactId });
+      expect(a.status).toBe(202);
+      const aId = a.body.data.id as string;
+      const jobA = await queue.getJob(workflowStepJobId({ id: aId, version: 0 }));
+      const jobB = await queue.getJob(workflowStepJobId({ id: bId, version: 1 }));
+      expect({ a: jobA?.data.executionId, b: jobB?.data.executionId }).toEqual({ a: aId, b: bId });
+
+      // B's timeout is due (its wait record began more than 2 s ago by the database's clock, with a margin).
+      const due = await pollUntil(
+        async () =>
+          (
+            await db.query(
+              `SELECT started_at + interval '2 seconds' < now() - interval '100 milliseconds' AS due
+                 FROM workflow_execution_steps WHERE execution_id = $1 AND step_id = 'wait'`,
+              [bId],
+            )
+          )[0].due as boolean,
+        (d) => d,
+        10_000,
+      );
+      expect(due).toBe(true);
+
+      // Both jobs handed to the engine as the worker does, in the same turn: one batch runs them.
+      const toJob = (data: Json): StepJob => ({
+        executionId: data.executionId,
+        version: data.version,
+        direct: data.direct === true,
+      });
+      const [jobAData, jobBData] = [jobA?.data as Json, jobB?.data as Json];
+      answers = await Promise.all([engine.submit(toJob(jobAData)), engine.submit(toJob(jobBData))]);
+      const together = batches.filter(
+        (batch) =>
+          batch.jobs.some((j) => j.executionId === aId && j.version === 0) &&
+          batch.jobs.some((j) => j.executionId === bId && j.version === 1),
+      );
+      expect(together).toHaveLength(1);
+      expect(together[0].jobs).toHaveLength(2);
+      // A updated its contact; B's own step in that batch (its timeout: it was due) was overtaken by the event.
+      expect(answers).toEqual(['updated', 'overtaken']);
+
+      // The event A's update recorded ended B's wait inside the batch's transaction (the events trigger),
+      // and that move stood: B is RUNNING at the wait with the event, not on the timeout's branch, and the
+      // batch's timeout record was not written.
+      const [event] = (await eventsNamed(unsubscribed)).filter((e) => e.contactId === contactId);
+      expect(event).toBeDefined();
+      expect(await rowOf(bId)).toEqual({
+        status: 'RUNNING',
+        version: 2,
+        currentStepId: 'wait',
+        waitEvent: null,
+        resumeEventId: event.id,
+      });
+      expect(await stepRows(bId)).toEqual([
+        { stepId: 'wait', status: 'WAITING', output: { event: unsubscribed } },
+      ]);
+    } finally {
+      await queue.resume();
+    }
+
+    // B goes on from the event (its job added once the event was published): then, once; never stuck WAITING.
+    const [x] = await waitForExecutions(waiter.id, (xs) => finished(xs, 1), 15_000);
+    const [event] = (await eventsNamed(unsubscribed)).filter((e) => e.contactId === contactId);
+    expect({ status: x.status, steps: stepsOf(x), wait: x.steps[0]?.output }).toEqual({
+      status: 'COMPLETED',
+      steps: [
+        ['wait', 'WAIT_FOR_EVENT', 'COMPLETED'],
+        ['yes', 'UPDATE_CONTACT', 'COMPLETED'],
+      ],
+      wait: { branch: 'then', eventId: event.id },
+    });
+    expect(await stepRows(bId)).toHaveLength(2);
+    const [updated] = await executions(updater.id);
+    expect({ status: updated.status, steps: stepsOf(updated) }).toEqual({
+      status: 'COMPLETED',
+      steps: [['unsub', 'UPDATE_CONTACT', 'COMPLETED']],
+    });
+    // One unsubscribe, and the contact carries the then branch's change only.
+    expect((await eventsNamed(unsubscribed)).filter((e) => e.contactId === contactId)).toHaveLength(
+      1,
+    );
+    const contact = await t.contact(contactId);
+    expect({ subscribed: contact.subscribed, data: contact.data }).toEqual({
+      subscribed: false,
+      data: { viaThen: true },
+    });
   }, 90_000);
 });

@@ -61,6 +61,8 @@ class StepBatch {
   /** Step records written on their own (before the transitions' records). */
   readonly records: StepRun[] = [];
   readonly transitions = new Map<string, PendingTransition>();
+  /** Executions whose transition was not written: moved within the transaction by the events trigger. */
+  readonly overtaken = new Set<string>();
   /** The definition each execution's step ran under (the process's cache may move on meanwhile). */
   readonly trees = new Map<string, StepTree>();
   /** SEND_EMAIL steps' emails, inserted at the end, with their contacts' addresses (for publishing `email.queued`). */
@@ -228,7 +230,9 @@ export class WorkflowEngine {
       return jobs.map(() => ({ ok: false, error }));
     }
     // A WEBHOOK step found by a job that had not looked first: its call is made before the lock, on its own.
-    return jobs.map((job, i) => (outcomes[i] === 'look' ? settled(this.run(job)) : { ok: true, value: outcomes[i] }));
+    return jobs.map((job, i) =>
+      outcomes[i] === 'look' ? settled(this.run(job)) : { ok: true, value: batch.overtaken.has(job.executionId) ? 'overtaken' : outcomes[i] },
+    );
   }
 
   /**
@@ -675,8 +679,8 @@ export class WorkflowEngine {
     if (stepId) {
       // This step's own record (a failure of the step itself): whatever it had recorded is replaced.
       b.runs.delete(x.id);
-      const workflow = await this.repository.findForEngine(b.manager, x.workflowId);
-      const step = workflow ? new StepTree(workflow.steps).get(stepId) : null;
+      const tree = b.trees.get(x.id) ?? (await this.treeOf(b.manager, x));
+      const step = tree?.get(stepId) ?? null;
       b.records.push({ executionId: x.id, stepId, type: step?.type ?? 'UNKNOWN', status: StepRunStatus.FAILED, output: null, error, finished: true });
     }
     b.transitions.set(x.id, {
@@ -707,6 +711,7 @@ export class WorkflowEngine {
       // Moved within this transaction by an event another step recorded (the events trigger ended its wait):
       // the trigger's move stands, and the dispatcher adds its job once the event is published.
       b.after.jobs = b.after.jobs.filter((job) => moved.has(job.id));
+      for (const id of b.transitions.keys()) if (!moved.has(id)) b.overtaken.add(id);
     }
   }
 
