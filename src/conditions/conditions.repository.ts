@@ -78,17 +78,4 @@ export class ConditionsRepository {
     );
     return rows.map((r) => r.id);
   }
-
-  async matches(
-    manager: EntityManager,
-    contactId: string,
-    compiled: CompiledCondition,
-  ): Promise<boolean> {
-    const rows = await queryRows<{ one: number }>(
-      manager,
-      `SELECT 1 AS one FROM contacts c WHERE c.id = $1 AND ${compiled.sql}`,
-      [contactId, ...compiled.params],
-    );
-    return rows.length > 0;
-  }
 }

@@ -192,12 +192,7 @@ export class ConditionsService {
     contactId: string,
     condition: ConditionGroup,
   ): Promise<boolean> {
-    const compiled = await this.compile(manager, condition, {
-      projectId,
-      contactAlias: 'c',
-      paramOffset: 1,
-    });
-    return this.conditions.matches(manager, contactId, compiled);
+    return (await this.matchingContacts(manager, projectId, [contactId], condition)).has(contactId);
   }
 
   /** Which of these contacts of the project match now, one statement (workflow CONDITION steps of many executions). */

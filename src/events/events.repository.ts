@@ -97,11 +97,6 @@ export class EventsRepository {
     return new Map(rows.map((r) => [r.id, r.name]));
   }
 
-  async nameOf(manager: EntityManager, id: string): Promise<string | null> {
-    const rows = await queryRows<{ name: string }>(manager, `SELECT name FROM events WHERE id = $1`, [id]);
-    return rows[0]?.name ?? null;
-  }
-
   /**
    * GET /events: newest first by (created_at, id), keyset on both. Served by
    * (project_id, created_at), (project_id, name, created_at) and

@@ -41,8 +41,8 @@ export class EventsService {
   }
 
   /** The name of one event (a workflow execution's trigger), or null when it is gone. */
-  nameOf(manager: EntityManager, id: string): Promise<string | null> {
-    return this.events.nameOf(manager, id);
+  async nameOf(manager: EntityManager, id: string): Promise<string | null> {
+    return (await this.namesOf(manager, [id])).get(id) ?? null;
   }
 
   /** The names of these events, by id (those gone are missing). */
