@@ -263,7 +263,7 @@ export class WorkflowEngine {
         const b = new StepBatch(manager);
         const x = await this.repository.lockExecution(manager, job.executionId);
         if (!x || x.version !== job.version || !isOpen(x.status)) return { batch: b, outcome: 'stale' };
-        await this.fail(b, x, await this.positionOf(manager, x), errorMessage(error));
+        await this.fail(b, x, (await this.whereIs(manager, x)).position, errorMessage(error));
         await this.write(b);
         return { batch: b, outcome: 'failed' };
       }));
@@ -283,9 +283,7 @@ export class WorkflowEngine {
         outcomes.set(job, 'stale');
         continue;
       }
-      const tree = await this.treeOf(b.manager, x);
-      const position = x.currentStepId ?? tree?.first() ?? null;
-      const step = tree && position ? (tree.get(position) ?? null) : null;
+      const { step } = await this.whereIs(b.manager, x);
       if (!job.direct && x.status === ExecutionStatus.RUNNING && step?.type === 'WEBHOOK') outcomes.set(job, 'look');
       else due.push({ job, x, step });
     }
@@ -298,7 +296,7 @@ export class WorkflowEngine {
         // A statement's error has aborted the transaction: the caller handles it.
         if (!isStepFailure(error) || error instanceof QueryFailedError) throw error;
         b.undo(x.id, mark);
-        await this.fail(b, x, await this.positionOf(b.manager, x), errorMessage(error));
+        await this.fail(b, x, (await this.whereIs(b.manager, x)).position, errorMessage(error));
         outcomes.set(job, 'failed');
       }
     }
@@ -319,7 +317,7 @@ export class WorkflowEngine {
     for (const { x, step } of due) {
       if (x.status !== ExecutionStatus.RUNNING || !step) continue;
       if (step.type === 'UPDATE_CONTACT') {
-        const key = `${x.projectId}/${x.workflowId}/${x.workflowStamp}/${step.id}`;
+        const key = `${x.workflowId}/${x.workflowStamp}/${step.id}`;
         let group = updates.get(key);
         if (!group) updates.set(key, (group = { projectId: x.projectId, step, executions: [] }));
         group.executions.push(x);
@@ -354,9 +352,14 @@ export class WorkflowEngine {
     }
   }
 
-  /** The step the execution is at (its first when it has not begun). */
-  private async positionOf(manager: EntityManager, x: WorkflowExecution): Promise<string | null> {
-    return x.currentStepId ?? (await this.treeOf(manager, x))?.first() ?? null;
+  /** Where the execution is: its definition, its position (the first step when it has not begun) and that step. */
+  private async whereIs(
+    manager: EntityManager,
+    x: WorkflowExecution,
+  ): Promise<{ tree: StepTree | null; position: string | null; step: WorkflowStep | null }> {
+    const tree = await this.treeOf(manager, x);
+    const position = x.currentStepId ?? tree?.first() ?? null;
+    return { tree, position, step: tree && position ? (tree.get(position) ?? null) : null };
   }
 
   private async peek(
@@ -368,9 +371,7 @@ export class WorkflowEngine {
     if (!x || x.version !== version || !isOpen(x.status)) return null;
     let webhookStep: WebhookStep | null = null;
     if (x.status === ExecutionStatus.RUNNING) {
-      const tree = await this.treeOf(manager, x);
-      const position = x.currentStepId ?? tree?.first() ?? null;
-      const step = tree && position ? tree.get(position) : null;
+      const { step } = await this.whereIs(manager, x);
       if (step?.type === 'WEBHOOK') webhookStep = step;
     }
     return { execution: x, webhookStep };
