@@ -291,6 +291,7 @@ async function main() {
     );
     const snapshot = () => ({
       worker: procCpuSeconds(worker.pid),
+      workerSplit: procCpuSplit(worker.pid),
       api: procCpuSeconds(api.child.pid),
       postgres: postgresCpuSeconds(dbName),
       redis: redisCpuSeconds(),
@@ -405,6 +406,10 @@ async function main() {
         `${perStep(stepCpu.postgres, m.steps)}, redis-server (shared) ${perStep(stepCpu.redis, m.steps)}, API ${stepCpu.api.toFixed(1)} s, ` +
         `machine busy ${usage(first.machine, last.machine)}`,
     );
+    console.log(
+      `  worker CPU split: user ${perStep(last.workerSplit.user - first.workerSplit.user, m.steps)}, ` +
+        `system ${perStep(last.workerSplit.system - first.workerSplit.system, m.steps)}`,
+    );
     const sinkDeadline = Date.now() + (RATE >= 1000 ? 120_000 : 0);
     let sunk = await sink.stats();
     while (sunk.count < m.emails && Date.now() < sinkDeadline) {
@@ -468,7 +473,8 @@ async function main() {
     if (api) await api.stop();
     await pg.end();
     sink.child.send({ type: 'stop' });
-    await db.drop();
+    if (process.env.BENCH_KEEP_DB) console.log(`database kept (BENCH_KEEP_DB): ${db.url}`);
+    else await db.drop();
     const { Redis } = require('ioredis');
     const redis = new Redis(REDIS_URL);
     const keys = await redis.keys(`${PREFIX}*`);
@@ -658,6 +664,16 @@ function usage(before, after) {
 }
 
 /** CPU seconds a process has used so far (Linux /proc; clock ticks of 1/100 s). */
+/** The process's user and system CPU seconds (system: the kernel's work for its syscalls, loopback sockets' delivery included). */
+function procCpuSplit(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
+  } catch {
+    return { user: NaN, system: NaN };
+  }
+}
+
 function procCpuSeconds(pid) {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');

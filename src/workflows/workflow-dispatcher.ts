@@ -9,13 +9,15 @@ import { QUEUES } from '../queue/queue.constants';
 import { DueExecution, WorkflowsRepository } from './workflows.repository';
 
 /**
- * How long "this project has workflows" is trusted in this process (changes
- * made here apply at once). "It has none" is trusted for less: a workflow
- * created or enabled in another process is then missed by this fast path
- * (its executions wait for the recovery, 5 to 10 s) for at most a second.
+ * How long the names that can move a project's executions are trusted in
+ * this process (changes made here apply at once). A workflow created,
+ * enabled or edited in another process is missed by this fast path for at
+ * most this long: its executions then wait for the recovery (5 to 10 s). So
+ * is an execution still waiting for an event its step no longer names (the
+ * step was edited meanwhile): the trigger ends that wait, the recovery adds
+ * its job.
  */
-const PROJECTS_TTL_MS = 5_000;
-const NO_WORKFLOWS_TTL_MS = 1_000;
+const NAMES_TTL_MS = 1_000;
 /** Events published within this window share one lookup. */
 const BATCH_WINDOW_MS = 5;
 
@@ -25,12 +27,14 @@ const BATCH_WINDOW_MS = 5;
  * commit this listener finds the executions those events moved and adds
  * their jobs. It is only the fast path: whatever it misses (a process dying
  * after commit) the recovery finds, since an open execution without its job
- * becomes overdue. Projects without workflows cost a map lookup.
+ * becomes overdue. Events no workflow starts on or waits for (most system
+ * events) cost a map lookup.
  */
 @Injectable()
 export class WorkflowDispatcher implements EventRecordedListener, OnModuleInit {
   private readonly logger = new Logger(WorkflowDispatcher.name);
-  private readonly projects = new Map<string, { has: boolean; at: number }>();
+  /** By project: the event names its workflows start on or wait for (empty: no workflows). */
+  private readonly projects = new Map<string, { names: Set<string>; at: number }>();
   private pendingEvents: string[] = [];
   private flushing: Promise<void> | null = null;
 
@@ -53,8 +57,9 @@ export class WorkflowDispatcher implements EventRecordedListener, OnModuleInit {
   async onEventsRecorded(events: RecordedEvent[]): Promise<void> {
     const withContact = events.filter((e) => e.contactId !== null);
     if (withContact.length === 0) return;
-    const has = await this.projectsWithWorkflows([...new Set(withContact.map((e) => e.projectId))]);
-    const matching = withContact.filter((e) => has.has(e.projectId));
+    // Only events that can start an execution or end a wait need the lookup (not email.sent, say).
+    const names = await this.movingNames([...new Set(withContact.map((e) => e.projectId))]);
+    const matching = withContact.filter((e) => names.get(e.projectId)?.has(e.name));
     if (matching.length === 0) return;
     this.pendingEvents.push(...matching.map((e) => e.id));
     this.flushing ??= new Promise<void>((resolve) => setTimeout(resolve, BATCH_WINDOW_MS)).then(() => this.flush());
@@ -93,21 +98,21 @@ export class WorkflowDispatcher implements EventRecordedListener, OnModuleInit {
     );
   }
 
-  private async projectsWithWorkflows(projectIds: string[]): Promise<Set<string>> {
+  private async movingNames(projectIds: string[]): Promise<Map<string, Set<string>>> {
     const now = Date.now();
-    const out = new Set<string>();
+    const out = new Map<string, Set<string>>();
     const missing: string[] = [];
     for (const id of projectIds) {
       const cached = this.projects.get(id);
-      if (cached && now - cached.at < (cached.has ? PROJECTS_TTL_MS : NO_WORKFLOWS_TTL_MS)) {
-        if (cached.has) out.add(id);
-      } else missing.push(id);
+      if (cached && now - cached.at < NAMES_TTL_MS) out.set(id, cached.names);
+      else missing.push(id);
     }
     if (missing.length > 0) {
-      const found = new Set(await this.repository.projectsWithWorkflows(this.dataSource.manager, missing));
+      const found = await this.repository.movingNames(this.dataSource.manager, missing);
       for (const id of missing) {
-        this.projects.set(id, { has: found.has(id), at: now });
-        if (found.has(id)) out.add(id);
+        const names = new Set(found.get(id) ?? []);
+        this.projects.set(id, { names, at: now });
+        out.set(id, names);
       }
     }
     return out;

@@ -189,13 +189,26 @@ export class WorkflowsRepository {
   }
 
   /** Of these projects, those with a workflow (not deleted): the dispatcher looks further only for them. */
-  async projectsWithWorkflows(manager: EntityManager, projectIds: string[]): Promise<string[]> {
-    const rows = await queryRows<{ id: string }>(
+  /**
+   * The event names that can move an execution of each project's workflows
+   * (the events trigger's two joins): enabled workflows' trigger names, and
+   * the events WAIT_FOR_EVENT steps of any workflow not deleted wait for.
+   * Projects without workflows are absent.
+   */
+  async movingNames(manager: EntityManager, projectIds: string[]): Promise<Map<string, string[]>> {
+    const rows = await queryRows<{ projectId: string; names: string[] }>(
       manager,
-      `SELECT DISTINCT project_id AS id FROM workflows WHERE project_id = ANY($1::uuid[]) AND deleted_at IS NULL`,
+      `SELECT w.project_id AS "projectId",
+              array_remove(array_agg(DISTINCT w.trigger_name) FILTER (WHERE w.enabled), NULL)
+                || COALESCE(array_agg(DISTINCT e.name) FILTER (WHERE e.name IS NOT NULL), '{}') AS names
+         FROM workflows w
+         LEFT JOIN LATERAL (
+           SELECT jsonb_path_query(w.steps, 'strict $.** ? (@.type == "WAIT_FOR_EVENT").event') #>> '{}' AS name) e ON true
+        WHERE w.project_id = ANY($1::uuid[]) AND w.deleted_at IS NULL
+        GROUP BY w.project_id`,
       [projectIds],
     );
-    return rows.map((r) => r.id);
+    return new Map(rows.map((r) => [r.projectId, r.names]));
   }
 
   /** Segments whose membership enabled workflows of the project need (SEGMENT_ENTRY/EXIT triggers). */
