@@ -24,9 +24,11 @@
  *     records finished (4 per execution: 40,000) / (the first step record's
  *     started_at - the last COMPLETED execution's finished_at), both written
  *     by Postgres (now(): the time the step's transaction began). The
- *     worker's boot is not counted. The engine runs five jobs per execution
- *     (the DELAY is one job that records WAITING and one, delayed 1 s, that
- *     completes it); the baseline is defined by step count, as the issue says.
+ *     worker's boot is not counted. The engine runs four workflow jobs per
+ *     execution, as the baseline's chain has links (the CONDITION's job also
+ *     enters the DELAY, recording it WAITING; the DELAY's own job, delayed
+ *     1 s, completes it), plus one delivery job for the SEND_EMAIL's message
+ *     (the baseline has none: it models no delivery).
  *
  *     Baseline (same run, before and after the service; the figure is their
  *     mean, as the machine's load drifts): a child process (this file, role
