@@ -12,10 +12,9 @@ import { DueExecution, WorkflowsRepository } from './workflows.repository';
  * How long the names that can move a project's executions are trusted in
  * this process (changes made here apply at once). A workflow created,
  * enabled or edited in another process is missed by this fast path for at
- * most this long: its executions then wait for the recovery (5 to 10 s). So
- * is an execution still waiting for an event its step no longer names (the
- * step was edited meanwhile): the trigger ends that wait, the recovery adds
- * its job.
+ * most this long: its executions then wait for the recovery (5 to 10 s).
+ * (A PATCH that renames a waited-for event moves the waiting executions to
+ * the new name itself, so no execution waits for a name left out here.)
  */
 const NAMES_TTL_MS = 1_000;
 /** Events published within this window share one lookup. */
