@@ -66,7 +66,7 @@ describe('EmailsRepository.insertEmails', () => {
   it('stores every value as given: quotes, backslashes, newlines, non-ASCII, JSON-looking text, jsonb objects, dates', async () => {
     const tricky = 'a "quoted" \\ back\\slash\nnew line\r\n\ttab — ünïcödé 🚀 {"not": "json"} \u2028 end';
     const queuedAt = new Date('2026-01-02T03:04:05.678Z');
-    const row = email({
+    const given = {
       subject: tricky,
       html: `<p title="${tricky}">${tricky}</p>`,
       text: tricky,
@@ -76,7 +76,8 @@ describe('EmailsRepository.insertEmails', () => {
       marketing: true,
       trackOpens: true,
       queuedAt,
-    });
+    };
+    const row = email(given);
     await dataSource.transaction((m) => repository.insertEmails(m, [row]));
     const [stored] = await dataSource.query(
       `SELECT subject, html, text, to_name AS "toName", headers, priority, marketing, track_opens AS "trackOpens",
@@ -84,21 +85,7 @@ describe('EmailsRepository.insertEmails', () => {
          FROM emails WHERE id = $1`,
       [row.id],
     );
-    expect(stored).toEqual({
-      subject: tricky,
-      html: `<p title="${tricky}">${tricky}</p>`,
-      text: tricky,
-      toName: 'Zoë "Z" O\'Brien',
-      headers: { 'X-Tricky': tricky, 'X-Plain': 'v' },
-      priority: 3,
-      marketing: true,
-      trackOpens: true,
-      trackClicks: false,
-      queuedAt,
-      status: 'QUEUED',
-      source: 'TRANSACTIONAL',
-      attachments: [],
-    });
+    expect(stored).toEqual({ ...given, trackClicks: false, status: 'QUEUED', source: 'TRANSACTIONAL', attachments: [] });
   });
 
   it('gives an undefined property its column default, in a batch whose other rows set it', async () => {
