@@ -507,7 +507,8 @@ describe('workflows (e2e)', () => {
       name: 'Visited lately',
       condition: { logic: 'AND', conditions: [{ field: 'event.visited', operator: 'triggeredWithin', value: { amount: 1, unit: 'hours' } }] },
     });
-    const entry = await create({ trigger: { type: 'SEGMENT_ENTRY', segmentId: segment.body.data.id }, steps: [{ id: 'in', type: 'UPDATE_CONTACT', data: { welcomed: true } }] });
+    // The id in capitals (a UUID is case-insensitive): the trigger still names the lowercase membership event.
+    const entry = await create({ trigger: { type: 'SEGMENT_ENTRY', segmentId: String(segment.body.data.id).toUpperCase() }, steps: [{ id: 'in', type: 'UPDATE_CONTACT', data: { welcomed: true } }] });
     const exit = await create({ trigger: { type: 'SEGMENT_EXIT', segmentId: segment.body.data.id }, steps: [{ id: 'out', type: 'UPDATE_CONTACT', data: { missed: true } }] });
     const lapsed = await create({ trigger: { type: 'SEGMENT_EXIT', segmentId: recent.body.data.id }, steps: [{ id: 'gone', type: 'EXIT' }] });
 

@@ -137,6 +137,33 @@ const LIST_FIELDS = [
   'e.clickedAt', 'e.bouncedAt', 'e.createdAt', 'e.trackOpens', 'e.trackClicks', 'e.opens', 'e.clicks',
 ];
 
+/** insertEmails: rows per statement, and bytes of JSON per statement (a jsonb value holds at most 256 MB). */
+const INSERT_CHUNK_ROWS = 500;
+const INSERT_CHUNK_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Records as JSON arrays of at most `maxRows` records and, unless one record
+ * alone is larger, `maxBytes` bytes (UTF-8), in order.
+ */
+export function jsonChunks(records: unknown[], maxRows: number, maxBytes: number): string[] {
+  const chunks: string[] = [];
+  let parts: string[] = [];
+  let bytes = 2;
+  for (const record of records) {
+    const json = JSON.stringify(record);
+    const size = Buffer.byteLength(json) + 1;
+    if (parts.length > 0 && (parts.length >= maxRows || bytes + size > maxBytes)) {
+      chunks.push(`[${parts.join(',')}]`);
+      parts = [];
+      bytes = 2;
+    }
+    parts.push(json);
+    bytes += size;
+  }
+  if (parts.length > 0) chunks.push(`[${parts.join(',')}]`);
+  return chunks;
+}
+
 /**
  * SENDING → a final status, RETURNING id (finish, finishRecording); parameters
  * of finishParams. The status it must be in is a parameter ($7, always
@@ -174,7 +201,7 @@ const IDEMPOTENCY_KEY_EXPIRED = `created_at < now() - make_interval(hours => ${I
 @Injectable()
 export class EmailsRepository {
   /**
-   * Composed rows in one statement per 500 (one JSON parameter, turned into
+   * Composed rows in one statement per 500 (or 64 MB of JSON) (one JSON parameter, turned into
    * rows by Postgres: TypeORM's insert builder cost more CPU than the rest of
    * a workflow's SEND_EMAIL step). Columns follow the entity; a property left
    * undefined takes the column's default, as an entity insert would (rows are
@@ -200,11 +227,11 @@ export class EmailsRepository {
     }
     for (const { names, records } of groups.values()) {
       const list = names.map((name) => `"${name}"`).join(', ');
-      for (let i = 0; i < records.length; i += 500) {
+      for (const chunk of jsonChunks(records, INSERT_CHUNK_ROWS, INSERT_CHUNK_BYTES)) {
         await preparedRows(
           manager,
           `INSERT INTO emails (${list}) SELECT ${list} FROM jsonb_populate_recordset(NULL::emails, $1::jsonb)`,
-          [JSON.stringify(records.slice(i, i + 500))],
+          [chunk],
         );
       }
     }

@@ -13,8 +13,10 @@ import { DueExecution, WorkflowsRepository } from './workflows.repository';
  * this process (changes made here apply at once). A workflow created,
  * enabled or edited in another process is missed by this fast path for at
  * most this long: its executions then wait for the recovery (5 to 10 s).
- * (A PATCH that renames a waited-for event moves the waiting executions to
- * the new name itself, so no execution waits for a name left out here.)
+ * So does, in one race, an execution still waiting for a name no workflow
+ * names any more: a PATCH renaming a waited-for event moves the waiting
+ * executions to the new name itself, but one whose step was running on the
+ * old definition as the PATCH committed enters its wait under the old name.
  */
 const NAMES_TTL_MS = 1_000;
 /** Events published within this window share one lookup. */
@@ -34,6 +36,8 @@ export class WorkflowDispatcher implements EventRecordedListener, OnModuleInit {
   private readonly logger = new Logger(WorkflowDispatcher.name);
   /** By project: the event names its workflows start on or wait for (empty: no workflows). */
   private readonly projects = new Map<string, { names: Set<string>; at: number }>();
+  /** By project: bumped by invalidate(), so a lookup that began before a change is not cached after it. */
+  private readonly generations = new Map<string, number>();
   private pendingEvents: string[] = [];
   private flushing: Promise<void> | null = null;
 
@@ -51,6 +55,7 @@ export class WorkflowDispatcher implements EventRecordedListener, OnModuleInit {
   /** A project's workflows changed in this process. */
   invalidate(projectId: string): void {
     this.projects.delete(projectId);
+    this.generations.set(projectId, (this.generations.get(projectId) ?? 0) + 1);
   }
 
   async onEventsRecorded(events: RecordedEvent[]): Promise<void> {
@@ -107,12 +112,14 @@ export class WorkflowDispatcher implements EventRecordedListener, OnModuleInit {
       else missing.push(id);
     }
     if (missing.length > 0) {
+      const began = missing.map((id) => this.generations.get(id) ?? 0);
       const found = await this.repository.movingNames(this.dataSource.manager, missing);
-      for (const id of missing) {
+      missing.forEach((id, i) => {
         const names = new Set(found.get(id) ?? []);
-        this.projects.set(id, { names, at: now });
+        // Read before a change made here meanwhile: used for these events, not kept.
+        if ((this.generations.get(id) ?? 0) === began[i]) this.projects.set(id, { names, at: now });
         out.set(id, names);
-      }
+      });
     }
     return out;
   }

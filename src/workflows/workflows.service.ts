@@ -21,15 +21,18 @@ import { checkSteps, StepTree, waitOf, WorkflowStep } from './workflow-steps';
 import { ExecutionStatus, Workflow, WorkflowExecution, WorkflowTriggerType } from './workflow.entity';
 import { DueExecution, WorkflowsRepository } from './workflows.repository';
 
-/** The event name that starts a workflow of this trigger (the events trigger joins on it). */
+/**
+ * The event name that starts a workflow of this trigger (the events trigger joins on it). A segment id is
+ * lowercased, as membership events spell it (an id sent in capitals would otherwise name no event ever).
+ */
 export function triggerNameOf(trigger: { type: WorkflowTriggerType; event?: string | null; segmentId?: string | null }): string | null {
   switch (trigger.type) {
     case WorkflowTriggerType.EVENT:
       return trigger.event ?? null;
     case WorkflowTriggerType.SEGMENT_ENTRY:
-      return `segment.${trigger.segmentId}.entered`;
+      return `segment.${trigger.segmentId?.toLowerCase()}.entered`;
     case WorkflowTriggerType.SEGMENT_EXIT:
-      return `segment.${trigger.segmentId}.exited`;
+      return `segment.${trigger.segmentId?.toLowerCase()}.exited`;
     case WorkflowTriggerType.MANUAL:
       return null;
   }
