@@ -201,9 +201,9 @@ const IDEMPOTENCY_KEY_EXPIRED = `created_at < now() - make_interval(hours => ${I
 @Injectable()
 export class EmailsRepository {
   /**
-   * Composed rows in one statement per 500 (or 64 MB of JSON) (one JSON parameter, turned into
-   * rows by Postgres: TypeORM's insert builder cost more CPU than the rest of
-   * a workflow's SEND_EMAIL step). Columns follow the entity; a property left
+   * Composed rows, one statement per 500 rows or 64 MB of JSON: one JSON
+   * parameter, turned into rows by Postgres (TypeORM's insert builder cost
+   * more CPU than the rest of a workflow's SEND_EMAIL step). Columns follow the entity; a property left
    * undefined takes the column's default, as an entity insert would (rows are
    * grouped by the properties they set, so one row's default never becomes
    * another's NULL).

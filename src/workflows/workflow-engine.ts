@@ -397,15 +397,13 @@ export class WorkflowEngine {
 
   /** One move of a locked execution. */
   private async step(b: StepBatch, x: WorkflowExecution, webhook: WebhookOutcome | null): Promise<string> {
-    const tree = await this.treeOf(b.manager, x);
+    const { tree, position, step } = await this.whereIs(b.manager, x);
     if (!tree) return 'stale';
     b.trees.set(x.id, tree);
-    const position = x.currentStepId ?? tree.first();
     if (position === null) {
       this.finish(b, x, ExecutionStatus.COMPLETED, null);
       return 'completed';
     }
-    const step = tree.get(position);
     if (!step) {
       // The definition was edited while the execution waited here.
       this.finish(b, x, ExecutionStatus.EXITED, 'step_removed');

@@ -188,7 +188,6 @@ export class WorkflowsRepository {
     return keysetRows(qb, 'w.id', afterId, limit);
   }
 
-  /** Of these projects, those with a workflow (not deleted): the dispatcher looks further only for them. */
   /**
    * The event names that can move an execution of each project's workflows
    * (the events trigger's two joins): enabled workflows' trigger names, and
