@@ -72,6 +72,7 @@
  *   BENCH_DIST=$PWD/var/bench-dist node bench/workflows.js   (a private build; an absolute path)
  *   BENCH_EXECUTIONS=2000 BENCH_LATENCY=none node bench/workflows.js
  *   BENCH_RATE=14 ...          (the worker's EMAIL_RATE_PER_SECOND; default lifted, as bench/delivery.js)
+ *   BENCH_KEEP_DB=1 ...        (the database is kept at the end, its URL printed: EXPLAIN the engine's statements on it)
  *   BENCH_PROFILE=var/prof ... (the worker writes a V8 CPU profile of the steps phase only, from the
  *                               first step record to the last COMPLETED, into that directory: this
  *                               file, preloaded into the worker with --require, starts and stops the
