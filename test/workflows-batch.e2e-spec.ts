@@ -3,7 +3,7 @@ import type { Queue } from 'bullmq';
 import { DataSource } from 'typeorm';
 import { workflowStepJobId } from '../src/queue/jobs';
 import { QUEUES } from '../src/queue/queue.constants';
-import { StepJob, WorkflowEngine } from '../src/workflows/workflow-engine';
+import { StepJob, WEBHOOK_RUNS_IN_FLIGHT, WorkflowEngine } from '../src/workflows/workflow-engine';
 import { HttpReceiver, startHttpReceiver } from './support/http-receiver';
 import { pollUntil } from './support/poll';
 import { SendingTest, startSendingTest } from './support/sending';
@@ -27,10 +27,11 @@ import { SendingTest, startSendingTest } from './support/sending';
  *    set on 5 contacts while their executions sit in a DELAY) fails those
  *    executions only; 3 contacts deleted meanwhile take their executions with
  *    them (ON DELETE CASCADE); the other 32 complete with one email each.
- * 4. WEBHOOK first steps of 20 executions released at once (a receiver that
+ * 4. WEBHOOK first steps of 80 executions released at once (a receiver that
  *    answers after 500 ms): the calls overlap (a batch hands each WEBHOOK
- *    job's call off to run on its own), each execution calls once and
- *    completes.
+ *    job's call off to run on its own), but no more than
+ *    WEBHOOK_RUNS_IN_FLIGHT (32) at once although the worker holds up to
+ *    1,024 jobs; each execution calls once and completes.
  * 5. A FIRST step that fails (SEND_EMAIL whose render is over the memory
  *    limit): the FAILED record of that step, and its id in
  *    `workflow.execution.failed`.
@@ -547,7 +548,7 @@ describe('workflow steps in shared batches (e2e)', () => {
     ).toEqual([]);
   }, 90_000);
 
-  it('WEBHOOK first steps of 20 executions released at once: the calls overlap, each execution calls once and completes', async () => {
+  it('WEBHOOK first steps of 80 executions released at once: the calls overlap up to their limit, each execution calls once and completes', async () => {
     const receiver: HttpReceiver = await startHttpReceiver();
     const answerMs = 500;
     receiver.fallback = { status: 200, body: 'ok', delayMs: answerMs };
@@ -564,9 +565,9 @@ describe('workflow steps in shared batches (e2e)', () => {
           },
         ],
       });
-      const n = 20;
+      const n = 80;
       const emails = Array.from({ length: n }, (_, i) => `hook-${i}@batch-four.example.org`);
-      // Started while the queue is paused: all 20 first jobs are there when the worker takes them.
+      // Started while the queue is paused: all 80 first jobs are there when the worker takes them.
       await pauseQueue();
       try {
         const started = await Promise.all(
@@ -609,6 +610,9 @@ describe('workflow steps in shared batches (e2e)', () => {
       );
       const most = Math.max(...inFlight);
       expect(most).toBeGreaterThanOrEqual(5);
+      // ... and never more than the engine's limit on calls, although the worker held all 80 jobs at once.
+      expect(WEBHOOK_RUNS_IN_FLIGHT).toBeLessThan(n);
+      expect(most).toBeLessThanOrEqual(WEBHOOK_RUNS_IN_FLIGHT);
 
       // The batches handed each WEBHOOK job's call off and answered it once the call's step was written.
       const ids = new Set(xs.map((x) => x.id as string));

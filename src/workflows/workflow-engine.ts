@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { QueryFailedError } from 'typeorm';
+import { Semaphore } from '../common/concurrency/semaphore';
 import { ApiException } from '../common/errors/api-exception';
 import { RefusedTargetError, sendOutbound } from '../common/http/outbound-http';
 import type { ConditionGroup } from '../conditions/condition.types';
@@ -110,10 +111,18 @@ const WEBHOOK_BODY_BYTES = 1024;
 const TREE_CACHE_SIZE = 1000;
 /** A DELAY or wait job that fires this early (clock skew between Redis and Postgres) waits again. */
 const EARLY_MS = 20;
-/** Steps of concurrent jobs run in one transaction, at most this many. */
-const BATCH_SIZE = 32;
+/**
+ * Steps of concurrent jobs run in one transaction, at most this many: half the
+ * worker's concurrency (WORKFLOW_CONCURRENCY), so that one batch fills while
+ * the other runs.
+ */
+const BATCH_SIZE = 512;
 /** Batches in flight at once (each on its own connection). */
 const BATCHES_IN_FLIGHT = 2;
+/** WEBHOOK steps run on their own (the call may take 10 s): at most this many at once per process, as before batches. */
+export const WEBHOOK_RUNS_IN_FLIGHT = 32;
+/** A failed batch's jobs, each run again on its own: at most this many at once (each holds a pool connection). */
+const SOLO_RUNS_IN_FLIGHT = 8;
 
 /**
  * Runs one step of one execution per job. The job names the execution and
@@ -140,6 +149,8 @@ export class WorkflowEngine {
   private waiting: { job: StepJob; settle: (result: Settled) => void }[] = [];
   private inFlight = 0;
   private drainQueued = false;
+  private readonly webhookRuns = new Semaphore(WEBHOOK_RUNS_IN_FLIGHT);
+  private readonly soloRuns = new Semaphore(SOLO_RUNS_IN_FLIGHT);
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -222,7 +233,7 @@ export class WorkflowEngine {
       // One job: a step failure the database reported is ended by run(); anything else is the job's error (retried).
       if (jobs.length === 1) return [isStepFailure(error) ? await settled(this.run(jobs[0])) : { ok: false, error }];
       this.logger.debug({ err: error, jobs: jobs.length }, 'a batch of workflow steps failed; each runs on its own');
-      return Promise.all(jobs.map((job) => settled(this.run(job))));
+      return Promise.all(jobs.map((job) => settled(this.soloRuns.run(() => this.run(job)))));
     }
     try {
       await this.afterCommit(batch.after);
@@ -231,7 +242,7 @@ export class WorkflowEngine {
     }
     // A WEBHOOK step found by a job that had not looked first: its call is made before the lock, on its own.
     return jobs.map((job, i) =>
-      outcomes[i] === 'look' ? settled(this.run(job)) : { ok: true, value: batch.overtaken.has(job.executionId) ? 'overtaken' : outcomes[i] },
+      outcomes[i] === 'look' ? settled(this.webhookRuns.run(() => this.run(job))) : { ok: true, value: batch.overtaken.has(job.executionId) ? 'overtaken' : outcomes[i] },
     );
   }
 
