@@ -1,6 +1,6 @@
 import { Semaphore } from './semaphore';
 
-/** A task that resolves when told to; records when it started. */
+/** A promise that settles when the test opens it. */
 function gate() {
   let open!: () => void;
   const opened = new Promise<void>((resolve) => (open = resolve));
