@@ -72,6 +72,8 @@
  *   BENCH_DIST=$PWD/var/bench-dist node bench/workflows.js   (a private build; an absolute path)
  *   BENCH_EXECUTIONS=2000 BENCH_LATENCY=none node bench/workflows.js
  *   BENCH_RATE=14 ...          (the worker's EMAIL_RATE_PER_SECOND; default lifted, as bench/delivery.js)
+ *   BENCH_BODY_KB=20 ...      (the template's body padded to about 20 KB of HTML with Liquid in every paragraph;
+ *                               default: two short lines. The worker's peak RSS is printed either way.)
  *   BENCH_KEEP_DB=1 ...        (the database is kept at the end, its URL printed: EXPLAIN the engine's statements on it)
  *   BENCH_PROFILE=var/prof ... (the worker writes a V8 CPU profile of the steps phase only, from the
  *                               first step record to the last COMPLETED, into that directory: this
@@ -202,6 +204,7 @@ async function main() {
   const STALL_MS = Number(process.env.BENCH_STALL_SECONDS || 30) * 1000;
   const PROFILE_DIR = process.env.BENCH_PROFILE ? path.resolve(process.env.BENCH_PROFILE) : null;
   const NODE_ARGS = (process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean);
+  const BODY_KB = Number(process.env.BENCH_BODY_KB || 0);
 
   console.log(
     `Workflows benchmark: ${EXECUTIONS} executions x ${STEPS} steps, workflow worker concurrency ${WORKFLOW_CONCURRENCY}, ` +
@@ -231,7 +234,7 @@ async function main() {
       from: FROM,
       fromName: 'Bench',
       subject: 'Welcome {{ contact.email }} ({{ contact.data.stage }})',
-      body: '<h1>Hello {{ contact.email }}</h1><p>You are at stage {{ contact.data.stage }}.</p>',
+      body: '<h1>Hello {{ contact.email }}</h1><p>You are at stage {{ contact.data.stage }}.</p>' + filler(BODY_KB),
     });
     const fourSteps = (event) => ({
       name: `Bench ${event}`,
@@ -414,7 +417,7 @@ async function main() {
     );
     console.log(
       `  worker CPU split: user ${perStep(last.workerSplit.user - first.workerSplit.user, m.steps)}, ` +
-        `system ${perStep(last.workerSplit.system - first.workerSplit.system, m.steps)}`,
+        `system ${perStep(last.workerSplit.system - first.workerSplit.system, m.steps)}; worker peak RSS so far ${procPeakRss(worker.pid)}`,
     );
     const sinkDeadline = Date.now() + (RATE >= 1000 ? 120_000 : 0);
     let sunk = await sink.stats();
@@ -732,6 +735,24 @@ function procStatus(pid) {
   } catch {
     return 'gone';
   }
+}
+
+/** The process's peak resident set size (VmHWM), as /proc prints it. */
+function procPeakRss(pid) {
+  try {
+    return (readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmHWM:\s+(.*)$/m) || [])[1] || 'unknown';
+  } catch {
+    return 'gone';
+  }
+}
+
+/** About `kb` KB of HTML with Liquid in every paragraph (BENCH_BODY_KB: a template of a realistic size), or nothing. */
+function filler(kb) {
+  if (!kb) return '';
+  const paragraph =
+    '<p>Hello again {{ contact.email }}: lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod ' +
+    'tempor incididunt ut labore et dolore magna aliqua. <a href="https://example.com/docs">Read the docs</a>.</p>\n';
+  return paragraph.repeat(Math.ceil((kb * 1024) / paragraph.length));
 }
 
 /** Busy and total CPU seconds of the whole machine (all cores). */

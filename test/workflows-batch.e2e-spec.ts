@@ -41,6 +41,11 @@ import { SendingTest, startSendingTest } from './support/sending';
  *    the batch's transaction; that move stands, the batch's timeout record and
  *    job are dropped, and the execution takes `then` once.
  *
+ * 7. SEND_EMAIL steps past a batch's share of rendered mail
+ *    (`emailCharsPerBatch`, lowered here to about four messages) go to a later
+ *    batch: 30 executions released at once each send exactly one email, and
+ *    some of their jobs were in more than one batch.
+ *
  * Specs 1-3 also check, through a spy on the engine, that the steps did run
  * in shared batches that committed (no batch fell back to running its jobs
  * one by one): without that the isolation checks above would prove nothing
@@ -850,5 +855,62 @@ describe('workflow steps in shared batches (e2e)', () => {
       subscribed: false,
       data: { viaThen: true },
     });
+  }, 90_000);
+
+  it("SEND_EMAIL steps past a batch's share of rendered mail go to a later batch: each execution sends exactly one email", async () => {
+    // About 13,000 characters a message (HTML, its text part, subject): four fit in 50,000.
+    const paragraph =
+      '<p>Hello {{ contact.email }}, here is a long paragraph that pads the message.</p>\n';
+    const templateId = await template({
+      subject: 'Big one for {{ contact.email }}',
+      body: paragraph.repeat(100),
+    });
+    const w = await create({
+      trigger: { type: 'MANUAL' },
+      steps: [{ id: 'mail', type: 'SEND_EMAIL', templateId }],
+    });
+    const n = 30;
+    const emails = Array.from({ length: n }, (_, i) => `big-${i}@batch-seven.example.org`);
+    const budget = engine.emailCharsPerBatch;
+    engine.emailCharsPerBatch = 50_000;
+    try {
+      // Started while the queue is paused: all 30 first jobs are there when the worker takes them.
+      await pauseQueue();
+      try {
+        const started = await Promise.all(
+          emails.map((email) => req('POST', `/workflows/${w.id}/executions`, { email })),
+        );
+        expect(started.map((s) => s.status)).toEqual(emails.map(() => 202));
+      } finally {
+        await queue.resume();
+      }
+      const xs = await waitForExecutions(w.id, (all) => finished(all, n), 60_000);
+      expect(xs.map((x) => x.status)).toEqual(emails.map(() => 'COMPLETED'));
+      for (const x of xs)
+        expect({ execution: x.id, steps: stepsOf(x) }).toEqual({
+          execution: x.id,
+          steps: [['mail', 'SEND_EMAIL', 'COMPLETED']],
+        });
+
+      // Exactly one email per execution, to its own contact.
+      const rows = await emailRows(xs.map((x) => x.id as string));
+      expect(rows).toHaveLength(n);
+      expect(new Set(rows.map((r) => r.executionId)).size).toBe(n);
+      expect(rows.map((r) => r.toEmail).sort()).toEqual([...emails].sort());
+      expect(rows.every((r) => r.subject === `Big one for ${r.toEmail}`)).toBe(true);
+
+      // Some first jobs were put off: the same job (execution, version 0) in more than one batch.
+      const ids = new Set(xs.map((x) => x.id as string));
+      const batchesOf = new Map<string, number>();
+      for (const b of batches) {
+        for (const j of b.jobs)
+          if (ids.has(j.executionId) && j.version === 0)
+            batchesOf.set(j.executionId, (batchesOf.get(j.executionId) ?? 0) + 1);
+      }
+      expect(batchesOf.size).toBe(n);
+      expect([...batchesOf.values()].filter((k) => k > 1).length).toBeGreaterThan(0);
+    } finally {
+      engine.emailCharsPerBatch = budget;
+    }
   }, 90_000);
 });

@@ -68,6 +68,8 @@ class StepBatch {
   readonly trees = new Map<string, StepTree>();
   /** SEND_EMAIL steps' emails, inserted at the end, with their contacts' addresses (for publishing `email.queued`). */
   readonly emails: { email: Email; address: string }[] = [];
+  /** Characters of the messages rendered so far (subject, HTML, text): what the batch holds until its write. */
+  emailChars = 0;
   /** Reads shared by the batch's steps (templates, senders), by key. */
   readonly loads = new Map<string, Promise<unknown>>();
   /** Made before the steps ran, for the steps that need them (updates first, then reads: the reads see them). */
@@ -123,6 +125,14 @@ const BATCHES_IN_FLIGHT = 2;
 export const WEBHOOK_RUNS_IN_FLIGHT = 32;
 /** A failed batch's jobs, each run again on its own: at most this many at once (each holds a pool connection). */
 const SOLO_RUNS_IN_FLIGHT = 8;
+/**
+ * Characters of rendered messages a batch holds at most (subject, HTML and
+ * text of its SEND_EMAIL steps; about 16 MB of Latin text): once past it, the
+ * batch's remaining SEND_EMAIL steps go to a later batch. 512 messages of
+ * 100 KB would otherwise sit in memory (and again as the insert's JSON)
+ * twice over, in two batches, in a worker whose heap may be capped at 256 MB.
+ */
+const BATCH_EMAIL_CHARS = 16 * 1024 * 1024;
 
 /**
  * Runs one step of one execution per job. The job names the execution and
@@ -151,6 +161,8 @@ export class WorkflowEngine {
   private drainQueued = false;
   private readonly webhookRuns = new Semaphore(WEBHOOK_RUNS_IN_FLIGHT);
   private readonly soloRuns = new Semaphore(SOLO_RUNS_IN_FLIGHT);
+  /** BATCH_EMAIL_CHARS; tests lower it. */
+  emailCharsPerBatch = BATCH_EMAIL_CHARS;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -240,10 +252,13 @@ export class WorkflowEngine {
     } catch (error) {
       return jobs.map(() => ({ ok: false, error }));
     }
-    // A WEBHOOK step found by a job that had not looked first: its call is made before the lock, on its own.
-    return jobs.map((job, i) =>
-      outcomes[i] === 'look' ? settled(this.webhookRuns.run(() => this.run(job))) : { ok: true, value: batch.overtaken.has(job.executionId) ? 'overtaken' : outcomes[i] },
-    );
+    return jobs.map((job, i) => {
+      // A WEBHOOK step found by a job that had not looked first: its call is made before the lock, on its own.
+      if (outcomes[i] === 'look') return settled(this.webhookRuns.run(() => this.run(job)));
+      // A SEND_EMAIL step past the batch's share of rendered mail: in a later batch (its answer then).
+      if (outcomes[i] === 'later') return settled(this.submit(job));
+      return { ok: true, value: batch.overtaken.has(job.executionId) ? 'overtaken' : outcomes[i] };
+    });
   }
 
   /**
@@ -283,7 +298,12 @@ export class WorkflowEngine {
     return outcome;
   }
 
-  /** Locks the jobs' executions and runs each one's step; 'look' for a WEBHOOK step its job did not look at first. */
+  /**
+   * Locks the jobs' executions and runs each one's step; 'look' for a
+   * WEBHOOK step its job did not look at first, 'later' for a SEND_EMAIL step
+   * left to a later batch (this one holds its share of rendered mail: it
+   * writes nothing for that execution).
+   */
   private async steps(b: StepBatch, jobs: StepJob[], webhook: WebhookOutcome | null): Promise<string[]> {
     const locked = await this.repository.lockExecutions(b.manager, jobs.map((job) => job.executionId));
     const due: { job: StepJob; x: WorkflowExecution; step: WorkflowStep | null }[] = [];
@@ -299,7 +319,11 @@ export class WorkflowEngine {
       else due.push({ job, x, step });
     }
     await this.prefetch(b, due);
-    for (const { job, x } of due) {
+    for (const { job, x, step } of due) {
+      if (b.emailChars >= this.emailCharsPerBatch && x.status === ExecutionStatus.RUNNING && step?.type === 'SEND_EMAIL') {
+        outcomes.set(job, 'later');
+        continue;
+      }
       const mark = b.mark();
       try {
         outcomes.set(job, await this.step(b, x, webhook));
@@ -525,6 +549,7 @@ export class WorkflowEngine {
     });
     // Inserted with the batch's other emails at the end of the transaction (write).
     b.emails.push({ email, address: contact.email });
+    b.emailChars += email.subject.length + (email.html?.length ?? 0) + (email.text?.length ?? 0);
     b.after.emails.push(email);
     return email.id;
   }
