@@ -3,6 +3,7 @@ import type { Queue } from 'bullmq';
 import { DataSource } from 'typeorm';
 import { workflowStepJobId } from '../src/queue/jobs';
 import { QUEUES } from '../src/queue/queue.constants';
+import { EmailsService } from '../src/sending/emails.service';
 import { StepJob, WEBHOOK_RUNS_IN_FLIGHT, WorkflowEngine } from '../src/workflows/workflow-engine';
 import { HttpReceiver, startHttpReceiver } from './support/http-receiver';
 import { pollUntil } from './support/poll';
@@ -42,9 +43,10 @@ import { SendingTest, startSendingTest } from './support/sending';
  *    job are dropped, and the execution takes `then` once.
  *
  * 7. SEND_EMAIL steps past a batch's share of rendered mail
- *    (`emailCharsPerBatch`, lowered here to about four messages) go to a later
- *    batch: 30 executions released at once each send exactly one email, and
- *    some of their jobs were in more than one batch.
+ *    (`emailCharsPerBatch`, lowered here to one character: one message a
+ *    batch) go to the next batch: 30 executions released at once each send
+ *    exactly one email, every batch inserted one message, and some jobs were
+ *    in more than one batch.
  *
  * Specs 1-3 also check, through a spy on the engine, that the steps did run
  * in shared batches that committed (no batch fell back to running its jobs
@@ -857,13 +859,12 @@ describe('workflow steps in shared batches (e2e)', () => {
     });
   }, 90_000);
 
-  it("SEND_EMAIL steps past a batch's share of rendered mail go to a later batch: each execution sends exactly one email", async () => {
-    // About 13,000 characters a message (HTML, its text part, subject): four fit in 50,000.
+  it("SEND_EMAIL steps past a batch's share of rendered mail go to the next batch: one message per batch at the lowest share, one email each", async () => {
     const paragraph =
-      '<p>Hello {{ contact.email }}, here is a long paragraph that pads the message.</p>\n';
+      '<p>Hello {{ contact.email }}, here is a paragraph that pads the message.</p>\n';
     const templateId = await template({
       subject: 'Big one for {{ contact.email }}',
-      body: paragraph.repeat(100),
+      body: paragraph.repeat(20),
     });
     const w = await create({
       trigger: { type: 'MANUAL' },
@@ -871,8 +872,17 @@ describe('workflow steps in shared batches (e2e)', () => {
     });
     const n = 30;
     const emails = Array.from({ length: n }, (_, i) => `big-${i}@batch-seven.example.org`);
-    const budget = engine.emailCharsPerBatch;
-    engine.emailCharsPerBatch = 50_000;
+    // The lowest share: a batch renders its first message, and puts off every other SEND_EMAIL step.
+    const share = engine.emailCharsPerBatch;
+    engine.emailCharsPerBatch = 1;
+    // The messages each batch inserted (the engine inserts a batch's emails in one call).
+    const inserted: number[] = [];
+    const emailsService = t.app.app.get(EmailsService);
+    const insert = emailsService.insert.bind(emailsService);
+    jest.spyOn(emailsService, 'insert').mockImplementation((manager, rows) => {
+      inserted.push(rows.length);
+      return insert(manager, rows);
+    });
     try {
       // Started while the queue is paused: all 30 first jobs are there when the worker takes them.
       await pauseQueue();
@@ -886,11 +896,12 @@ describe('workflow steps in shared batches (e2e)', () => {
       }
       const xs = await waitForExecutions(w.id, (all) => finished(all, n), 60_000);
       expect(xs.map((x) => x.status)).toEqual(emails.map(() => 'COMPLETED'));
-      for (const x of xs)
+      for (const x of xs) {
         expect({ execution: x.id, steps: stepsOf(x) }).toEqual({
           execution: x.id,
           steps: [['mail', 'SEND_EMAIL', 'COMPLETED']],
         });
+      }
 
       // Exactly one email per execution, to its own contact.
       const rows = await emailRows(xs.map((x) => x.id as string));
@@ -899,18 +910,22 @@ describe('workflow steps in shared batches (e2e)', () => {
       expect(rows.map((r) => r.toEmail).sort()).toEqual([...emails].sort());
       expect(rows.every((r) => r.subject === `Big one for ${r.toEmail}`)).toBe(true);
 
-      // Some first jobs were put off: the same job (execution, version 0) in more than one batch.
+      // The share held: every batch inserted one message (30 inserts), however many jobs it took.
+      expect(inserted).toEqual(emails.map(() => 1));
+      // ... and batches did take more than one of these jobs (put off, the same job came back in a later batch).
       const ids = new Set(xs.map((x) => x.id as string));
       const batchesOf = new Map<string, number>();
       for (const b of batches) {
-        for (const j of b.jobs)
-          if (ids.has(j.executionId) && j.version === 0)
+        for (const j of b.jobs) {
+          if (ids.has(j.executionId) && j.version === 0) {
             batchesOf.set(j.executionId, (batchesOf.get(j.executionId) ?? 0) + 1);
+          }
+        }
       }
       expect(batchesOf.size).toBe(n);
       expect([...batchesOf.values()].filter((k) => k > 1).length).toBeGreaterThan(0);
     } finally {
-      engine.emailCharsPerBatch = budget;
+      engine.emailCharsPerBatch = share;
     }
   }, 90_000);
 });

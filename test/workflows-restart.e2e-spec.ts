@@ -3,9 +3,12 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { WORKFLOW_JOBS } from '../src/queue/jobs';
 import { QUEUES } from '../src/queue/queue.constants';
 import { redisConnectionOptions } from '../src/queue/redis';
+import { WEBHOOK_RUNS_IN_FLIGHT } from '../src/workflows/workflow-engine';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
+import { startHttpReceiver } from './support/http-receiver';
 import { pollUntil } from './support/poll';
 import { DIST_CLI, DIST_MAIN } from './support/processes';
 import { callApi, ServiceCluster, verifyDomainOverHttp } from './support/services';
@@ -26,6 +29,10 @@ import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './s
  *    running, and the workflows queue is then emptied: exactly 500 executions
  *    exist, and a worker started later (its recovery every second) completes
  *    all 500 from the rows alone.
+ * 3. SIGTERM a worker holding 96 WEBHOOK jobs whose calls take 3 s (at most
+ *    32 calls at once per process): it exits once the 32 calls in progress
+ *    are answered, handing the other jobs back to the queue untouched (no call
+ *    made), and a new worker makes each of the other 64 calls once.
  *
  * Needs the build (npm test builds first).
  */
@@ -396,4 +403,99 @@ describe('workflows across crashes (e2e)', () => {
         `worker up in ${workerUpAt - workerAt} ms, all ${TRACKED} COMPLETED ${doneAt - workerUpAt} ms later`,
     );
   }, 90_000);
+
+  it('SIGTERM a worker holding 96 WEBHOOK jobs: it exits after the calls in progress, and a new worker makes each other call once', async () => {
+    const answerMs = 3000;
+    const total = 96;
+    const receiver = await startHttpReceiver();
+    receiver.fallback = { status: 200, body: 'ok', delayMs: answerMs };
+    try {
+      const env = { WEBHOOK_ALLOW_PRIVATE: 'true' };
+      const project = cluster.createProject('Webhook shutdown');
+      const key = project.secretKey;
+      const [api, first] = await Promise.all([cluster.startApi(env), cluster.startWorker(env)]);
+      const workflowId = await createWorkflow(api.base, key, {
+        name: 'Hook',
+        trigger: { type: 'MANUAL' },
+        steps: [
+          {
+            id: 'hook',
+            type: 'WEBHOOK',
+            url: `${receiver.url}/hook`,
+            method: 'POST',
+            body: '{"email":"{{ contact.email }}"}',
+          },
+        ],
+      });
+      // Started while the queue is paused, then released: the worker takes all 96 jobs at once.
+      const queue = new Queue(QUEUES.WORKFLOWS, {
+        connection: redisConnectionOptions(TEST_REDIS_URL),
+        prefix,
+      });
+      const recipients = Array.from(
+        { length: total },
+        (_, i) => `h${String(i).padStart(2, '0')}@hooks.example.org`,
+      );
+      try {
+        await queue.pause();
+        for (const email of recipients) {
+          const res = await callApi(api.base, key, 'POST', `/workflows/${workflowId}/executions`, {
+            email,
+          });
+          expect(res.status).toBe(202);
+        }
+        await queue.resume();
+      } finally {
+        await queue.close();
+      }
+      await receiver.waitFor(WEBHOOK_RUNS_IN_FLIGHT, 20_000);
+      const stoppingAt = Date.now();
+      const exit = await cluster.stop(first, 'SIGTERM');
+      const stopMs = Date.now() - stoppingAt;
+      expect([0, 'SIGTERM']).toContain(exit);
+      // The calls in progress were answered and recorded; the jobs still waiting for their turn made no call.
+      expect(receiver.requests).toHaveLength(WEBHOOK_RUNS_IN_FLIGHT);
+      // Waiting for every call in turn (32 at a time, 3 s each) would take 9 s.
+      expect(stopMs).toBeLessThan(answerMs + 4000);
+      expect(await executionsByStatus(workflowId)).toEqual({
+        COMPLETED: WEBHOOK_RUNS_IN_FLIGHT,
+        RUNNING: total - WEBHOOK_RUNS_IN_FLIGHT,
+      });
+      // Handed back, not failed: the step jobs are in the queue for the next worker (beside the recovery's own job).
+      const left = new Queue(QUEUES.WORKFLOWS, {
+        connection: redisConnectionOptions(TEST_REDIS_URL),
+        prefix,
+      });
+      try {
+        const queued = await left.getJobs([
+          'waiting',
+          'delayed',
+          'prioritized',
+          'active',
+          'failed',
+        ]);
+        const steps = queued.filter((job) => job.name === WORKFLOW_JOBS.STEP);
+        expect(steps).toHaveLength(total - WEBHOOK_RUNS_IN_FLIGHT);
+        expect((await left.getFailed()).filter((job) => job.name === WORKFLOW_JOBS.STEP)).toEqual(
+          [],
+        );
+      } finally {
+        await left.close();
+      }
+
+      await cluster.startWorker(env);
+      const done = await pollUntil(
+        () => executionsByStatus(workflowId),
+        (st) => st.COMPLETED === total,
+        60_000,
+        200,
+      );
+      expect(done).toEqual({ COMPLETED: total });
+      // Every contact's call made exactly once across the two workers.
+      const called = receiver.requests.map((r) => JSON.parse(r.body).email as string).sort();
+      expect(called).toEqual([...recipients].sort());
+    } finally {
+      await receiver.close();
+    }
+  }, 120_000);
 });

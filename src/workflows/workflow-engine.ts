@@ -21,6 +21,7 @@ import { EmailsService } from '../sending/emails.service';
 import { TemplateRenderError } from '../templates/template-renderer';
 import { TemplateType } from '../templates/template.entity';
 import { TemplatesService } from '../templates/templates.service';
+import { WorkerShutdown } from '../queue/worker-shutdown';
 import { WorkflowDispatcher } from './workflow-dispatcher';
 import { durationMs, StepTree, UpdateContactStep, WebhookStep, WorkflowStep } from './workflow-steps';
 import { ExecutionStatus, StepRunStatus, WorkflowExecution } from './workflow.entity';
@@ -127,12 +128,16 @@ export const WEBHOOK_RUNS_IN_FLIGHT = 32;
 const SOLO_RUNS_IN_FLIGHT = 8;
 /**
  * Characters of rendered messages a batch holds at most (subject, HTML and
- * text of its SEND_EMAIL steps; about 16 MB of Latin text): once past it, the
- * batch's remaining SEND_EMAIL steps go to a later batch. 512 messages of
- * 100 KB would otherwise sit in memory (and again as the insert's JSON)
- * twice over, in two batches, in a worker whose heap may be capped at 256 MB.
+ * text of its SEND_EMAIL steps): once past it, the batch's remaining
+ * SEND_EMAIL steps go to the next batch. 512 messages of 100 KB would
+ * otherwise sit in memory (and again as the insert's JSON) twice over, in
+ * two batches, in a worker whose heap may be capped at 256 MB. 8 M
+ * characters are 8 MB of Latin text, up to 16 MB in V8 and 24 MB as UTF-8
+ * JSON for other scripts.
  */
-const BATCH_EMAIL_CHARS = 16 * 1024 * 1024;
+const BATCH_EMAIL_CHARS = 8 * 1024 * 1024;
+/** A job's outcome when the process is stopping before its WEBHOOK run's turn: the processor gives it back to the queue. */
+export const HANDED_BACK = 'handed-back';
 
 /**
  * Runs one step of one execution per job. The job names the execution and
@@ -175,17 +180,36 @@ export class WorkflowEngine {
     private readonly emails: EmailsService,
     private readonly domains: DomainsService,
     private readonly events: EventsService,
+    private readonly shutdown: WorkerShutdown,
   ) {}
 
   /** One job's step, run with the steps of the jobs submitted meanwhile; answers its outcome. */
   submit(job: StepJob): Promise<string> {
+    return this.enter(job, false);
+  }
+
+  /** `first`: ahead of the jobs waiting (one a batch put off, which has waited longest). */
+  private enter(job: StepJob, first: boolean): Promise<string> {
     return new Promise<Settled>((settle) => {
-      this.waiting.push({ job, settle });
+      if (first) this.waiting.unshift({ job, settle });
+      else this.waiting.push({ job, settle });
       this.queueDrain();
     }).then((result) => {
       if (!result.ok) throw result.error;
       return result.value;
     });
+  }
+
+  /**
+   * A job run on its own outside any batch slot: one that may find a WEBHOOK
+   * step (it has not looked first) at most WEBHOOK_RUNS_IN_FLIGHT at once,
+   * and handed back to the queue when the process is stopping before its
+   * turn (so a shutdown waits for the calls in progress only); any other at
+   * most SOLO_RUNS_IN_FLIGHT at once.
+   */
+  private runAlone(job: StepJob): Promise<Settled> {
+    if (job.direct) return settled(this.soloRuns.run(() => this.run(job)));
+    return settled(this.webhookRuns.run(() => (this.shutdown.stopping ? Promise.resolve(HANDED_BACK) : this.run(job))));
   }
 
   private queueDrain(): void {
@@ -243,9 +267,10 @@ export class WorkflowEngine {
       }));
     } catch (error) {
       // One job: a step failure the database reported is ended by run(); anything else is the job's error (retried).
-      if (jobs.length === 1) return [isStepFailure(error) ? await settled(this.run(jobs[0])) : { ok: false, error }];
+      if (jobs.length === 1) return [isStepFailure(error) ? this.runAlone(jobs[0]) : { ok: false, error }];
       this.logger.debug({ err: error, jobs: jobs.length }, 'a batch of workflow steps failed; each runs on its own');
-      return Promise.all(jobs.map((job) => settled(this.soloRuns.run(() => this.run(job)))));
+      // Answered as each one's run ends: the batch's slot is free at once (a run may make a WEBHOOK call).
+      return jobs.map((job) => this.runAlone(job));
     }
     try {
       await this.afterCommit(batch.after);
@@ -254,9 +279,9 @@ export class WorkflowEngine {
     }
     return jobs.map((job, i) => {
       // A WEBHOOK step found by a job that had not looked first: its call is made before the lock, on its own.
-      if (outcomes[i] === 'look') return settled(this.webhookRuns.run(() => this.run(job)));
-      // A SEND_EMAIL step past the batch's share of rendered mail: in a later batch (its answer then).
-      if (outcomes[i] === 'later') return settled(this.submit(job));
+      if (outcomes[i] === 'look') return this.runAlone(job);
+      // A SEND_EMAIL step past the batch's share of rendered mail: in the next batch (its answer then).
+      if (outcomes[i] === 'later') return settled(this.enter(job, true));
       return { ok: true, value: batch.overtaken.has(job.executionId) ? 'overtaken' : outcomes[i] };
     });
   }

@@ -1,8 +1,9 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger } from '@nestjs/common';
+import { DelayedError } from 'bullmq';
 import { WORKFLOW_JOBS, WorkflowQueueJob } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
-import { WorkflowEngine } from './workflow-engine';
+import { HANDED_BACK, WorkflowEngine } from './workflow-engine';
 import { WorkflowsRecovery } from './workflows.recovery';
 
 /**
@@ -28,9 +29,15 @@ export class WorkflowsProcessor extends WorkerHost {
     super();
   }
 
-  process(job: WorkflowQueueJob): Promise<unknown> {
+  async process(job: WorkflowQueueJob, token?: string): Promise<unknown> {
     if (job.name === WORKFLOW_JOBS.RECOVER) return this.recovery.recover();
-    return this.engine.submit({ executionId: job.data.executionId, version: job.data.version, direct: job.data.direct === true });
+    const outcome = await this.engine.submit({ executionId: job.data.executionId, version: job.data.version, direct: job.data.direct === true });
+    if (outcome === HANDED_BACK && token) {
+      // The process is stopping: the job goes back to the queue untouched, for another worker or the next start.
+      await job.moveToDelayed(Date.now(), token);
+      throw new DelayedError();
+    }
+    return outcome;
   }
 
   @OnWorkerEvent('failed')
