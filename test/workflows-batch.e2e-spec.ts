@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { workflowStepJobId } from '../src/queue/jobs';
 import { QUEUES } from '../src/queue/queue.constants';
 import { EmailsService } from '../src/sending/emails.service';
+import { WorkflowsRecovery } from '../src/workflows/workflows.recovery';
 import { StepJob, WEBHOOK_RUNS_IN_FLIGHT, WorkflowEngine } from '../src/workflows/workflow-engine';
 import { HttpReceiver, startHttpReceiver } from './support/http-receiver';
 import { pollUntil } from './support/poll';
@@ -47,6 +48,10 @@ import { SendingTest, startSendingTest } from './support/sending';
  *    batch) go to the next batch: 30 executions released at once each send
  *    exactly one email, every batch inserted one message, and some jobs were
  *    in more than one batch.
+ * 8. The recovery pages on past overdue executions whose jobs are alive (a
+ *    queue held back): with pages of two, five overdue executions whose last
+ *    two lost their jobs all have a job again after three runs, where the
+ *    oldest page alone would never reach them.
  *
  * Specs 1-3 also check, through a spy on the engine, that the steps did run
  * in shared batches that committed (no batch fell back to running its jobs
@@ -928,4 +933,53 @@ describe('workflow steps in shared batches (e2e)', () => {
       engine.emailCharsPerBatch = share;
     }
   }, 90_000);
+
+  it('the recovery pages past overdue executions whose jobs are alive: a lost job behind them gets its job back', async () => {
+    const w = await create({
+      trigger: { type: 'MANUAL' },
+      steps: [{ id: 'end', type: 'EXIT' }],
+    });
+    const emails = Array.from({ length: 5 }, (_, i) => `late-${i}@batch-eight.example.org`);
+    const recovery = t.app.app.get(WorkflowsRecovery);
+    const pageSize = recovery.pageSize;
+    await pauseQueue();
+    try {
+      for (const email of emails) {
+        expect((await req('POST', `/workflows/${w.id}/executions`, { email })).status).toBe(202);
+      }
+      const rows = (await db.query(
+        `SELECT x.id, x.version FROM workflow_executions x JOIN contacts c ON c.id = x.contact_id
+          WHERE x.workflow_id = $1 ORDER BY c.email`,
+        [w.id],
+      )) as { id: string; version: number }[];
+      expect(rows).toHaveLength(5);
+      // Overdue by a minute and more, oldest first in the contacts' order; all five started at once
+      // (one due_at to the microsecond for the first three, as one statement's executions have).
+      await db.query(
+        `UPDATE workflow_executions x SET due_at = date_trunc('second', now()) - interval '1 minute'
+                 - CASE WHEN r.ord <= 3 THEN interval '10 seconds' ELSE interval '0' END + interval '0.000123 seconds'
+           FROM unnest($1::uuid[]) WITH ORDINALITY AS r(id, ord) WHERE x.id = r.id`,
+        [rows.map((r) => r.id)],
+      );
+      // The first three have their jobs (waiting in the paused queue); the last two lost theirs.
+      for (const r of rows.slice(3)) await (await queue.getJob(workflowStepJobId(r)))?.remove();
+      const hasJob = async (r: { id: string; version: number }) =>
+        (await queue.getJob(workflowStepJobId(r))) !== undefined;
+      expect(await Promise.all(rows.map(hasJob))).toEqual([true, true, true, false, false]);
+
+      // Pages of two: the oldest page (two alive jobs), then the next (one alive, one lost), then the last.
+      recovery.pageSize = 2;
+      expect(await recovery.recover()).toEqual({ found: 2 });
+      expect(await recovery.recover()).toEqual({ found: 2 });
+      expect(await recovery.recover()).toEqual({ found: 1 });
+      expect(await Promise.all(rows.map(hasJob))).toEqual([true, true, true, true, true]);
+      // A short page starts the next run from the oldest again.
+      expect(await recovery.recover()).toEqual({ found: 2 });
+    } finally {
+      recovery.pageSize = pageSize;
+      await queue.resume();
+    }
+    const xs = await waitForExecutions(w.id, (all) => finished(all, 5));
+    expect(xs.map((x) => x.status)).toEqual(emails.map(() => 'EXITED'));
+  }, 60_000);
 });

@@ -6,7 +6,7 @@ import { APP_CONFIG } from '../config/config.module';
 import { QUEUES } from '../queue/queue.constants';
 import { QueueRecovery } from '../queue/recovery';
 import { WorkflowDispatcher } from './workflow-dispatcher';
-import { WorkflowsRepository } from './workflows.repository';
+import { OverdueKey, WorkflowsRepository } from './workflows.repository';
 
 /** An execution this late has lost its job (or never had one: the process died after the trigger's commit). */
 const OVERDUE_GRACE_MS = 5_000;
@@ -17,6 +17,12 @@ const RECOVERY_BATCH = 1000;
  * overdue by more than 5 s get their job again (its deterministic id, so a
  * job that exists is left alone; a repeated one finds another version and
  * does nothing). This is what makes triggers, delays and waits lossless.
+ *
+ * A page holds 1,000 executions, and each run goes on after the last one's
+ * page (back to the oldest once a page comes back short): under a backlog,
+ * the oldest overdue executions are mostly ones whose jobs are alive (held
+ * by a busy worker, or waiting in the queue), and a lost job behind them
+ * must not wait for the backlog to clear.
  */
 @Injectable()
 export class WorkflowsRecovery extends QueueRecovery {
@@ -33,9 +39,15 @@ export class WorkflowsRecovery extends QueueRecovery {
     this.everyMs = Math.min(config.recoveryEveryMs, 5_000);
   }
 
+  /** RECOVERY_BATCH; tests lower it. */
+  pageSize = RECOVERY_BATCH;
+  /** Where the last page ended (in this process); null: start from the oldest. */
+  private after: OverdueKey | null = null;
+
   async recover(): Promise<{ found: number }> {
-    const overdue = await this.repository.overdue(this.dataSource.manager, OVERDUE_GRACE_MS, RECOVERY_BATCH);
-    await this.dispatcher.enqueue(overdue.map((x) => ({ ...x, dueAt: null })));
+    const overdue = await this.repository.overdue(this.dataSource.manager, OVERDUE_GRACE_MS, this.pageSize, this.after);
+    await this.dispatcher.enqueue(overdue.map((x) => ({ id: x.id, version: x.version, dueAt: null })));
+    this.after = overdue.length < this.pageSize ? null : overdue[overdue.length - 1].key;
     return { found: overdue.length };
   }
 }

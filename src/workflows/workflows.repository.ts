@@ -26,6 +26,12 @@ export interface ExecutionListFilter {
 export type ExecutionCounts = Record<'running' | 'waiting' | 'completed' | 'exited' | 'failed' | 'cancelled', number>;
 
 /** An execution whose next job should exist: its id and version make the job id. */
+/** Where a page of overdue executions ended (its last row): `dueAt` as Postgres wrote it, to the microsecond. */
+export interface OverdueKey {
+  dueAt: string;
+  id: string;
+}
+
 export interface DueExecution {
   id: string;
   version: number;
@@ -441,14 +447,21 @@ export class WorkflowsRepository {
     );
   }
 
-  /** Open executions overdue by more than `graceMs`: their job was lost or never added. */
-  overdue(manager: EntityManager, graceMs: number, limit: number): Promise<DueExecution[]> {
-    return queryRows<DueExecution>(
+  /**
+   * Open executions overdue by more than `graceMs` (their job was lost or
+   * never added, or waits behind a backlog), oldest first, from after `after`
+   * (an earlier page's last row) when given.
+   */
+  overdue(manager: EntityManager, graceMs: number, limit: number, after: OverdueKey | null = null): Promise<(DueExecution & { key: OverdueKey })[]> {
+    // The key keeps due_at's microseconds (a Date would drop them: a page of rows sharing one due_at, as the
+    // executions one statement started do, would then come back again and again).
+    return queryRows<DueExecution & { key: OverdueKey }>(
       manager,
-      `SELECT id, version, due_at AS "dueAt" FROM workflow_executions
+      `SELECT id, version, due_at AS "dueAt", json_build_object('dueAt', due_at::text, 'id', id) AS key FROM workflow_executions
         WHERE status IN ('RUNNING', 'WAITING') AND due_at < now() - make_interval(secs => $1::double precision / 1000)
-        ORDER BY due_at LIMIT $2`,
-      [graceMs, limit],
+          AND ($3::timestamptz IS NULL OR (due_at >= $3::timestamptz AND (due_at, id) > ($3::timestamptz, $4::uuid)))
+        ORDER BY due_at, id LIMIT $2`,
+      [graceMs, limit, after?.dueAt ?? null, after?.id ?? null],
     );
   }
 }
