@@ -452,14 +452,14 @@ export class WorkflowsRepository {
    * never added, or waits behind a backlog), oldest first, from after `after`
    * (an earlier page's last row) when given.
    */
-  overdue(manager: EntityManager, graceMs: number, limit: number, after: OverdueKey | null = null): Promise<(DueExecution & { key: OverdueKey })[]> {
+  overdue(manager: EntityManager, graceMs: number, limit: number, after: OverdueKey | null = null): Promise<{ id: string; version: number; key: OverdueKey }[]> {
     // The key keeps due_at's microseconds (a Date would drop them: a page of rows sharing one due_at, as the
     // executions one statement started do, would then come back again and again).
-    return queryRows<DueExecution & { key: OverdueKey }>(
+    return queryRows<{ id: string; version: number; key: OverdueKey }>(
       manager,
-      `SELECT id, version, due_at AS "dueAt", json_build_object('dueAt', due_at::text, 'id', id) AS key FROM workflow_executions
+      `SELECT id, version, json_build_object('dueAt', due_at::text, 'id', id) AS key FROM workflow_executions
         WHERE status IN ('RUNNING', 'WAITING') AND due_at < now() - make_interval(secs => $1::double precision / 1000)
-          AND ($3::timestamptz IS NULL OR (due_at >= $3::timestamptz AND (due_at, id) > ($3::timestamptz, $4::uuid)))
+          AND ($3::timestamptz IS NULL OR (due_at, id) > ($3::timestamptz, $4::uuid))
         ORDER BY due_at, id LIMIT $2`,
       [graceMs, limit, after?.dueAt ?? null, after?.id ?? null],
     );
