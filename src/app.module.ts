@@ -23,7 +23,21 @@ import { EMAIL_TRACKING_OPENAPI_PATHS } from './sending/email-tracking.routes';
 import { TemplatesModule } from './templates/templates.module';
 
 /** Feature modules: a new feature is a folder under src/ and one line here. */
-export const FEATURE_MODULES: Type[] = [HealthModule, DomainsModule, ProjectSettingsModule, ContactsModule, EventsModule, TrackModule, SegmentsModule, TemplatesModule, SendingModule, CampaignsModule, WorkflowsModule, WebhooksModule, OperationsModule];
+export const FEATURE_MODULES: Type[] = [
+  HealthModule,
+  DomainsModule,
+  ProjectSettingsModule,
+  ContactsModule,
+  EventsModule,
+  TrackModule,
+  SegmentsModule,
+  TemplatesModule,
+  SendingModule,
+  CampaignsModule,
+  WorkflowsModule,
+  WebhooksModule,
+  OperationsModule,
+];
 
 /** OpenAPI path items of the routes registered on Fastify directly (no controller decorators to read). */
 export const RAW_ROUTE_OPENAPI_PATHS = { ...EMAIL_TRACKING_OPENAPI_PATHS };

@@ -3,7 +3,12 @@ import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { parseArgs } from 'node:util';
 import { ApiException } from './common/errors/api-exception';
-import { AppConfig, ConfigValidationError, environmentWithDotEnv, loadConfig } from './config/config';
+import {
+  AppConfig,
+  ConfigValidationError,
+  environmentWithDotEnv,
+  loadConfig,
+} from './config/config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { prepareDatabase } from './database/prepare-database';
@@ -39,24 +44,53 @@ class UsageError extends Error {}
 @Module({})
 class CliModule {
   static register(config: AppConfig) {
-    return { module: CliModule, imports: [ConfigModule.forRoot(config), DatabaseModule, RedisModule, ProjectsModule, SealedKeysModule, WebhookSecretsModule] };
+    return {
+      module: CliModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        DatabaseModule,
+        RedisModule,
+        ProjectsModule,
+        SealedKeysModule,
+        WebhookSecretsModule,
+      ],
+    };
   }
 }
 
 type Output = { json: unknown; text: string };
 
-async function run(config: AppConfig, positionals: string[], name: string | undefined, type: string | undefined) {
+async function run(
+  config: AppConfig,
+  positionals: string[],
+  name: string | undefined,
+  type: string | undefined,
+) {
   const [group, action, arg] = positionals;
   if (group === 'health' && action === 'worker') return workerHealth(config);
   if (group === 'migrate') {
     const applied = await prepareDatabase(config.databaseUrl);
-    return { json: { applied }, text: applied.length ? `Applied: ${applied.join(', ')}` : 'Nothing to apply' };
+    return {
+      json: { applied },
+      text: applied.length ? `Applied: ${applied.join(', ')}` : 'Nothing to apply',
+    };
   }
   await prepareDatabase(config.databaseUrl);
-  const app = await NestFactory.createApplicationContext(CliModule.register(config), { logger: ['error'] });
+  const app = await NestFactory.createApplicationContext(CliModule.register(config), {
+    logger: ['error'],
+  });
   try {
     const projects = app.get(ProjectsService);
-    return await dispatch(projects, app.get(SealedKeysService), app.get(WebhookSecretsService), group, action, arg, name, type);
+    return await dispatch(
+      projects,
+      app.get(SealedKeysService),
+      app.get(WebhookSecretsService),
+      group,
+      action,
+      arg,
+      name,
+      type,
+    );
   } finally {
     await app.close();
   }
@@ -88,21 +122,31 @@ async function dispatch(
       const list = await projects.listProjects();
       return {
         json: { projects: list },
-        text: list.map((p) => `${p.id}  ${p.enabled ? 'enabled ' : 'disabled'}  ${p.name}`).join('\n') || 'No projects',
+        text:
+          list
+            .map((p) => `${p.id}  ${p.enabled ? 'enabled ' : 'disabled'}  ${p.name}`)
+            .join('\n') || 'No projects',
       };
     }
     case 'projects disable':
     case 'projects enable': {
       const project = await projects.setEnabled(need(arg, '<projectId>'), action === 'enable');
-      return { json: { project }, text: `Project ${project.id} ${project.enabled ? 'enabled' : 'disabled'}` };
+      return {
+        json: { project },
+        text: `Project ${project.id} ${project.enabled ? 'enabled' : 'disabled'}`,
+      };
     }
     case 'keys create': {
-      if (type !== 'secret' && type !== 'public') throw new UsageError('--type must be secret or public');
+      if (type !== 'secret' && type !== 'public')
+        throw new UsageError('--type must be secret or public');
       const created = await projects.createKey(
         need(arg, '<projectId>'),
         type === 'secret' ? ApiKeyType.SECRET : ApiKeyType.PUBLIC,
       );
-      return { json: created, text: `Key ${created.key.id}: ${created.apiKey}\nStore it now: it is not shown again.` };
+      return {
+        json: created,
+        text: `Key ${created.key.id}: ${created.apiKey}\nStore it now: it is not shown again.`,
+      };
     }
     case 'keys revoke': {
       const key = await projects.revokeKey(need(arg, '<keyId>'));
@@ -112,7 +156,13 @@ async function dispatch(
       const keys = await projects.listKeys(need(arg, '<projectId>'));
       return {
         json: { keys },
-        text: keys.map((k) => `${k.id}  ${k.type.padEnd(6)}  ${k.prefix}…  ${k.revoked ? 'revoked' : 'active'}`).join('\n') || 'No keys',
+        text:
+          keys
+            .map(
+              (k) =>
+                `${k.id}  ${k.type.padEnd(6)}  ${k.prefix}…  ${k.revoked ? 'revoked' : 'active'}`,
+            )
+            .join('\n') || 'No keys',
       };
     }
     case 'secrets rotate': {
@@ -127,7 +177,9 @@ async function dispatch(
       };
     }
     default:
-      throw new UsageError(`Unknown command: ${[group, action].filter(Boolean).join(' ') || '(none)'}`);
+      throw new UsageError(
+        `Unknown command: ${[group, action].filter(Boolean).join(' ') || '(none)'}`,
+      );
   }
 }
 
@@ -161,7 +213,11 @@ async function main(): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {
-      emit({ error: { code: 'USAGE', message: error.message } }, `${error.message}\n\n${USAGE}`, values.json ? process.stdout : process.stderr);
+      emit(
+        { error: { code: 'USAGE', message: error.message } },
+        `${error.message}\n\n${USAGE}`,
+        values.json ? process.stdout : process.stderr,
+      );
       return 2;
     }
     const code =
@@ -171,7 +227,11 @@ async function main(): Promise<number> {
           ? 'CONFIG'
           : 'ERROR';
     const message = error instanceof Error ? error.message : String(error);
-    emit({ error: { code, message } }, `Error: ${message}`, values.json ? process.stdout : process.stderr);
+    emit(
+      { error: { code, message } },
+      `Error: ${message}`,
+      values.json ? process.stdout : process.stderr,
+    );
     return 1;
   }
 }

@@ -1,6 +1,14 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
-import { AppConfig, ConfigValidationError, environmentWithDotEnv, loadConfig, mailDestination, runsApi, runsWorkers } from './config/config';
+import {
+  AppConfig,
+  ConfigValidationError,
+  environmentWithDotEnv,
+  loadConfig,
+  mailDestination,
+  runsApi,
+  runsWorkers,
+} from './config/config';
 import { createApp } from './create-app';
 import { prepareDatabase } from './database/prepare-database';
 import { clearStaleHeartbeat, workerHeartbeatPath } from './queue/worker-heartbeat';
@@ -8,12 +16,20 @@ import { clearStaleHeartbeat, workerHeartbeatPath } from './queue/worker-heartbe
 /** The one line a newcomer reads: where the API is, its docs, the role, where mail goes. */
 function announce(config: AppConfig): void {
   const mail = mailDestination(config);
-  const senders = config.requireVerifiedSender ? 'verified sender domains only' : 'any sender domain (unsigned unless verified)';
+  const senders = config.requireVerifiedSender
+    ? 'verified sender domains only'
+    : 'any sender domain (unsigned unless verified)';
   if (runsApi(config)) {
     const host = config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host;
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${config.port}`;
     new Logger('Mailwright').log(
-      { url, docs: `${url}/docs`, role: config.role, mail, requireVerifiedSender: config.requireVerifiedSender },
+      {
+        url,
+        docs: `${url}/docs`,
+        role: config.role,
+        mail,
+        requireVerifiedSender: config.requireVerifiedSender,
+      },
       `Mailwright listening on ${url} (API docs ${url}/docs), role ${config.role}, mail to ${mail}, ${senders}`,
     );
   } else {

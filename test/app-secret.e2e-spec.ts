@@ -1,9 +1,23 @@
 import { existsSync } from 'node:fs';
 import { Client } from 'pg';
 import { EmailsService } from '../src/sending/emails.service';
-import { DIST_CLI, DIST_MAIN, freePort, runCli, startService, waitForHttp } from './support/processes';
+import {
+  DIST_CLI,
+  DIST_MAIN,
+  freePort,
+  runCli,
+  startService,
+  waitForHttp,
+} from './support/processes';
 import { SendingTest, startSendingTest, verifyDkim, waitForEmailStatus } from './support/sending';
-import { flushPrefix, PG_ADMIN_URL, startTestApp, testConfig, TestApp, TEST_REDIS_URL } from './support/test-app';
+import {
+  flushPrefix,
+  PG_ADMIN_URL,
+  startTestApp,
+  testConfig,
+  TestApp,
+  TEST_REDIS_URL,
+} from './support/test-app';
 
 /** The secret the domains were created under, and the one that replaces it. */
 const SECRET_A = 'old-secret-old-secret-old-secret-old-0123456789';
@@ -19,14 +33,20 @@ const oneClick = (app: TestApp, url: string) =>
   });
 
 beforeAll(() => {
-  if (!existsSync(DIST_CLI) || !existsSync(DIST_MAIN)) throw new Error('dist/ is missing: run `npm run build` (npm test does it first)');
+  if (!existsSync(DIST_CLI) || !existsSync(DIST_MAIN))
+    throw new Error('dist/ is missing: run `npm run build` (npm test does it first)');
 });
 
 describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `secrets rotate` (e2e)', () => {
   let t: SendingTest;
   let app: TestApp | undefined;
   /** Unsubscribe links signed under SECRET_A, for two subscribed contacts. */
-  const oldLinks: { keptUrl: string; keptContact: string; droppedUrl: string; droppedContact: string } = {
+  const oldLinks: {
+    keptUrl: string;
+    keptContact: string;
+    droppedUrl: string;
+    droppedContact: string;
+  } = {
     keptUrl: '',
     keptContact: '',
     droppedUrl: '',
@@ -79,7 +99,10 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
       body: { to, from: 'hello@acme.test', subject: `To ${to}`, body: '<p>x</p>' },
     });
     expect(res.status).toBe(200);
-    const record = await waitForEmailStatus(app!, t.project.secretKey, res.body.data.emails[0].id, ['SENT', 'FAILED']);
+    const record = await waitForEmailStatus(app!, t.project.secretKey, res.body.data.emails[0].id, [
+      'SENT',
+      'FAILED',
+    ]);
     expect(record).toMatchObject({ status: 'SENT', error: null });
     const [message] = t.smtp.messagesTo(to);
     return verifyDkim(message.raw, t.dns);
@@ -87,7 +110,9 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
 
   /** `node dist/main.js` until it exits (it is expected to refuse), with its output. */
   const refusedBoot = async (env: Record<string, string>) => {
-    const proc = startService(processEnv({ PORT: String(await freePort()), LOG_LEVEL: 'info', ...env }));
+    const proc = startService(
+      processEnv({ PORT: String(await freePort()), LOG_LEVEL: 'info', ...env }),
+    );
     const killer = setTimeout(() => proc.child.kill('SIGKILL'), 30_000);
     const code = await proc.exited;
     clearTimeout(killer);
@@ -98,10 +123,20 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     t = await startSendingTest('Rotation', { APP_SECRET: SECRET_A });
     app = t.app;
     // A second domain (still PENDING): its key is sealed too, and must be counted and rotated.
-    const second = await app.request({ method: 'POST', url: '/domains', key: t.project.secretKey, body: { domain: 'second.test' } });
+    const second = await app.request({
+      method: 'POST',
+      url: '/domains',
+      key: t.project.secretKey,
+      body: { domain: 'second.test' },
+    });
     expect(second.status).toBe(201);
     // A webhook endpoint: its signing secret is sealed too, and rotated with the DKIM keys.
-    const hook = await app.request({ method: 'POST', url: '/webhooks', key: t.project.secretKey, body: { url: 'https://hooks.example.com/x', events: ['email.*'] } });
+    const hook = await app.request({
+      method: 'POST',
+      url: '/webhooks',
+      key: t.project.secretKey,
+      body: { url: 'https://hooks.example.com/x', events: ['email.*'] },
+    });
     expect(hook.status).toBe(201);
     const emails = app.app.get(EmailsService);
     for (const which of ['kept', 'dropped'] as const) {
@@ -158,7 +193,10 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
       const client = new Client({ connectionString: PG_ADMIN_URL });
       await client.connect();
       try {
-        const res = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [t.db.name]);
+        const res = await client.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1',
+          [t.db.name],
+        );
         return res.rows[0].n;
       } finally {
         await client.end();
@@ -173,7 +211,13 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     // What an operator sees: a warning that points at `secrets rotate`, no secret in the log.
     const port = await freePort();
     const proc = startService(
-      processEnv({ PORT: String(port), LOG_LEVEL: 'warn', APP_ROLE: 'api', APP_SECRET: SECRET_B, APP_SECRET_PREVIOUS: SECRET_A }),
+      processEnv({
+        PORT: String(port),
+        LOG_LEVEL: 'warn',
+        APP_ROLE: 'api',
+        APP_SECRET: SECRET_B,
+        APP_SECRET_PREVIOUS: SECRET_A,
+      }),
     );
     try {
       await waitForHttp(`http://127.0.0.1:${port}/health/ready`);
@@ -195,11 +239,20 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     // A link signed under the old secret, as in mail delivered before the change.
     const clicked = await oneClick(app!, oldLinks.keptUrl);
     expect(clicked.status).toBe(200);
-    const contact = await app!.request({ method: 'GET', url: `/contacts/${oldLinks.keptContact}`, key: t.project.secretKey });
+    const contact = await app!.request({
+      method: 'GET',
+      url: `/contacts/${oldLinks.keptContact}`,
+      key: t.project.secretKey,
+    });
     expect(contact.body.data.subscribed).toBe(false);
 
     // New keys are sealed under the new secret: from now on the database holds keys of both.
-    const third = await app!.request({ method: 'POST', url: '/domains', key: t.project.secretKey, body: { domain: 'third.test' } });
+    const third = await app!.request({
+      method: 'POST',
+      url: '/domains',
+      key: t.project.secretKey,
+      body: { domain: 'third.test' },
+    });
     expect(third.status).toBe(201);
     await stopApp();
   }, 60_000);
@@ -213,19 +266,33 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     expect(refused.status).toBe(1);
     const error = JSON.parse(refused.stdout).error;
     expect(error.code).toBe('APP_SECRET_MISMATCH');
-    expect(error.message).toContain('2 sealed DKIM keys (domains acme.test, second.test) open with neither APP_SECRET');
+    expect(error.message).toContain(
+      '2 sealed DKIM keys (domains acme.test, second.test) open with neither APP_SECRET',
+    );
     expect(error.message).toContain('Nothing was re-sealed');
     expect(await sealedKeys()).toEqual(before);
     // Not even the key that could be re-sealed (third.test, under SECRET_B) is written when others cannot.
-    const partial = runCli(['secrets', 'rotate', '--json'], processEnv({ APP_SECRET: UNRELATED, APP_SECRET_PREVIOUS: SECRET_B }));
+    const partial = runCli(
+      ['secrets', 'rotate', '--json'],
+      processEnv({ APP_SECRET: UNRELATED, APP_SECRET_PREVIOUS: SECRET_B }),
+    );
     expect(partial.status).toBe(1);
-    expect(JSON.parse(partial.stdout).error.message).toContain('2 sealed DKIM keys (domains acme.test, second.test)');
+    expect(JSON.parse(partial.stdout).error.message).toContain(
+      '2 sealed DKIM keys (domains acme.test, second.test)',
+    );
     expect(await sealedKeys()).toEqual(before);
 
-    const rotated = runCli(['secrets', 'rotate', '--json'], { ...cliEnv, APP_SECRET_PREVIOUS: SECRET_A });
+    const rotated = runCli(['secrets', 'rotate', '--json'], {
+      ...cliEnv,
+      APP_SECRET_PREVIOUS: SECRET_A,
+    });
     expect(rotated.stderr).toBe('');
     expect(rotated.status).toBe(0);
-    expect(JSON.parse(rotated.stdout)).toEqual({ resealed: 2, alreadyCurrent: 1, webhookSecrets: { resealed: 1, alreadyCurrent: 0 } });
+    expect(JSON.parse(rotated.stdout)).toEqual({
+      resealed: 2,
+      alreadyCurrent: 1,
+      webhookSecrets: { resealed: 1, alreadyCurrent: 0 },
+    });
     const after = await sealedKeys();
     expect([...after.keys()]).toEqual(['acme.test', 'second.test', 'third.test']);
     expect(after.get('acme.test')).not.toBe(before.get('acme.test'));
@@ -235,14 +302,18 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     // Running it again finds nothing to do (text output for people).
     const again = runCli(['secrets', 'rotate'], { ...cliEnv, APP_SECRET_PREVIOUS: SECRET_A });
     expect(again.status).toBe(0);
-    expect(again.stdout).toContain('Re-sealed 0 DKIM key(s) under the current APP_SECRET; 3 already were.');
+    expect(again.stdout).toContain(
+      'Re-sealed 0 DKIM key(s) under the current APP_SECRET; 3 already were.',
+    );
     expect(again.stdout).toContain('Re-sealed 0 webhook signing secret(s); 1 already were.');
     expect(await sealedKeys()).toEqual(after);
 
     // The old secret alone is now the wrong one.
     const old = await refusedBoot({ APP_ROLE: 'worker', APP_SECRET: SECRET_A });
     expect(old.code).toBe(1);
-    expect(old.output).toContain('Mailwright failed to start: 3 sealed DKIM keys (domains acme.test, second.test, third.test)');
+    expect(old.output).toContain(
+      'Mailwright failed to start: 3 sealed DKIM keys (domains acme.test, second.test, third.test)',
+    );
 
     await startApp({ APP_SECRET: SECRET_B });
     const dkim = await sendSigned('rotated@example.org');
@@ -251,7 +322,9 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
 
     // Old links end when the old secret leaves APP_SECRET_PREVIOUS; links signed under the new one work.
     expect((await oneClick(app!, oldLinks.droppedUrl)).status).toBe(404);
-    const fresh = app!.app.get(EmailsService).unsubscribeUrl(t.project.id, oldLinks.droppedContact, null);
+    const fresh = app!.app
+      .get(EmailsService)
+      .unsubscribeUrl(t.project.id, oldLinks.droppedContact, null);
     expect((await oneClick(app!, fresh)).status).toBe(200);
   }, 90_000);
 });

@@ -86,7 +86,13 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
         method: 'POST',
         url: '/segments',
         key: p.secretKey,
-        body: { name: `Pro ${suffix}`, condition: { logic: 'AND', conditions: [{ field: 'data.plan', operator: 'equals', value: 'pro' }] } },
+        body: {
+          name: `Pro ${suffix}`,
+          condition: {
+            logic: 'AND',
+            conditions: [{ field: 'data.plan', operator: 'equals', value: 'pro' }],
+          },
+        },
       });
       expect(segment.status).toBe(201);
       const domain = await app.request({
@@ -151,13 +157,21 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
   /** No stack frames, SQL or secrets in any response, error or not. */
   function expectNoLeak(res: InjectResult): void {
     expect(res.raw).not.toMatch(/\n\s+at |\bat [\w.<>]+ \(.*:\d+:\d+\)|node_modules|\.ts:\d+/);
-    expect(res.raw).not.toMatch(/\bSELECT\b|\bINSERT INTO\b|\bUPDATE "|violates|syntax error at|QueryFailedError|duplicate key/i);
+    expect(res.raw).not.toMatch(
+      /\bSELECT\b|\bINSERT INTO\b|\bUPDATE "|violates|syntax error at|QueryFailedError|duplicate key/i,
+    );
     expect(res.raw).not.toMatch(/-----BEGIN|PRIVATE KEY/);
-    for (const secret of [a.secretKey, a.publicKey, b.secretKey, b.publicKey]) expect(res.raw).not.toContain(secret);
+    for (const secret of [a.secretKey, a.publicKey, b.secretKey, b.publicKey])
+      expect(res.raw).not.toContain(secret);
   }
 
   /** The full error envelope; `fields` lists the exact (field, code) pairs expected in errors[]. */
-  function expectError(res: InjectResult, status: number, code: string, fields?: FieldIssue[]): void {
+  function expectError(
+    res: InjectResult,
+    status: number,
+    code: string,
+    fields?: FieldIssue[],
+  ): void {
     const context = `${status} ${code} expected, got ${res.status} ${res.raw.slice(0, 500)}`;
     expect({ status: res.status, context }).toEqual({ status, context });
     expect(res.body.success).toBe(false);
@@ -171,7 +185,10 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
     expect(new Date(res.body.timestamp).toISOString()).toBe(res.body.timestamp);
     expect(String(res.headers['content-type'])).toMatch(/^application\/json/);
     if (fields) {
-      const got = (res.body.error.errors ?? []).map((e: FieldIssue) => ({ field: e.field, code: e.code }));
+      const got = (res.body.error.errors ?? []).map((e: FieldIssue) => ({
+        field: e.field,
+        code: e.code,
+      }));
       expect(got).toEqual(expect.arrayContaining(fields));
       for (const e of res.body.error.errors ?? []) {
         expect(typeof e.message).toBe('string');
@@ -197,7 +214,12 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
 
   /** Several refused requests under one before/after fingerprint (for the big tables). */
   async function allRefused(
-    cases: Array<{ options: Parameters<TestApp['request']>[0]; status: number; code: string; fields?: FieldIssue[] }>,
+    cases: Array<{
+      options: Parameters<TestApp['request']>[0];
+      status: number;
+      code: string;
+      fields?: FieldIssue[];
+    }>,
   ): Promise<void> {
     const before = await fingerprint();
     for (const c of cases) {
@@ -205,14 +227,16 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
       try {
         expectError(res, c.status, c.code, c.fields);
       } catch (error) {
-        (error as Error).message = `${c.options.method} ${c.options.url} ${JSON.stringify(c.options.body ?? null).slice(0, 200)}\n${(error as Error).message}`;
+        (error as Error).message =
+          `${c.options.method} ${c.options.url} ${JSON.stringify(c.options.body ?? null).slice(0, 200)}\n${(error as Error).message}`;
         throw error;
       }
     }
     expect(await fingerprint()).toEqual(before);
   }
 
-  const importDone = (p: TestProject, id: string) => waitForImport(app, p.secretKey, id, 25_000, 100);
+  const importDone = (p: TestProject, id: string) =>
+    waitForImport(app, p.secretKey, id, 25_000, 100);
 
   // ---------------------------------------------------------------- body-level matrix
 
@@ -230,27 +254,132 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
   }
 
   const endpoints: WriteEndpoint[] = [
-    { name: 'POST /contacts', method: 'POST', url: () => '/contacts', limit: MB, readsBody: true, valid: () => ({ email: freshEmail() }) },
-    { name: 'PATCH /contacts/{id}', method: 'PATCH', url: () => `/contacts/${ids.contactA}`, limit: MB, readsBody: true, valid: () => ({ subscribed: false }) },
-    { name: 'DELETE /contacts/{id}', method: 'DELETE', url: () => `/contacts/${ids.contactA}`, limit: MB, readsBody: false },
-    { name: 'POST /contacts/import', method: 'POST', url: () => '/contacts/import', limit: 10 * MB, readsBody: true, valid: () => ({ contacts: [{ email: freshEmail() }] }) },
-    { name: 'POST /v1/track (sk)', method: 'POST', url: () => '/v1/track', limit: MB, readsBody: true, valid: () => ({ email: freshEmail(), event: 'signup' }) },
-    { name: 'POST /v1/track (pk)', method: 'POST', url: () => '/v1/track', key: () => a.publicKey, limit: MB, readsBody: true, valid: () => ({ email: freshEmail(), event: 'signup' }) },
-    { name: 'POST /domains', method: 'POST', url: () => '/domains', limit: MB, readsBody: true, valid: () => ({ domain: 'never-created.example.com' }) },
-    { name: 'POST /domains/{id}/verify', method: 'POST', url: () => `/domains/${ids.domainA}/verify`, limit: MB, readsBody: false },
-    { name: 'DELETE /domains/{id}', method: 'DELETE', url: () => `/domains/${ids.domainA}`, limit: MB, readsBody: false },
-    { name: 'POST /segments', method: 'POST', url: () => '/segments', limit: MB, readsBody: true, valid: () => ({ name: 'x', condition: { logic: 'AND', conditions: [] } }) },
-    { name: 'PATCH /segments/{id}', method: 'PATCH', url: () => `/segments/${ids.segmentA}`, limit: MB, readsBody: true, valid: () => ({ name: 'renamed' }) },
-    { name: 'DELETE /segments/{id}', method: 'DELETE', url: () => `/segments/${ids.segmentA}`, limit: MB, readsBody: false },
-    { name: 'POST /segments/preview', method: 'POST', url: () => '/segments/preview', limit: MB, readsBody: true, valid: () => ({ condition: { logic: 'AND', conditions: [] } }) },
-    { name: 'PATCH /project', method: 'PATCH', url: () => '/project', limit: MB, readsBody: true, valid: () => ({ name: 'Renamed' }) },
+    {
+      name: 'POST /contacts',
+      method: 'POST',
+      url: () => '/contacts',
+      limit: MB,
+      readsBody: true,
+      valid: () => ({ email: freshEmail() }),
+    },
+    {
+      name: 'PATCH /contacts/{id}',
+      method: 'PATCH',
+      url: () => `/contacts/${ids.contactA}`,
+      limit: MB,
+      readsBody: true,
+      valid: () => ({ subscribed: false }),
+    },
+    {
+      name: 'DELETE /contacts/{id}',
+      method: 'DELETE',
+      url: () => `/contacts/${ids.contactA}`,
+      limit: MB,
+      readsBody: false,
+    },
+    {
+      name: 'POST /contacts/import',
+      method: 'POST',
+      url: () => '/contacts/import',
+      limit: 10 * MB,
+      readsBody: true,
+      valid: () => ({ contacts: [{ email: freshEmail() }] }),
+    },
+    {
+      name: 'POST /v1/track (sk)',
+      method: 'POST',
+      url: () => '/v1/track',
+      limit: MB,
+      readsBody: true,
+      valid: () => ({ email: freshEmail(), event: 'signup' }),
+    },
+    {
+      name: 'POST /v1/track (pk)',
+      method: 'POST',
+      url: () => '/v1/track',
+      key: () => a.publicKey,
+      limit: MB,
+      readsBody: true,
+      valid: () => ({ email: freshEmail(), event: 'signup' }),
+    },
+    {
+      name: 'POST /domains',
+      method: 'POST',
+      url: () => '/domains',
+      limit: MB,
+      readsBody: true,
+      valid: () => ({ domain: 'never-created.example.com' }),
+    },
+    {
+      name: 'POST /domains/{id}/verify',
+      method: 'POST',
+      url: () => `/domains/${ids.domainA}/verify`,
+      limit: MB,
+      readsBody: false,
+    },
+    {
+      name: 'DELETE /domains/{id}',
+      method: 'DELETE',
+      url: () => `/domains/${ids.domainA}`,
+      limit: MB,
+      readsBody: false,
+    },
+    {
+      name: 'POST /segments',
+      method: 'POST',
+      url: () => '/segments',
+      limit: MB,
+      readsBody: true,
+      valid: () => ({ name: 'x', condition: { logic: 'AND', conditions: [] } }),
+    },
+    {
+      name: 'PATCH /segments/{id}',
+      method: 'PATCH',
+      url: () => `/segments/${ids.segmentA}`,
+      limit: MB,
+      readsBody: true,
+      valid: () => ({ name: 'renamed' }),
+    },
+    {
+      name: 'DELETE /segments/{id}',
+      method: 'DELETE',
+      url: () => `/segments/${ids.segmentA}`,
+      limit: MB,
+      readsBody: false,
+    },
+    {
+      name: 'POST /segments/preview',
+      method: 'POST',
+      url: () => '/segments/preview',
+      limit: MB,
+      readsBody: true,
+      valid: () => ({ condition: { logic: 'AND', conditions: [] } }),
+    },
+    {
+      name: 'PATCH /project',
+      method: 'PATCH',
+      url: () => '/project',
+      limit: MB,
+      readsBody: true,
+      valid: () => ({ name: 'Renamed' }),
+    },
   ];
 
   describe.each(endpoints)('$name', (ep) => {
     const key = () => (ep.key ? ep.key() : a.secretKey);
     /** This endpoint's request with `body` (and `headers`). */
-    const send = (body: unknown, headers?: Record<string, string>) => ({ method: ep.method, url: ep.url(), key: key(), body, headers });
-    const badRequest = (body: string, headers?: Record<string, string>) => ({ options: send(body, headers), status: 400, code: 'BAD_REQUEST' });
+    const send = (body: unknown, headers?: Record<string, string>) => ({
+      method: ep.method,
+      url: ep.url(),
+      key: key(),
+      body,
+      headers,
+    });
+    const badRequest = (body: string, headers?: Record<string, string>) => ({
+      options: send(body, headers),
+      status: 400,
+      code: 'BAD_REQUEST',
+    });
 
     it('refuses malformed JSON, non-object JSON and a wrong content type', async () => {
       const cases: Parameters<typeof allRefused>[0] = [
@@ -259,11 +388,24 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
         badRequest("{'single': 'quotes'}"),
         badRequest('{"a":1}', { 'content-type': 'application/xml' }),
         badRequest('email=x@example.com', { 'content-type': 'text/plain' }),
-        badRequest('email=form@example.com&event=signup&name=x&domain=form.example.com', { 'content-type': 'application/x-www-form-urlencoded' }),
-        badRequest('--x\r\nContent-Disposition: form-data; name="email"\r\n\r\nmp@example.com\r\n--x--', { 'content-type': 'multipart/form-data; boundary=x' }),
+        badRequest('email=form@example.com&event=signup&name=x&domain=form.example.com', {
+          'content-type': 'application/x-www-form-urlencoded',
+        }),
+        badRequest(
+          '--x\r\nContent-Disposition: form-data; name="email"\r\n\r\nmp@example.com\r\n--x--',
+          { 'content-type': 'multipart/form-data; boundary=x' },
+        ),
       ];
       if (ep.readsBody) {
-        for (const body of ['[]', '[{"email":"x@example.com"}]', '"a string"', '42', 'null', 'true']) cases.push(badRequest(body));
+        for (const body of [
+          '[]',
+          '[{"email":"x@example.com"}]',
+          '"a string"',
+          '42',
+          'null',
+          'true',
+        ])
+          cases.push(badRequest(body));
       }
       await allRefused(cases);
     });
@@ -316,7 +458,10 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
   });
 
   it('accepts a 10 MB route body between 1 and 10 MB (not a 413)', async () => {
-    const rows = Array.from({ length: 9_000 }, (_, i) => ({ email: `big-${i}@example.com`, data: { note: 'n'.repeat(200) } }));
+    const rows = Array.from({ length: 9_000 }, (_, i) => ({
+      email: `big-${i}@example.com`,
+      data: { note: 'n'.repeat(200) },
+    }));
     const body = JSON.stringify({ contacts: rows });
     expect(body.length).toBeGreaterThan(MB);
     const res = await postImport(app, b.secretKey, body);
@@ -334,33 +479,147 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
     const E = 'VALIDATION_ERROR';
     await allRefused([
       { options: post({}), status: v, code: E, fields: [{ field: 'email', code: 'required' }] },
-      { options: post({ email: null }), status: v, code: E, fields: [{ field: 'email', code: 'required' }] },
-      { options: post({ email: 42 }), status: v, code: E, fields: [{ field: 'email', code: 'invalid_type' }] },
-      { options: post({ email: ['a@example.com'] }), status: v, code: E, fields: [{ field: 'email', code: 'invalid_type' }] },
-      { options: post({ email: { address: 'a@example.com' } }), status: v, code: E, fields: [{ field: 'email', code: 'invalid_type' }] },
-      { options: post({ email: true }), status: v, code: E, fields: [{ field: 'email', code: 'invalid_type' }] },
-      { options: post({ email: 'not-an-email' }), status: v, code: E, fields: [{ field: 'email', code: 'invalid_string' }] },
-      { options: post({ email: 'a@b.com\r\nBcc: victim@example.com' }), status: v, code: E, fields: [{ field: 'email', code: 'invalid_string' }] },
-      { options: post({ email: 'a\r\n@example.com' }), status: v, code: E, fields: [{ field: 'email', code: 'invalid_string' }] },
-      { options: post({ email: 'a\u0000@example.com' }), status: v, code: E, fields: [{ field: 'email', code: 'invalid_string' }] },
+      {
+        options: post({ email: null }),
+        status: v,
+        code: E,
+        fields: [{ field: 'email', code: 'required' }],
+      },
+      {
+        options: post({ email: 42 }),
+        status: v,
+        code: E,
+        fields: [{ field: 'email', code: 'invalid_type' }],
+      },
+      {
+        options: post({ email: ['a@example.com'] }),
+        status: v,
+        code: E,
+        fields: [{ field: 'email', code: 'invalid_type' }],
+      },
+      {
+        options: post({ email: { address: 'a@example.com' } }),
+        status: v,
+        code: E,
+        fields: [{ field: 'email', code: 'invalid_type' }],
+      },
+      {
+        options: post({ email: true }),
+        status: v,
+        code: E,
+        fields: [{ field: 'email', code: 'invalid_type' }],
+      },
+      {
+        options: post({ email: 'not-an-email' }),
+        status: v,
+        code: E,
+        fields: [{ field: 'email', code: 'invalid_string' }],
+      },
+      {
+        options: post({ email: 'a@b.com\r\nBcc: victim@example.com' }),
+        status: v,
+        code: E,
+        fields: [{ field: 'email', code: 'invalid_string' }],
+      },
+      {
+        options: post({ email: 'a\r\n@example.com' }),
+        status: v,
+        code: E,
+        fields: [{ field: 'email', code: 'invalid_string' }],
+      },
+      {
+        options: post({ email: 'a\u0000@example.com' }),
+        status: v,
+        code: E,
+        fields: [{ field: 'email', code: 'invalid_string' }],
+      },
       { options: post({ email: `${'a'.repeat(64)}@${'b'.repeat(300)}.com` }), status: v, code: E },
       { options: post({ email: 'x'.repeat(100_000) }), status: v, code: E },
-      { options: post({ email: freshEmail(), subscribed: 'true' }), status: v, code: E, fields: [{ field: 'subscribed', code: 'invalid_type' }] },
-      { options: post({ email: freshEmail(), subscribed: 1 }), status: v, code: E, fields: [{ field: 'subscribed', code: 'invalid_type' }] },
+      {
+        options: post({ email: freshEmail(), subscribed: 'true' }),
+        status: v,
+        code: E,
+        fields: [{ field: 'subscribed', code: 'invalid_type' }],
+      },
+      {
+        options: post({ email: freshEmail(), subscribed: 1 }),
+        status: v,
+        code: E,
+        fields: [{ field: 'subscribed', code: 'invalid_type' }],
+      },
     ]);
     await allRefused([
-      { options: post({ email: freshEmail(), data: [] }), status: v, code: E, fields: [{ field: 'data', code: 'invalid_type' }] },
-      { options: post({ email: freshEmail(), data: 'x' }), status: v, code: E, fields: [{ field: 'data', code: 'invalid_type' }] },
-      { options: post({ email: freshEmail(), data: 42 }), status: v, code: E, fields: [{ field: 'data', code: 'invalid_type' }] },
-      { options: post({ email: freshEmail(), data: { big: 'x'.repeat(65 * 1024) } }), status: v, code: E, fields: [{ field: 'data', code: 'too_big' }] },
-      { options: post({ email: freshEmail(), data: { note: 'nul\u0000byte' } }), status: v, code: E, fields: [{ field: 'data.note', code: 'invalid_string' }] },
-      { options: post({ email: freshEmail(), data: { list: ['ok', 'nul\u0000'] } }), status: v, code: E, fields: [{ field: 'data.list[1]', code: 'invalid_string' }] },
-      { options: post(JSON.parse(`{"email": "${freshEmail()}", "data": {"a": "\\udc00"}}`)), status: v, code: E, fields: [{ field: 'data.a', code: 'invalid_string' }] },
+      {
+        options: post({ email: freshEmail(), data: [] }),
+        status: v,
+        code: E,
+        fields: [{ field: 'data', code: 'invalid_type' }],
+      },
+      {
+        options: post({ email: freshEmail(), data: 'x' }),
+        status: v,
+        code: E,
+        fields: [{ field: 'data', code: 'invalid_type' }],
+      },
+      {
+        options: post({ email: freshEmail(), data: 42 }),
+        status: v,
+        code: E,
+        fields: [{ field: 'data', code: 'invalid_type' }],
+      },
+      {
+        options: post({ email: freshEmail(), data: { big: 'x'.repeat(65 * 1024) } }),
+        status: v,
+        code: E,
+        fields: [{ field: 'data', code: 'too_big' }],
+      },
+      {
+        options: post({ email: freshEmail(), data: { note: 'nul\u0000byte' } }),
+        status: v,
+        code: E,
+        fields: [{ field: 'data.note', code: 'invalid_string' }],
+      },
+      {
+        options: post({ email: freshEmail(), data: { list: ['ok', 'nul\u0000'] } }),
+        status: v,
+        code: E,
+        fields: [{ field: 'data.list[1]', code: 'invalid_string' }],
+      },
+      {
+        options: post(JSON.parse(`{"email": "${freshEmail()}", "data": {"a": "\\udc00"}}`)),
+        status: v,
+        code: E,
+        fields: [{ field: 'data.a', code: 'invalid_string' }],
+      },
       // Over the depth limit, and a 64 KB array nesting that Postgres would refuse with a stack error.
-      { options: post(`{"email": "${freshEmail()}", "data": {"d": ${'{"d":'.repeat(40)}1${'}'.repeat(40)}}}`), status: v, code: E, fields: [{ field: 'data', code: 'too_big' }] },
-      { options: post(`{"email": "${freshEmail()}", "data": {"d": ${'['.repeat(30_000)}${']'.repeat(30_000)}}}`), status: v, code: E, fields: [{ field: 'data', code: 'too_big' }] },
-      { options: post({ email: freshEmail(), data: { constructor: 'x' } }), status: v, code: E, fields: [{ field: 'data.constructor', code: 'invalid_string' }] },
-      { options: post({ email: freshEmail(), data: { a: [{ prototype: 1 }] } }), status: v, code: E, fields: [{ field: 'data.a[0].prototype', code: 'invalid_string' }] },
+      {
+        options: post(
+          `{"email": "${freshEmail()}", "data": {"d": ${'{"d":'.repeat(40)}1${'}'.repeat(40)}}}`,
+        ),
+        status: v,
+        code: E,
+        fields: [{ field: 'data', code: 'too_big' }],
+      },
+      {
+        options: post(
+          `{"email": "${freshEmail()}", "data": {"d": ${'['.repeat(30_000)}${']'.repeat(30_000)}}}`,
+        ),
+        status: v,
+        code: E,
+        fields: [{ field: 'data', code: 'too_big' }],
+      },
+      {
+        options: post({ email: freshEmail(), data: { constructor: 'x' } }),
+        status: v,
+        code: E,
+        fields: [{ field: 'data.constructor', code: 'invalid_string' }],
+      },
+      {
+        options: post({ email: freshEmail(), data: { a: [{ prototype: 1 }] } }),
+        status: v,
+        code: E,
+        fields: [{ field: 'data.a[0].prototype', code: 'invalid_string' }],
+      },
       { options: post({ email: 'owner-a@example.com' }), status: 409, code: 'CONFLICT' },
       { options: post({ email: '  OWNER-A@Example.COM\r\n' }), status: 409, code: 'CONFLICT' },
     ]);
@@ -371,55 +630,182 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
       method: 'POST',
       url: '/contacts',
       key: a.secretKey,
-      body: { email: '\r\n Emoji-Ünïcode@Example.com \r\n', data: { name: 'Zoë 🚀 李', valueOf: 'x', nested: { toString: 1, hasOwnProperty: 2 }, deep: { a: { b: { c: 1 } } } } },
+      body: {
+        email: '\r\n Emoji-Ünïcode@Example.com \r\n',
+        data: {
+          name: 'Zoë 🚀 李',
+          valueOf: 'x',
+          nested: { toString: 1, hasOwnProperty: 2 },
+          deep: { a: { b: { c: 1 } } },
+        },
+      },
     });
     expect(res.status).toBe(201);
     expectNoLeak(res);
     expect(res.body.data.email).toBe('emoji-ünïcode@example.com');
-    expect(res.body.data.data).toEqual({ name: 'Zoë 🚀 李', valueOf: 'x', nested: { toString: 1, hasOwnProperty: 2 }, deep: { a: { b: { c: 1 } } } });
-    const again = await app.request({ method: 'GET', url: `/contacts/${res.body.data.id}`, key: a.secretKey });
+    expect(res.body.data.data).toEqual({
+      name: 'Zoë 🚀 李',
+      valueOf: 'x',
+      nested: { toString: 1, hasOwnProperty: 2 },
+      deep: { a: { b: { c: 1 } } },
+    });
+    const again = await app.request({
+      method: 'GET',
+      url: `/contacts/${res.body.data.id}`,
+      key: a.secretKey,
+    });
     expect(again.body.data.data.name).toBe('Zoë 🚀 李');
     expect(({} as Record<string, unknown>).toString).toBe(Object.prototype.toString);
-    const removed = await app.request({ method: 'DELETE', url: `/contacts/${res.body.data.id}`, key: a.secretKey });
+    const removed = await app.request({
+      method: 'DELETE',
+      url: `/contacts/${res.body.data.id}`,
+      key: a.secretKey,
+    });
     expect(removed.status).toBe(200);
   });
 
   it('PATCH /contacts/{id}: wrong types, email is not patchable, nested data problems', async () => {
-    const patch = (body: unknown) => ({ method: 'PATCH' as const, url: `/contacts/${ids.contactA}`, body });
+    const patch = (body: unknown) => ({
+      method: 'PATCH' as const,
+      url: `/contacts/${ids.contactA}`,
+      body,
+    });
     await allRefused([
-      { options: patch({ subscribed: 'false' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'subscribed', code: 'invalid_type' }] },
-      { options: patch({ data: ['a'] }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'data', code: 'invalid_type' }] },
-      { options: patch({ data: null, subscribed: 3 }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'subscribed', code: 'invalid_type' }] },
-      { options: patch({ email: 'new@example.com' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'email', code: 'unrecognized_keys' }] },
-      { options: patch({ id: ids.contactB }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'id', code: 'unrecognized_keys' }] },
-      { options: patch({ data: { k: 'a\u0000' } }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'data.k', code: 'invalid_string' }] },
+      {
+        options: patch({ subscribed: 'false' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'subscribed', code: 'invalid_type' }],
+      },
+      {
+        options: patch({ data: ['a'] }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'data', code: 'invalid_type' }],
+      },
+      {
+        options: patch({ data: null, subscribed: 3 }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'subscribed', code: 'invalid_type' }],
+      },
+      {
+        options: patch({ email: 'new@example.com' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'email', code: 'unrecognized_keys' }],
+      },
+      {
+        options: patch({ id: ids.contactB }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'id', code: 'unrecognized_keys' }],
+      },
+      {
+        options: patch({ data: { k: 'a\u0000' } }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'data.k', code: 'invalid_string' }],
+      },
       { options: patch({ data: { 'k\u0000': 1 } }), status: 422, code: 'VALIDATION_ERROR' },
     ]);
   });
 
   it('POST /contacts/import: JSON envelope problems, CSV problems, rows of another shape', async () => {
-    const imp = (body: unknown, headers?: Record<string, string>) => ({ method: 'POST' as const, url: '/contacts/import', body, headers });
+    const imp = (body: unknown, headers?: Record<string, string>) => ({
+      method: 'POST' as const,
+      url: '/contacts/import',
+      body,
+      headers,
+    });
     await allRefused([
-      { options: imp({}), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'contacts', code: 'required' }] },
-      { options: imp({ contacts: 'a@example.com' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'contacts', code: 'invalid_type' }] },
-      { options: imp({ contacts: { email: 'a@example.com' } }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'contacts', code: 'invalid_type' }] },
-      { options: imp({ contacts: [] }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'contacts', code: 'too_small' }] },
       {
-        options: imp({ contacts: Array.from({ length: 10_001 }, (_, i) => ({ email: `r${i}@e.co` })) }),
+        options: imp({}),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'contacts', code: 'required' }],
+      },
+      {
+        options: imp({ contacts: 'a@example.com' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'contacts', code: 'invalid_type' }],
+      },
+      {
+        options: imp({ contacts: { email: 'a@example.com' } }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'contacts', code: 'invalid_type' }],
+      },
+      {
+        options: imp({ contacts: [] }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'contacts', code: 'too_small' }],
+      },
+      {
+        options: imp({
+          contacts: Array.from({ length: 10_001 }, (_, i) => ({ email: `r${i}@e.co` })),
+        }),
         status: 422,
         code: 'VALIDATION_ERROR',
         fields: [{ field: 'contacts', code: 'too_big' }],
       },
-      { options: imp({ contacts: [{ email: 'ok@example.com', data: { n: 'a\u0000' } }] }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'contacts[0].data.n', code: 'invalid_string' }] },
-      { options: imp('email,name\nok@example.com,Zo\u0000e\n', { 'content-type': 'text/csv' }), status: 422, code: 'VALIDATION_ERROR' },
-      { options: imp('', { 'content-type': 'text/csv' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'email', code: 'required' }] },
-      { options: imp('email,constructor\nok@example.com,x\n', { 'content-type': 'text/csv' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'constructor', code: 'invalid_string' }] },
-      { options: imp({ contacts: [{ email: 'ok@example.com', data: { prototype: 1 } }] }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'contacts[0].data.prototype', code: 'invalid_string' }] },
-      { options: imp('name,plan\nAda,pro\n', { 'content-type': 'text/csv' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'email', code: 'required' }] },
-      { options: imp('email\n', { 'content-type': 'text/csv' }), status: 422, code: 'VALIDATION_ERROR' },
-      { options: imp('email,name\n"unterminated,x\n', { 'content-type': 'text/csv' }), status: 400, code: 'BAD_REQUEST' },
-      { options: imp('email\n' + 'x'.repeat(10 * MB), { 'content-type': 'text/csv' }), status: 413, code: 'PAYLOAD_TOO_LARGE' },
-      { options: imp('{"contacts":[]}', { 'content-type': 'text/plain' }), status: 400, code: 'BAD_REQUEST' },
+      {
+        options: imp({ contacts: [{ email: 'ok@example.com', data: { n: 'a\u0000' } }] }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'contacts[0].data.n', code: 'invalid_string' }],
+      },
+      {
+        options: imp('email,name\nok@example.com,Zo\u0000e\n', { 'content-type': 'text/csv' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+      },
+      {
+        options: imp('', { 'content-type': 'text/csv' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'email', code: 'required' }],
+      },
+      {
+        options: imp('email,constructor\nok@example.com,x\n', { 'content-type': 'text/csv' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'constructor', code: 'invalid_string' }],
+      },
+      {
+        options: imp({ contacts: [{ email: 'ok@example.com', data: { prototype: 1 } }] }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'contacts[0].data.prototype', code: 'invalid_string' }],
+      },
+      {
+        options: imp('name,plan\nAda,pro\n', { 'content-type': 'text/csv' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'email', code: 'required' }],
+      },
+      {
+        options: imp('email\n', { 'content-type': 'text/csv' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+      },
+      {
+        options: imp('email,name\n"unterminated,x\n', { 'content-type': 'text/csv' }),
+        status: 400,
+        code: 'BAD_REQUEST',
+      },
+      {
+        options: imp('email\n' + 'x'.repeat(10 * MB), { 'content-type': 'text/csv' }),
+        status: 413,
+        code: 'PAYLOAD_TOO_LARGE',
+      },
+      {
+        options: imp('{"contacts":[]}', { 'content-type': 'text/plain' }),
+        status: 400,
+        code: 'BAD_REQUEST',
+      },
     ]);
   });
 
@@ -439,7 +825,13 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
     expectNoLeak(res);
     const job = await importDone(a, res.body.data.id);
     expect(job).toMatchObject({ status: 'COMPLETED', total: 8, created: 1, failed: 7 });
-    expect((job.errors as Array<{ row: number; field: string; code: string }>).map((e) => [e.row, e.field, e.code])).toEqual([
+    expect(
+      (job.errors as Array<{ row: number; field: string; code: string }>).map((e) => [
+        e.row,
+        e.field,
+        e.code,
+      ]),
+    ).toEqual([
       [2, 'email', 'invalid_string'],
       [3, 'email', 'invalid_type'],
       [4, 'subscribed', 'invalid_type'],
@@ -448,13 +840,30 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
       [7, '', 'invalid_type'],
       [8, '', 'invalid_type'],
     ]);
-    const csv = await postImport(app, a.secretKey, 'email,toString,valueOf,name\ncsv-row@example.com,t,v,"multi\r\nline, 🚀"\n', {
-      'content-type': 'text/csv',
-    });
+    const csv = await postImport(
+      app,
+      a.secretKey,
+      'email,toString,valueOf,name\ncsv-row@example.com,t,v,"multi\r\nline, 🚀"\n',
+      {
+        'content-type': 'text/csv',
+      },
+    );
     expect(csv.status).toBe(202);
-    expect(await importDone(a, csv.body.data.id)).toMatchObject({ status: 'COMPLETED', created: 1, failed: 0 });
-    const row = await app.request({ method: 'GET', url: '/contacts?email=csv-row@example.com', key: a.secretKey });
-    expect(row.body.data.items[0].data).toEqual({ toString: 't', valueOf: 'v', name: 'multi\r\nline, 🚀' });
+    expect(await importDone(a, csv.body.data.id)).toMatchObject({
+      status: 'COMPLETED',
+      created: 1,
+      failed: 0,
+    });
+    const row = await app.request({
+      method: 'GET',
+      url: '/contacts?email=csv-row@example.com',
+      key: a.secretKey,
+    });
+    expect(row.body.data.items[0].data).toEqual({
+      toString: 't',
+      valueOf: 'v',
+      name: 'multi\r\nline, 🚀',
+    });
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
@@ -463,27 +872,136 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
       const track = (body: unknown) => ({ method: 'POST' as const, url: '/v1/track', key, body });
       const email = freshEmail();
       await allRefused([
-        { options: track({ event: 'signup' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'email', code: 'required' }] },
-        { options: track({ email }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'event', code: 'required' }] },
-        { options: track({ email: 7, event: 'signup' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'email', code: 'invalid_type' }] },
-        { options: track({ email, event: 42 }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'event', code: 'invalid_type' }] },
-        { options: track({ email, event: ['signup'] }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'event', code: 'invalid_type' }] },
-        { options: track({ email, event: { name: 'signup' } }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'event', code: 'invalid_type' }] },
-        { options: track({ email, event: '' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'event', code: 'too_small' }] },
-        { options: track({ email, event: 'e'.repeat(101) }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'event', code: 'too_big' }] },
-        { options: track({ email, event: 'email.sent' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'event', code: 'reserved_event' }] },
-        { options: track({ email, event: 'Contact.Subscribed' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'event', code: 'reserved_event' }] },
-        { options: track({ email, event: 'sign\r\nup' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'event', code: 'invalid_string' }] },
-        { options: track({ email, event: 'signup\n' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'event', code: 'invalid_string' }] },
-        { options: track({ email, event: 'sign\u0000up' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'event', code: 'invalid_string' }] },
-        { options: track({ email, event: 'sign\tup' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'event', code: 'invalid_string' }] },
-        { options: track({ email: 'a@b.com\nX: y', event: 'signup' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'email', code: 'invalid_string' }] },
-        { options: track({ email, event: 'signup', subscribed: 'no' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'subscribed', code: 'invalid_type' }] },
-        { options: track({ email, event: 'signup', data: [1] }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'data', code: 'invalid_type' }] },
-        { options: track({ email, event: 'signup', data: 'x' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'data', code: 'invalid_type' }] },
-        { options: track({ email, event: 'signup', data: { x: 'y'.repeat(65 * 1024) } }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'data', code: 'too_big' }] },
-        { options: track({ email, event: 'signup', data: { v: { value: 'a\u0000', persistent: false } } }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'data.v.value', code: 'invalid_string' }] },
-        { options: track({ email, event: 'signup', contactId: ids.contactB }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'contactId', code: 'unrecognized_keys' }] },
+        {
+          options: track({ event: 'signup' }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'email', code: 'required' }],
+        },
+        {
+          options: track({ email }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'event', code: 'required' }],
+        },
+        {
+          options: track({ email: 7, event: 'signup' }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'email', code: 'invalid_type' }],
+        },
+        {
+          options: track({ email, event: 42 }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'event', code: 'invalid_type' }],
+        },
+        {
+          options: track({ email, event: ['signup'] }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'event', code: 'invalid_type' }],
+        },
+        {
+          options: track({ email, event: { name: 'signup' } }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'event', code: 'invalid_type' }],
+        },
+        {
+          options: track({ email, event: '' }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'event', code: 'too_small' }],
+        },
+        {
+          options: track({ email, event: 'e'.repeat(101) }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'event', code: 'too_big' }],
+        },
+        {
+          options: track({ email, event: 'email.sent' }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'event', code: 'reserved_event' }],
+        },
+        {
+          options: track({ email, event: 'Contact.Subscribed' }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'event', code: 'reserved_event' }],
+        },
+        {
+          options: track({ email, event: 'sign\r\nup' }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'event', code: 'invalid_string' }],
+        },
+        {
+          options: track({ email, event: 'signup\n' }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'event', code: 'invalid_string' }],
+        },
+        {
+          options: track({ email, event: 'sign\u0000up' }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'event', code: 'invalid_string' }],
+        },
+        {
+          options: track({ email, event: 'sign\tup' }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'event', code: 'invalid_string' }],
+        },
+        {
+          options: track({ email: 'a@b.com\nX: y', event: 'signup' }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'email', code: 'invalid_string' }],
+        },
+        {
+          options: track({ email, event: 'signup', subscribed: 'no' }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'subscribed', code: 'invalid_type' }],
+        },
+        {
+          options: track({ email, event: 'signup', data: [1] }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'data', code: 'invalid_type' }],
+        },
+        {
+          options: track({ email, event: 'signup', data: 'x' }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'data', code: 'invalid_type' }],
+        },
+        {
+          options: track({ email, event: 'signup', data: { x: 'y'.repeat(65 * 1024) } }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'data', code: 'too_big' }],
+        },
+        {
+          options: track({
+            email,
+            event: 'signup',
+            data: { v: { value: 'a\u0000', persistent: false } },
+          }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'data.v.value', code: 'invalid_string' }],
+        },
+        {
+          options: track({ email, event: 'signup', contactId: ids.contactB }),
+          status: 422,
+          code: 'VALIDATION_ERROR',
+          fields: [{ field: 'contactId', code: 'unrecognized_keys' }],
+        },
       ]);
     }
   });
@@ -493,13 +1011,21 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
       method: 'POST',
       url: '/v1/track',
       key: a.publicKey,
-      body: { email: 'unicode-track@example.com', event: 'achat terminé 🛒', data: { 'clé': 'välue 🚀', toString: 'c' } },
+      body: {
+        email: 'unicode-track@example.com',
+        event: 'achat terminé 🛒',
+        data: { clé: 'välue 🚀', toString: 'c' },
+      },
     });
     expect(res.status).toBe(200);
     expectNoLeak(res);
-    const events = await app.request({ method: 'GET', url: `/events?name=${encodeURIComponent('achat terminé 🛒')}`, key: a.secretKey });
+    const events = await app.request({
+      method: 'GET',
+      url: `/events?name=${encodeURIComponent('achat terminé 🛒')}`,
+      key: a.secretKey,
+    });
     expect(events.body.data.items).toHaveLength(1);
-    expect(events.body.data.items[0].data).toEqual({ 'clé': 'välue 🚀', toString: 'c' });
+    expect(events.body.data.items[0].data).toEqual({ clé: 'välue 🚀', toString: 'c' });
   });
 
   it('POST /domains: wrong types, CR/LF and NUL, schemes, oversized names', async () => {
@@ -507,26 +1033,90 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
     const f = (code: string) => [{ field: 'domain', code }];
     await allRefused([
       { options: create({}), status: 422, code: 'VALIDATION_ERROR', fields: f('required') },
-      { options: create({ domain: 42 }), status: 422, code: 'VALIDATION_ERROR', fields: f('invalid_type') },
-      { options: create({ domain: ['example.com'] }), status: 422, code: 'VALIDATION_ERROR', fields: f('invalid_type') },
-      { options: create({ domain: { name: 'example.com' } }), status: 422, code: 'VALIDATION_ERROR', fields: f('invalid_type') },
-      { options: create({ domain: 'evil.example.com\r\nX-Injected: 1' }), status: 422, code: 'VALIDATION_ERROR', fields: f('invalid_string') },
-      { options: create({ domain: 'evil\n.example.com' }), status: 422, code: 'VALIDATION_ERROR', fields: f('invalid_string') },
-      { options: create({ domain: 'evil\u0000.example.com' }), status: 422, code: 'VALIDATION_ERROR', fields: f('invalid_string') },
-      { options: create({ domain: 'https://example.com/path' }), status: 422, code: 'VALIDATION_ERROR', fields: f('invalid_string') },
+      {
+        options: create({ domain: 42 }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: f('invalid_type'),
+      },
+      {
+        options: create({ domain: ['example.com'] }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: f('invalid_type'),
+      },
+      {
+        options: create({ domain: { name: 'example.com' } }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: f('invalid_type'),
+      },
+      {
+        options: create({ domain: 'evil.example.com\r\nX-Injected: 1' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: f('invalid_string'),
+      },
+      {
+        options: create({ domain: 'evil\n.example.com' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: f('invalid_string'),
+      },
+      {
+        options: create({ domain: 'evil\u0000.example.com' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: f('invalid_string'),
+      },
+      {
+        options: create({ domain: 'https://example.com/path' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: f('invalid_string'),
+      },
       { options: create({ domain: '' }), status: 422, code: 'VALIDATION_ERROR' },
-      { options: create({ domain: 'com' }), status: 422, code: 'VALIDATION_ERROR', fields: f('invalid_string') },
-      { options: create({ domain: '127.0.0.1' }), status: 422, code: 'VALIDATION_ERROR', fields: f('invalid_string') },
-      { options: create({ domain: `${'a'.repeat(63)}.`.repeat(5) + 'com' }), status: 422, code: 'VALIDATION_ERROR', fields: f('too_big') },
-      { options: create({ domain: 'x'.repeat(200_000) }), status: 422, code: 'VALIDATION_ERROR', fields: f('too_big') },
+      {
+        options: create({ domain: 'com' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: f('invalid_string'),
+      },
+      {
+        options: create({ domain: '127.0.0.1' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: f('invalid_string'),
+      },
+      {
+        options: create({ domain: `${'a'.repeat(63)}.`.repeat(5) + 'com' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: f('too_big'),
+      },
+      {
+        options: create({ domain: 'x'.repeat(200_000) }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: f('too_big'),
+      },
       { options: create({ domain: '🚀🚀🚀' }), status: 422, code: 'VALIDATION_ERROR' },
       { options: create({ domain: 'bad-input-a.example.com' }), status: 409, code: 'CONFLICT' },
-      { options: create({ domain: ' BAD-INPUT-A.Example.com\r\n' }), status: 409, code: 'CONFLICT' },
+      {
+        options: create({ domain: ' BAD-INPUT-A.Example.com\r\n' }),
+        status: 409,
+        code: 'CONFLICT',
+      },
     ]);
   });
 
   it('POST /domains: a created domain never shows the DKIM private key; GET /project never shows a key', async () => {
-    const created = await app.request({ method: 'POST', url: '/domains', key: b.secretKey, body: { domain: 'bücher-bad-input.example' } });
+    const created = await app.request({
+      method: 'POST',
+      url: '/domains',
+      key: b.secretKey,
+      body: { domain: 'bücher-bad-input.example' },
+    });
     expect([201, 422]).toContain(created.status);
     expectNoLeak(created);
     const listed = await app.request({ method: 'GET', url: '/domains', key: b.secretKey });
@@ -541,61 +1131,197 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
   });
 
   it('POST /segments and /segments/preview, PATCH /segments/{id}: types, names, condition paths', async () => {
-    const cond = { logic: 'AND', conditions: [{ field: 'data.plan', operator: 'equals', value: 'pro' }] };
+    const cond = {
+      logic: 'AND',
+      conditions: [{ field: 'data.plan', operator: 'equals', value: 'pro' }],
+    };
     const create = (body: unknown) => ({ method: 'POST' as const, url: '/segments', body });
-    const patch = (body: unknown) => ({ method: 'PATCH' as const, url: `/segments/${ids.segmentA}`, body });
-    const preview = (body: unknown) => ({ method: 'POST' as const, url: '/segments/preview', body });
+    const patch = (body: unknown) => ({
+      method: 'PATCH' as const,
+      url: `/segments/${ids.segmentA}`,
+      body,
+    });
+    const preview = (body: unknown) => ({
+      method: 'POST' as const,
+      url: '/segments/preview',
+      body,
+    });
     const V = 'VALIDATION_ERROR';
     await allRefused([
-      { options: create({ condition: cond }), status: 422, code: V, fields: [{ field: 'name', code: 'required' }] },
-      { options: create({ name: 'x' }), status: 422, code: V, fields: [{ field: 'condition', code: 'required' }] },
-      { options: create({ name: 42, condition: cond }), status: 422, code: V, fields: [{ field: 'name', code: 'invalid_type' }] },
-      { options: create({ name: ['n'], condition: cond }), status: 422, code: V, fields: [{ field: 'name', code: 'invalid_type' }] },
-      { options: create({ name: '   ', condition: cond }), status: 422, code: V, fields: [{ field: 'name', code: 'too_small' }] },
-      { options: create({ name: 'n'.repeat(201), condition: cond }), status: 422, code: V, fields: [{ field: 'name', code: 'too_big' }] },
-      { options: create({ name: 'n\u0000', condition: cond }), status: 422, code: V, fields: [{ field: 'name', code: 'invalid_string' }] },
-      { options: create({ name: 'n', description: 5, condition: cond }), status: 422, code: V, fields: [{ field: 'description', code: 'invalid_type' }] },
+      {
+        options: create({ condition: cond }),
+        status: 422,
+        code: V,
+        fields: [{ field: 'name', code: 'required' }],
+      },
+      {
+        options: create({ name: 'x' }),
+        status: 422,
+        code: V,
+        fields: [{ field: 'condition', code: 'required' }],
+      },
+      {
+        options: create({ name: 42, condition: cond }),
+        status: 422,
+        code: V,
+        fields: [{ field: 'name', code: 'invalid_type' }],
+      },
+      {
+        options: create({ name: ['n'], condition: cond }),
+        status: 422,
+        code: V,
+        fields: [{ field: 'name', code: 'invalid_type' }],
+      },
+      {
+        options: create({ name: '   ', condition: cond }),
+        status: 422,
+        code: V,
+        fields: [{ field: 'name', code: 'too_small' }],
+      },
+      {
+        options: create({ name: 'n'.repeat(201), condition: cond }),
+        status: 422,
+        code: V,
+        fields: [{ field: 'name', code: 'too_big' }],
+      },
+      {
+        options: create({ name: 'n\u0000', condition: cond }),
+        status: 422,
+        code: V,
+        fields: [{ field: 'name', code: 'invalid_string' }],
+      },
+      {
+        options: create({ name: 'n', description: 5, condition: cond }),
+        status: 422,
+        code: V,
+        fields: [{ field: 'description', code: 'invalid_type' }],
+      },
       { options: create({ name: 'n', condition: 'data.plan = pro' }), status: 422, code: V },
       { options: create({ name: 'n', condition: [cond] }), status: 422, code: V },
-      { options: create({ name: 'n', condition: { logic: 'XOR', conditions: [] } }), status: 422, code: V, fields: [{ field: 'condition.logic', code: 'invalid_enum_value' }] },
       {
-        options: create({ name: 'n', condition: { logic: 'AND', conditions: [{ field: 'data.plan', operator: 'equals', value: 'pro', extra: 1 }] } }),
+        options: create({ name: 'n', condition: { logic: 'XOR', conditions: [] } }),
+        status: 422,
+        code: V,
+        fields: [{ field: 'condition.logic', code: 'invalid_enum_value' }],
+      },
+      {
+        options: create({
+          name: 'n',
+          condition: {
+            logic: 'AND',
+            conditions: [{ field: 'data.plan', operator: 'equals', value: 'pro', extra: 1 }],
+          },
+        }),
         status: 422,
         code: V,
         fields: [{ field: 'condition.conditions[0].extra', code: 'unrecognized_keys' }],
       },
       {
-        options: create({ name: 'n', condition: { logic: 'AND', conditions: [{ field: 'data.plan', operator: 'equals', value: 'pro\u0000' }] } }),
+        options: create({
+          name: 'n',
+          condition: {
+            logic: 'AND',
+            conditions: [{ field: 'data.plan', operator: 'equals', value: 'pro\u0000' }],
+          },
+        }),
         status: 422,
         code: V,
         fields: [{ field: 'condition.conditions[0].value', code: 'invalid_string' }],
       },
       {
-        options: create({ name: 'n', condition: { logic: 'AND', conditions: [{ field: 'segment', operator: 'in', value: ids.segmentB }] } }),
+        options: create({
+          name: 'n',
+          condition: {
+            logic: 'AND',
+            conditions: [{ field: 'segment', operator: 'in', value: ids.segmentB }],
+          },
+        }),
         status: 422,
         code: V,
         fields: [{ field: 'condition.conditions[0].value', code: 'custom' }],
       },
-      { options: create({ name: 'n', condition: { logic: 'AND', conditions: [{ field: 'event.x', operator: 'triggeredWithin', value: { amount: 'x', unit: 'days' } }] } }), status: 422, code: V },
-      { options: patch({ name: 7 }), status: 422, code: V, fields: [{ field: 'name', code: 'invalid_type' }] },
+      {
+        options: create({
+          name: 'n',
+          condition: {
+            logic: 'AND',
+            conditions: [
+              {
+                field: 'event.x',
+                operator: 'triggeredWithin',
+                value: { amount: 'x', unit: 'days' },
+              },
+            ],
+          },
+        }),
+        status: 422,
+        code: V,
+      },
+      {
+        options: patch({ name: 7 }),
+        status: 422,
+        code: V,
+        fields: [{ field: 'name', code: 'invalid_type' }],
+      },
       { options: patch({ condition: null }), status: 422, code: V },
-      { options: patch({ condition: { logic: 'AND', conditions: [{ field: 'segment', operator: 'in', value: ids.segmentA }] } }), status: 422, code: V },
-      { options: patch({ memberCount: 5 }), status: 422, code: V, fields: [{ field: 'memberCount', code: 'unrecognized_keys' }] },
-      { options: preview({}), status: 422, code: V, fields: [{ field: 'condition', code: 'required' }] },
+      {
+        options: patch({
+          condition: {
+            logic: 'AND',
+            conditions: [{ field: 'segment', operator: 'in', value: ids.segmentA }],
+          },
+        }),
+        status: 422,
+        code: V,
+      },
+      {
+        options: patch({ memberCount: 5 }),
+        status: 422,
+        code: V,
+        fields: [{ field: 'memberCount', code: 'unrecognized_keys' }],
+      },
+      {
+        options: preview({}),
+        status: 422,
+        code: V,
+        fields: [{ field: 'condition', code: 'required' }],
+      },
       { options: preview({ condition: 7 }), status: 422, code: V },
-      { options: preview({ condition: cond, name: 'x' }), status: 422, code: V, fields: [{ field: 'name', code: 'unrecognized_keys' }] },
-      { options: preview({ condition: { logic: 'AND', conditions: [{ field: 'email', operator: 'in', value: ['a\u0000'] }] } }), status: 422, code: V },
+      {
+        options: preview({ condition: cond, name: 'x' }),
+        status: 422,
+        code: V,
+        fields: [{ field: 'name', code: 'unrecognized_keys' }],
+      },
+      {
+        options: preview({
+          condition: {
+            logic: 'AND',
+            conditions: [{ field: 'email', operator: 'in', value: ['a\u0000'] }],
+          },
+        }),
+        status: 422,
+        code: V,
+      },
     ]);
   });
 
   it('segments: prototype-named data keys in a condition are plain keys', async () => {
     // Keys no contact holds (the refused ones): each is looked up in the stored JSON, never on a JS prototype.
-    for (const key of ['__proto__', 'constructor', 'prototype', 'constructor.prototype', '__proto__.polluted']) {
+    for (const key of [
+      '__proto__',
+      'constructor',
+      'prototype',
+      'constructor.prototype',
+      '__proto__.polluted',
+    ]) {
       const res = await app.request({
         method: 'POST',
         url: '/segments/preview',
         key: a.secretKey,
-        body: { condition: { logic: 'AND', conditions: [{ field: `data.${key}`, operator: 'exists' }] } },
+        body: {
+          condition: { logic: 'AND', conditions: [{ field: `data.${key}`, operator: 'exists' }] },
+        },
       });
       expectNoLeak(res);
       expect({ key, status: res.status }).toEqual({ key, status: 200 });
@@ -609,74 +1335,197 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
       method: 'POST',
       url: '/segments',
       key: a.secretKey,
-      body: { name: 'Line one\r\nline two 🚀', description: 'Zoë', condition: { logic: 'OR', conditions: [] } },
+      body: {
+        name: 'Line one\r\nline two 🚀',
+        description: 'Zoë',
+        condition: { logic: 'OR', conditions: [] },
+      },
     });
     expect(res.status).toBe(201);
     expect(res.body.data.name).toBe('Line one\r\nline two 🚀');
-    const removed = await app.request({ method: 'DELETE', url: `/segments/${res.body.data.id}`, key: a.secretKey });
+    const removed = await app.request({
+      method: 'DELETE',
+      url: `/segments/${res.body.data.id}`,
+      key: a.secretKey,
+    });
     expect(removed.status).toBe(200);
   });
 
   it('PATCH /project: wrong types, empty and oversized names', async () => {
     const patch = (body: unknown) => ({ method: 'PATCH' as const, url: '/project', body });
     await allRefused([
-      { options: patch({}), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'name', code: 'required' }] },
-      { options: patch({ name: 5 }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'name', code: 'invalid_type' }] },
-      { options: patch({ name: {} }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'name', code: 'invalid_type' }] },
-      { options: patch({ name: '' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'name', code: 'too_small' }] },
-      { options: patch({ name: 'p'.repeat(201) }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'name', code: 'too_big' }] },
-      { options: patch({ name: 'p\u0000' }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'name', code: 'invalid_string' }] },
-      { options: patch({ name: 'ok', enabled: false }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'enabled', code: 'unrecognized_keys' }] },
-      { options: patch({ name: 'ok', id: b.id }), status: 422, code: 'VALIDATION_ERROR', fields: [{ field: 'id', code: 'unrecognized_keys' }] },
+      {
+        options: patch({}),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'name', code: 'required' }],
+      },
+      {
+        options: patch({ name: 5 }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'name', code: 'invalid_type' }],
+      },
+      {
+        options: patch({ name: {} }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'name', code: 'invalid_type' }],
+      },
+      {
+        options: patch({ name: '' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'name', code: 'too_small' }],
+      },
+      {
+        options: patch({ name: 'p'.repeat(201) }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'name', code: 'too_big' }],
+      },
+      {
+        options: patch({ name: 'p\u0000' }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'name', code: 'invalid_string' }],
+      },
+      {
+        options: patch({ name: 'ok', enabled: false }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'enabled', code: 'unrecognized_keys' }],
+      },
+      {
+        options: patch({ name: 'ok', id: b.id }),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+        fields: [{ field: 'id', code: 'unrecognized_keys' }],
+      },
     ]);
   });
 
   // ---------------------------------------------------------------- path ids
 
-  const idRoutes: Array<{ method: 'GET' | 'PATCH' | 'DELETE' | 'POST'; path: string; resource: string; body?: unknown; other: () => string }> = [
+  const idRoutes: Array<{
+    method: 'GET' | 'PATCH' | 'DELETE' | 'POST';
+    path: string;
+    resource: string;
+    body?: unknown;
+    other: () => string;
+  }> = [
     { method: 'GET', path: '/contacts/{id}', resource: 'CONTACT', other: () => ids.contactB },
-    { method: 'PATCH', path: '/contacts/{id}', resource: 'CONTACT', body: { subscribed: false }, other: () => ids.contactB },
+    {
+      method: 'PATCH',
+      path: '/contacts/{id}',
+      resource: 'CONTACT',
+      body: { subscribed: false },
+      other: () => ids.contactB,
+    },
     { method: 'DELETE', path: '/contacts/{id}', resource: 'CONTACT', other: () => ids.contactB },
     { method: 'GET', path: '/contacts/imports/{id}', resource: 'IMPORT', other: () => ids.importB },
     { method: 'GET', path: '/domains/{id}', resource: 'DOMAIN', other: () => ids.domainB },
     { method: 'POST', path: '/domains/{id}/verify', resource: 'DOMAIN', other: () => ids.domainB },
     { method: 'DELETE', path: '/domains/{id}', resource: 'DOMAIN', other: () => ids.domainB },
     { method: 'GET', path: '/segments/{id}', resource: 'SEGMENT', other: () => ids.segmentB },
-    { method: 'PATCH', path: '/segments/{id}', resource: 'SEGMENT', body: { name: 'stolen' }, other: () => ids.segmentB },
+    {
+      method: 'PATCH',
+      path: '/segments/{id}',
+      resource: 'SEGMENT',
+      body: { name: 'stolen' },
+      other: () => ids.segmentB,
+    },
     { method: 'DELETE', path: '/segments/{id}', resource: 'SEGMENT', other: () => ids.segmentB },
-    { method: 'GET', path: '/segments/{id}/contacts', resource: 'SEGMENT', other: () => ids.segmentB },
+    {
+      method: 'GET',
+      path: '/segments/{id}/contacts',
+      resource: 'SEGMENT',
+      other: () => ids.segmentB,
+    },
   ];
 
-  it.each(idRoutes)('$method $path: non-UUID → 400 "id", unknown and another project\'s id → 404', async (route) => {
-    const url = (id: string) => route.path.replace('{id}', id);
-    const cases: Parameters<typeof allRefused>[0] = [];
-    for (const bad of ['not-a-uuid', '123', "1'%20OR%20'1'='1", '0190a000-0000-7000-8000-00000000000g', '%00', `${UNKNOWN_UUID}x`]) {
-      cases.push({ options: { method: route.method, url: url(bad), body: route.body }, status: 400, code: 'BAD_REQUEST', fields: [{ field: 'id', code: 'invalid_string' }] });
-    }
-    cases.push({ options: { method: route.method, url: url(UNKNOWN_UUID), body: route.body }, status: 404, code: `${route.resource}_NOT_FOUND` });
-    cases.push({ options: { method: route.method, url: url(route.other()), body: route.body }, status: 404, code: `${route.resource}_NOT_FOUND` });
-    cases.push({ options: { method: route.method, url: url(route.other().toUpperCase()), body: route.body }, status: 404, code: `${route.resource}_NOT_FOUND` });
-    await allRefused(cases);
-    // The other project still sees its resource unchanged.
-    const getUrl = route.path.startsWith('/segments/{id}/') ? `/segments/${route.other()}` : url(route.other()).replace('/verify', '');
-    const own = await app.request({ method: 'GET', url: getUrl, key: b.secretKey });
-    expect(own.status).toBe(200);
-  });
+  it.each(idRoutes)(
+    '$method $path: non-UUID → 400 "id", unknown and another project\'s id → 404',
+    async (route) => {
+      const url = (id: string) => route.path.replace('{id}', id);
+      const cases: Parameters<typeof allRefused>[0] = [];
+      for (const bad of [
+        'not-a-uuid',
+        '123',
+        "1'%20OR%20'1'='1",
+        '0190a000-0000-7000-8000-00000000000g',
+        '%00',
+        `${UNKNOWN_UUID}x`,
+      ]) {
+        cases.push({
+          options: { method: route.method, url: url(bad), body: route.body },
+          status: 400,
+          code: 'BAD_REQUEST',
+          fields: [{ field: 'id', code: 'invalid_string' }],
+        });
+      }
+      cases.push({
+        options: { method: route.method, url: url(UNKNOWN_UUID), body: route.body },
+        status: 404,
+        code: `${route.resource}_NOT_FOUND`,
+      });
+      cases.push({
+        options: { method: route.method, url: url(route.other()), body: route.body },
+        status: 404,
+        code: `${route.resource}_NOT_FOUND`,
+      });
+      cases.push({
+        options: { method: route.method, url: url(route.other().toUpperCase()), body: route.body },
+        status: 404,
+        code: `${route.resource}_NOT_FOUND`,
+      });
+      await allRefused(cases);
+      // The other project still sees its resource unchanged.
+      const getUrl = route.path.startsWith('/segments/{id}/')
+        ? `/segments/${route.other()}`
+        : url(route.other()).replace('/verify', '');
+      const own = await app.request({ method: 'GET', url: getUrl, key: b.secretKey });
+      expect(own.status).toBe(200);
+    },
+  );
 
   // ---------------------------------------------------------------- query parameters
 
   it('list query parameters out of range or malformed are 400 naming the parameter', async () => {
-    const lists = ['/contacts', '/events', '/events/names', '/domains', '/segments', `/segments/${ids.segmentA}/contacts`, '/project/keys'];
+    const lists = [
+      '/contacts',
+      '/events',
+      '/events/names',
+      '/domains',
+      '/segments',
+      `/segments/${ids.segmentA}/contacts`,
+      '/project/keys',
+    ];
     const cases: Parameters<typeof allRefused>[0] = [];
     for (const list of lists) {
       for (const limit of ['0', '101', 'abc', '1.5', '-1', '1e2', '']) {
-        cases.push({ options: { method: 'GET', url: `${list}?limit=${limit}` }, status: 400, code: 'BAD_REQUEST', fields: [{ field: 'limit', code: expect.any(String) as unknown as string }] });
+        cases.push({
+          options: { method: 'GET', url: `${list}?limit=${limit}` },
+          status: 400,
+          code: 'BAD_REQUEST',
+          fields: [{ field: 'limit', code: expect.any(String) as unknown as string }],
+        });
       }
       for (const cursor of ['garbage', '!!!', 'djE6bm90LWEtdXVpZA', 'x'.repeat(300)]) {
-        cases.push({ options: { method: 'GET', url: `${list}?cursor=${cursor}` }, status: 400, code: 'BAD_REQUEST', fields: [{ field: 'cursor', code: expect.any(String) as unknown as string }] });
+        cases.push({
+          options: { method: 'GET', url: `${list}?cursor=${cursor}` },
+          status: 400,
+          code: 'BAD_REQUEST',
+          fields: [{ field: 'cursor', code: expect.any(String) as unknown as string }],
+        });
       }
     }
-    const s = (url: string, field: string) => ({ options: { method: 'GET' as const, url }, status: 400, code: 'BAD_REQUEST', fields: [{ field, code: expect.any(String) as unknown as string }] });
+    const s = (url: string, field: string) => ({
+      options: { method: 'GET' as const, url },
+      status: 400,
+      code: 'BAD_REQUEST',
+      fields: [{ field, code: expect.any(String) as unknown as string }],
+    });
     cases.push(
       s('/contacts?subscribed=maybe', 'subscribed'),
       s(`/contacts?search=${'s'.repeat(400)}`, 'search'),
@@ -694,29 +1543,75 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
 
   it('a cursor of another list does not decode on the events lists', async () => {
     for (let i = 0; i < 2; i++) {
-      await app.request({ method: 'POST', url: '/contacts', key: a.secretKey, body: { email: `cursor-${i}@example.com` } });
+      await app.request({
+        method: 'POST',
+        url: '/contacts',
+        key: a.secretKey,
+        body: { email: `cursor-${i}@example.com` },
+      });
     }
-    const contacts = await app.request({ method: 'GET', url: '/contacts?limit=1', key: a.secretKey });
+    const contacts = await app.request({
+      method: 'GET',
+      url: '/contacts?limit=1',
+      key: a.secretKey,
+    });
     const contactCursor = contacts.body.data.nextCursor as string;
     expect(contactCursor).toEqual(expect.any(String));
-    await app.request({ method: 'POST', url: '/v1/track', key: a.secretKey, body: { email: 'cursor-0@example.com', event: 'other' } });
+    await app.request({
+      method: 'POST',
+      url: '/v1/track',
+      key: a.secretKey,
+      body: { email: 'cursor-0@example.com', event: 'other' },
+    });
     const events = await app.request({ method: 'GET', url: '/events?limit=1', key: a.secretKey });
     const eventCursor = events.body.data.nextCursor as string;
-    const names = await app.request({ method: 'GET', url: '/events/names?limit=1', key: a.secretKey });
+    const names = await app.request({
+      method: 'GET',
+      url: '/events/names?limit=1',
+      key: a.secretKey,
+    });
     const nameCursor = names.body.data.nextCursor as string;
     const cursorError = [{ field: 'cursor', code: 'invalid_string' }];
     await allRefused([
-      { options: { method: 'GET', url: `/events?cursor=${contactCursor}` }, status: 400, code: 'BAD_REQUEST', fields: cursorError },
-      { options: { method: 'GET', url: `/events/names?cursor=${contactCursor}` }, status: 400, code: 'BAD_REQUEST', fields: cursorError },
-      { options: { method: 'GET', url: `/events?cursor=${nameCursor}` }, status: 400, code: 'BAD_REQUEST', fields: cursorError },
-      { options: { method: 'GET', url: `/contacts?cursor=${eventCursor}` }, status: 400, code: 'BAD_REQUEST', fields: cursorError },
-      { options: { method: 'GET', url: `/segments?cursor=${nameCursor}` }, status: 400, code: 'BAD_REQUEST', fields: cursorError },
+      {
+        options: { method: 'GET', url: `/events?cursor=${contactCursor}` },
+        status: 400,
+        code: 'BAD_REQUEST',
+        fields: cursorError,
+      },
+      {
+        options: { method: 'GET', url: `/events/names?cursor=${contactCursor}` },
+        status: 400,
+        code: 'BAD_REQUEST',
+        fields: cursorError,
+      },
+      {
+        options: { method: 'GET', url: `/events?cursor=${nameCursor}` },
+        status: 400,
+        code: 'BAD_REQUEST',
+        fields: cursorError,
+      },
+      {
+        options: { method: 'GET', url: `/contacts?cursor=${eventCursor}` },
+        status: 400,
+        code: 'BAD_REQUEST',
+        fields: cursorError,
+      },
+      {
+        options: { method: 'GET', url: `/segments?cursor=${nameCursor}` },
+        status: 400,
+        code: 'BAD_REQUEST',
+        fields: cursorError,
+      },
     ]);
   });
 
   it('edge values in filters and conditions never answer 500', async () => {
     const rule = (field: string, operator: string, value?: unknown) => ({
-      condition: { logic: 'AND', conditions: [value === undefined ? { field, operator } : { field, operator, value }] },
+      condition: {
+        logic: 'AND',
+        conditions: [value === undefined ? { field, operator } : { field, operator, value }],
+      },
     });
     const previews = [
       rule('email', 'contains', '\\'),
@@ -738,7 +1633,11 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
       rule('data.a.b.c.d.e.f.g.h', 'exists'),
       rule(`data.${'k'.repeat(5000)}`, 'exists'),
       rule(`event.${'e'.repeat(5000)}`, 'triggered'),
-      rule('data.tags', 'in', Array.from({ length: 5000 }, (_, i) => `t${i}`)),
+      rule(
+        'data.tags',
+        'in',
+        Array.from({ length: 5000 }, (_, i) => `t${i}`),
+      ),
       rule('data.tags', 'in', [[1], { a: 1 }, null]),
       rule('subscribed', 'equals', 'yes'),
       rule('segment', 'in', 'not-a-uuid'),
@@ -746,9 +1645,17 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
     ];
     const before = await fingerprint();
     for (const body of previews) {
-      const res = await app.request({ method: 'POST', url: '/segments/preview', key: a.secretKey, body });
+      const res = await app.request({
+        method: 'POST',
+        url: '/segments/preview',
+        key: a.secretKey,
+        body,
+      });
       expectNoLeak(res);
-      expect({ body, status: res.status }).toEqual({ body, status: res.status === 422 ? 422 : 200 });
+      expect({ body, status: res.status }).toEqual({
+        body,
+        status: res.status === 422 ? 422 : 200,
+      });
       if (res.status === 422) expectError(res, 422, 'VALIDATION_ERROR');
     }
     const gets = [
@@ -780,11 +1687,23 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
   // ---------------------------------------------------------------- headers
 
   it('X-Request-Id with CR/LF or oversize is replaced, never echoed; a sane one is echoed', async () => {
-    const sane = await app.request({ method: 'POST', url: '/contacts', key: a.secretKey, body: '{', headers: { 'x-request-id': 'client-req-1' } });
+    const sane = await app.request({
+      method: 'POST',
+      url: '/contacts',
+      key: a.secretKey,
+      body: '{',
+      headers: { 'x-request-id': 'client-req-1' },
+    });
     expectError(sane, 400, 'BAD_REQUEST');
     expect(sane.body.error.requestId).toBe('client-req-1');
     for (const bad of ['x'.repeat(300), 'id with spaces', 'a<script>']) {
-      const res = await app.request({ method: 'POST', url: '/contacts', key: a.secretKey, body: '{', headers: { 'x-request-id': bad } });
+      const res = await app.request({
+        method: 'POST',
+        url: '/contacts',
+        key: a.secretKey,
+        body: '{',
+        headers: { 'x-request-id': bad },
+      });
       expectError(res, 400, 'BAD_REQUEST');
       expect(res.body.error.requestId).not.toBe(bad);
     }
@@ -792,12 +1711,44 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
 
   it('auth failures use the envelope too; a pk key is refused on every write but /v1/track', async () => {
     const cases: Parameters<typeof allRefused>[0] = [
-      { options: { method: 'POST', url: '/contacts', key: null, body: { email: freshEmail() } }, status: 401, code: 'MISSING_API_KEY' },
-      { options: { method: 'POST', url: '/contacts', key: 'sk_nope', body: { email: freshEmail() } }, status: 401, code: 'INVALID_API_KEY' },
-      { options: { method: 'POST', url: '/contacts', key: null, body: { email: freshEmail() }, headers: { authorization: 'Basic abc' } }, status: 401, code: 'MISSING_API_KEY' },
+      {
+        options: { method: 'POST', url: '/contacts', key: null, body: { email: freshEmail() } },
+        status: 401,
+        code: 'MISSING_API_KEY',
+      },
+      {
+        options: {
+          method: 'POST',
+          url: '/contacts',
+          key: 'sk_nope',
+          body: { email: freshEmail() },
+        },
+        status: 401,
+        code: 'INVALID_API_KEY',
+      },
+      {
+        options: {
+          method: 'POST',
+          url: '/contacts',
+          key: null,
+          body: { email: freshEmail() },
+          headers: { authorization: 'Basic abc' },
+        },
+        status: 401,
+        code: 'MISSING_API_KEY',
+      },
     ];
     for (const ep of endpoints.filter((e) => !e.url().startsWith('/v1/track'))) {
-      cases.push({ options: { method: ep.method, url: ep.url(), key: a.publicKey, body: ep.valid ? ep.valid() : undefined }, status: 403, code: 'FORBIDDEN' });
+      cases.push({
+        options: {
+          method: ep.method,
+          url: ep.url(),
+          key: a.publicKey,
+          body: ep.valid ? ep.valid() : undefined,
+        },
+        status: 403,
+        code: 'FORBIDDEN',
+      });
     }
     await allRefused(cases);
   });

@@ -52,7 +52,10 @@ describe('campaigns across restarts and crashes (e2e)', () => {
   const cwd = mkdtempSync(join(tmpdir(), 'mw-campr-'));
   const running: ServiceProcess[] = [];
 
-  const serviceEnv = (role: 'api' | 'worker', extra: Record<string, string> = {}): Record<string, string> => ({
+  const serviceEnv = (
+    role: 'api' | 'worker',
+    extra: Record<string, string> = {},
+  ): Record<string, string> => ({
     APP_ROLE: role,
     DATABASE_URL: db.url,
     REDIS_URL: TEST_REDIS_URL,
@@ -93,7 +96,10 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     return proc;
   };
 
-  const stop = async (proc: ServiceProcess, signal: NodeJS.Signals): Promise<number | string | null> => {
+  const stop = async (
+    proc: ServiceProcess,
+    signal: NodeJS.Signals,
+  ): Promise<number | string | null> => {
     if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill(signal);
     return proc.exited;
   };
@@ -135,10 +141,18 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     expect(created.status).toBe(201);
     publishDomainRecords(dns, created.body.data as DomainBody);
     const verified = await call(base, key, 'POST', `/domains/${created.body.data.id}/verify`);
-    expect({ status: verified.status, domain: verified.body.data?.status }).toEqual({ status: 200, domain: 'VERIFIED' });
+    expect({ status: verified.status, domain: verified.body.data?.status }).toEqual({
+      status: 200,
+      domain: 'VERIFIED',
+    });
   };
 
-  const createCampaign = async (base: string, key: string, name: string, from: string): Promise<string> => {
+  const createCampaign = async (
+    base: string,
+    key: string,
+    name: string,
+    from: string,
+  ): Promise<string> => {
     const res = await call(base, key, 'POST', '/campaigns', {
       name,
       subject: `${name} for {{ contact.email }}`,
@@ -160,7 +174,8 @@ describe('campaigns across restarts and crashes (e2e)', () => {
   };
 
   const recordCount = async (campaignId: string): Promise<number> =>
-    (await pg.query('SELECT count(*)::int AS n FROM emails WHERE campaign_id = $1', [campaignId])).rows[0].n;
+    (await pg.query('SELECT count(*)::int AS n FROM emails WHERE campaign_id = $1', [campaignId]))
+      .rows[0].n;
 
   /** When the SMTP server accepted each message, per envelope recipient, for recipients ending with `suffix`. */
   const deliveriesTo = (suffix: string): Map<string, number[]> => {
@@ -168,7 +183,8 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     for (const message of smtp.messages) {
       for (const to of message.to) {
         const address = to.toLowerCase();
-        if (address.endsWith(suffix)) times.set(address, [...(times.get(address) ?? []), message.receivedAt]);
+        if (address.endsWith(suffix))
+          times.set(address, [...(times.get(address) ?? []), message.receivedAt]);
       }
     }
     return times;
@@ -205,7 +221,10 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     let [api, worker] = await Promise.all([startApi(), startWorker()]);
     await verifyDomain(api.base, key, 'sched.test');
 
-    const recipients = Array.from({ length: 20 }, (_, i) => `r${String(i).padStart(2, '0')}@sched.example.org`);
+    const recipients = Array.from(
+      { length: 20 },
+      (_, i) => `r${String(i).padStart(2, '0')}@sched.example.org`,
+    );
     for (const email of recipients) {
       const res = await call(api.base, key, 'POST', '/contacts', { email, subscribed: true });
       expect(res.status).toBe(201);
@@ -216,10 +235,18 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     // The cancelled one is due first (2 s): had its job survived, it would run before the other.
     const cancelledAt = new Date(Date.now() + 2000);
     const scheduledFor = new Date(Date.now() + 3000);
-    const scheduled = await call(api.base, key, 'POST', `/campaigns/${scheduledId}/send`, { scheduledFor: scheduledFor.toISOString() });
+    const scheduled = await call(api.base, key, 'POST', `/campaigns/${scheduledId}/send`, {
+      scheduledFor: scheduledFor.toISOString(),
+    });
     expect(scheduled.status).toBe(202);
-    expect(scheduled.body.data).toMatchObject({ status: 'SCHEDULED', scheduledAt: scheduledFor.toISOString(), startedAt: null });
-    const toCancel = await call(api.base, key, 'POST', `/campaigns/${cancelledId}/send`, { scheduledFor: cancelledAt.toISOString() });
+    expect(scheduled.body.data).toMatchObject({
+      status: 'SCHEDULED',
+      scheduledAt: scheduledFor.toISOString(),
+      startedAt: null,
+    });
+    const toCancel = await call(api.base, key, 'POST', `/campaigns/${cancelledId}/send`, {
+      scheduledFor: cancelledAt.toISOString(),
+    });
     expect(toCancel.status).toBe(202);
     expect(toCancel.body.data.status).toBe('SCHEDULED');
     const cancel = await call(api.base, key, 'POST', `/campaigns/${cancelledId}/cancel`);
@@ -257,7 +284,8 @@ describe('campaigns across restarts and crashes (e2e)', () => {
         `status after restart ${before.body.data.status}, started ${lag} ms after its time, ` +
         `${done.status} ${new Date(done.finishedAt).getTime() - scheduledFor.getTime()} ms after its time`,
     );
-    if (done.status !== 'SENT' || new Date(done.startedAt).getTime() - due >= 5000) console.error(worker.output().slice(-4000));
+    if (done.status !== 'SENT' || new Date(done.startedAt).getTime() - due >= 5000)
+      console.error(worker.output().slice(-4000));
     expect(done.status).toBe('SENT');
     expect(done.scheduledAt).toBe(scheduledFor.toISOString());
     // Started on time: not before its time (the runner allows 1 s of clock slack), within 5 s after
@@ -270,7 +298,9 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     // Every contact got exactly one message: one from the scheduled campaign, none from the cancelled
     // one (due a second earlier). Two quiet seconds first, so a late send would be seen.
     await sleep(2000);
-    const received = new Map([...deliveriesTo('@sched.example.org')].map(([to, at]) => [to, at.length]));
+    const received = new Map(
+      [...deliveriesTo('@sched.example.org')].map(([to, at]) => [to, at.length]),
+    );
     expect(Object.fromEntries(received)).toEqual(Object.fromEntries(recipients.map((r) => [r, 1])));
 
     // The cancelled campaign stays CANCELLED with no email record, well after its time.
@@ -278,9 +308,15 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     expect(cancelled).toMatchObject({ status: 'CANCELLED', startedAt: null, recipientCount: null });
     expect(cancelled.cancelledAt).not.toBeNull();
     expect(await recordsByStatus(cancelledId)).toEqual({});
-    const cancelledStats = (await call(api.base, key, 'GET', `/campaigns/${cancelledId}/stats`)).body.data;
-    expect(cancelledStats).toMatchObject({ recipients: 0, queued: 0, sending: 0, sent: 0, cancelled: 0 });
-
+    const cancelledStats = (await call(api.base, key, 'GET', `/campaigns/${cancelledId}/stats`))
+      .body.data;
+    expect(cancelledStats).toMatchObject({
+      recipients: 0,
+      queued: 0,
+      sending: 0,
+      sent: 0,
+      cancelled: 0,
+    });
   }, 120_000);
 
   it('SIGTERM stops a worker whose campaign is still sending within seconds; the next worker carries on', async () => {
@@ -299,9 +335,19 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     const workerEnv = { EMAIL_RATE_PER_SECOND: '5', RECOVERY_EVERY_MS: '60000' };
     const first = await startWorker(workerEnv);
     const acceptedBefore = smtp.accepted;
-    expect((await call(api.base, key, 'POST', `/campaigns/${campaignId}/send`, {})).status).toBe(202);
-    await pollUntil(() => recordCount(campaignId), (n) => n === 3000, 30_000);
-    await pollUntil(async () => smtp.accepted, (n) => n > acceptedBefore, 10_000);
+    expect((await call(api.base, key, 'POST', `/campaigns/${campaignId}/send`, {})).status).toBe(
+      202,
+    );
+    await pollUntil(
+      () => recordCount(campaignId),
+      (n) => n === 3000,
+      30_000,
+    );
+    await pollUntil(
+      async () => smtp.accepted,
+      (n) => n > acceptedBefore,
+      10_000,
+    );
     const stoppingAt = Date.now();
     const code = await stop(first, 'SIGTERM');
     const tookMs = Date.now() - stoppingAt;
@@ -313,9 +359,15 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     const acceptedAtStop = smtp.accepted;
     const second = await startWorker(workerEnv);
     // The job handed back runs on the new worker (no recovery run needed: its interval is a minute).
-    await pollUntil(async () => smtp.accepted, (n) => n > acceptedAtStop + 5, 20_000);
+    await pollUntil(
+      async () => smtp.accepted,
+      (n) => n > acceptedAtStop + 5,
+      20_000,
+    );
     expect(smtp.accepted).toBeGreaterThan(acceptedAtStop + 5);
-    console.log(`graceful stop: SIGTERM to exit ${tookMs} ms with the campaign SENDING; ${smtp.accepted - acceptedAtStop} more messages after the next worker started`);
+    console.log(
+      `graceful stop: SIGTERM to exit ${tookMs} ms with the campaign SENDING; ${smtp.accepted - acceptedAtStop} more messages after the next worker started`,
+    );
     expect((await call(api.base, key, 'POST', `/campaigns/${campaignId}/cancel`)).status).toBe(200);
     await stop(second, 'SIGTERM');
   }, 120_000);
@@ -342,13 +394,22 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     expect(send.body.data.status).toBe('SENDING');
 
     // Kill once the fan-out has committed some batches and not all.
-    const seen = await pollUntil(() => recordCount(campaignId), (n) => n >= KILL_AFTER_RECORDS, 60_000, 10);
+    const seen = await pollUntil(
+      () => recordCount(campaignId),
+      (n) => n >= KILL_AFTER_RECORDS,
+      60_000,
+      10,
+    );
     first.child.kill('SIGKILL');
     const killedAt = Date.now();
     expect(await first.exited).toBe('SIGKILL');
     const atKill = await recordCount(campaignId);
-    const [state] = (await pg.query('SELECT status, fanout_done FROM campaigns WHERE id = $1', [campaignId])).rows;
-    console.log(`fan-out: ${seen} records ${killedAt - sentAt} ms after send; ${atKill} at the kill, fanout_done ${state.fanout_done}`);
+    const [state] = (
+      await pg.query('SELECT status, fanout_done FROM campaigns WHERE id = $1', [campaignId])
+    ).rows;
+    console.log(
+      `fan-out: ${seen} records ${killedAt - sentAt} ms after send; ${atKill} at the kill, fanout_done ${state.fanout_done}`,
+    );
     expect(seen).toBeGreaterThan(0);
     // The premise: the crash lands in the middle of the fan-out.
     expect(atKill).toBeLessThan(BIG);
@@ -369,7 +430,9 @@ describe('campaigns across restarts and crashes (e2e)', () => {
         const c = (await call(api.base, key, 'GET', `/campaigns/${campaignId}`)).body.data as Json;
         if (Date.now() - lastLog > 15_000) {
           lastLog = Date.now();
-          console.log(`fan-out: ${Math.round((Date.now() - restartedAt) / 1000)} s after the restart: ${c.status}, ${await recordCount(campaignId)} records, ${smtp.accepted} accepted`);
+          console.log(
+            `fan-out: ${Math.round((Date.now() - restartedAt) / 1000)} s after the restart: ${c.status}, ${await recordCount(campaignId)} records, ${smtp.accepted} accepted`,
+          );
         }
         return c;
       },
@@ -395,14 +458,25 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     expect(missing[0].n).toBe(0);
     expect(await recordsByStatus(campaignId)).toEqual({ SENT: BIG });
     expect(done.recipientCount).toBe(BIG);
-    const stats = (await call(api.base, key, 'GET', `/campaigns/${campaignId}/stats`)).body.data as Json;
+    const stats = (await call(api.base, key, 'GET', `/campaigns/${campaignId}/stats`)).body
+      .data as Json;
     expect(stats).toMatchObject({ recipients: BIG, sent: BIG, queued: 0, sending: 0 });
-    expect(stats.queued + stats.sending + stats.sent + stats.failed + stats.bounced + stats.suppressed + stats.cancelled).toBe(BIG);
+    expect(
+      stats.queued +
+        stats.sending +
+        stats.sent +
+        stats.failed +
+        stats.bounced +
+        stats.suppressed +
+        stats.cancelled,
+    ).toBe(BIG);
 
     // Every recipient reached; a repeat only for a message accepted by the SMTP server in the
     // instant before the kill and not yet recorded SENT: at most the killed worker's concurrency.
     const received = deliveriesTo('@fan.example.org');
-    const { rows: addresses } = await pg.query('SELECT email FROM contacts WHERE project_id = $1', [project.id]);
+    const { rows: addresses } = await pg.query('SELECT email FROM contacts WHERE project_id = $1', [
+      project.id,
+    ]);
     const unreached = addresses.filter((r: { email: string }) => !received.has(r.email));
     expect(unreached).toEqual([]);
     expect(received.size).toBe(BIG);
@@ -411,7 +485,9 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     expect(duplicates).toBeLessThanOrEqual(DELIVERY_CONCURRENCY);
     // Each repeat is a message of the killed worker sent once more: twice in all, the first copy
     // accepted before the kill (a second of slack for bytes still in the socket when it died).
-    expect(repeated.filter(([, at]) => at.length !== 2 || Math.min(...at) > killedAt + 1000)).toEqual([]);
+    expect(
+      repeated.filter(([, at]) => at.length !== 2 || Math.min(...at) > killedAt + 1000),
+    ).toEqual([]);
 
     console.log(
       `fan-out crash: killed ${killedAt - sentAt} ms after send with ${atKill} records and ${acceptedAtKill} messages accepted; ` +
@@ -421,7 +497,6 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     );
   }, 900_000);
 });
-
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

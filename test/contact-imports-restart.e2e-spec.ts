@@ -106,7 +106,11 @@ describe('Contact import survives a worker crash', () => {
 
     // A new worker picks the stalled job up and resumes after the last committed chunk.
     worker = await startTestApp(
-      testConfig(env.db.url, env.prefix, { APP_ROLE: 'worker', IMPORT_BATCH_SIZE: '100', RECOVERY_EVERY_MS }),
+      testConfig(env.db.url, env.prefix, {
+        APP_ROLE: 'worker',
+        IMPORT_BATCH_SIZE: '100',
+        RECOVERY_EVERY_MS,
+      }),
     );
     await pollUntil(
       () => progress(id),
@@ -151,7 +155,9 @@ describe('Contact import survives a worker crash', () => {
     const queue = api.app.get<Queue>(getQueueToken(QUEUES.IMPORTS));
     await queue.remove(id);
     expect(await queue.getJob(id)).toBeUndefined();
-    worker = await startTestApp(testConfig(env.db.url, env.prefix, { APP_ROLE: 'worker', RECOVERY_EVERY_MS }));
+    worker = await startTestApp(
+      testConfig(env.db.url, env.prefix, { APP_ROLE: 'worker', RECOVERY_EVERY_MS }),
+    );
     const state = await pollUntil(
       () => progress(id),
       (s) => s.status === 'COMPLETED',

@@ -39,12 +39,17 @@ describe('Delivery across worker processes', () => {
   };
 
   const stopWorker = async (worker: ServiceProcess, signal: NodeJS.Signals = 'SIGTERM') => {
-    if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill(signal);
+    if (worker.child.exitCode === null && worker.child.signalCode === null)
+      worker.child.kill(signal);
     await worker.exited;
   };
 
   const countByStatus = async (status: string): Promise<number> => {
-    const res = await t.app.request({ method: 'GET', url: `/emails?status=${status}&limit=1`, key: t.project.secretKey });
+    const res = await t.app.request({
+      method: 'GET',
+      url: `/emails?status=${status}&limit=1`,
+      key: t.project.secretKey,
+    });
     return res.body.data.total as number;
   };
 
@@ -54,7 +59,12 @@ describe('Delivery across worker processes', () => {
         method: 'POST',
         url: '/v1/send',
         key: t.project.secretKey,
-        body: { to: recipients.slice(i, i + 50), from: 'hello@acme.test', subject, body: '<p>{{ email }}</p>' },
+        body: {
+          to: recipients.slice(i, i + 50),
+          from: 'hello@acme.test',
+          subject,
+          body: '<p>{{ email }}</p>',
+        },
       });
       if (res.status !== 200) throw new Error(`send answered ${res.status}: ${res.raw}`);
     }
@@ -75,7 +85,10 @@ describe('Delivery across worker processes', () => {
     await sleep(3000); // both workers booted and polling
     t.smtp.reset();
     const started = Date.now();
-    await sendBatch(Array.from({ length: 50 }, (_, i) => `rate${i}@example.org`), 'Rate');
+    await sendBatch(
+      Array.from({ length: 50 }, (_, i) => `rate${i}@example.org`),
+      'Rate',
+    );
     await t.smtp.waitForMessages(50, 40_000);
     const elapsed = t.smtp.messages[49].receivedAt - started;
     expect(elapsed).toBeGreaterThanOrEqual(9000);
@@ -84,7 +97,8 @@ describe('Delivery across worker processes', () => {
     // The limiter is a fixed one-second window: any 11 consecutive acceptances span more than
     // a second (two windows' worth can sit either side of a boundary), minus SMTP jitter.
     const times = t.smtp.messages.map((m) => m.receivedAt).sort((x, y) => x - y);
-    for (let i = 0; i + 10 < times.length; i++) expect(times[i + 10] - times[i]).toBeGreaterThan(800);
+    for (let i = 0; i + 10 < times.length; i++)
+      expect(times[i + 10] - times[i]).toBeGreaterThan(800);
     await stopWorker(a);
     await stopWorker(b);
   }, 90_000);
@@ -106,10 +120,12 @@ describe('Delivery across worker processes', () => {
 
     const next = startWorker(100);
     const deadline = Date.now() + 60_000;
-    while ((await countByStatus('SENT')) - sentBefore < 60 && Date.now() < deadline) await sleep(250);
+    while ((await countByStatus('SENT')) - sentBefore < 60 && Date.now() < deadline)
+      await sleep(250);
     expect((await countByStatus('SENT')) - sentBefore).toBe(60);
     const perRecipient = new Map<string, number>();
-    for (const m of t.smtp.messages) for (const to of m.to) perRecipient.set(to, (perRecipient.get(to) ?? 0) + 1);
+    for (const m of t.smtp.messages)
+      for (const to of m.to) perRecipient.set(to, (perRecipient.get(to) ?? 0) + 1);
     expect(recipients.map((r) => perRecipient.get(r) ?? 0)).toEqual(recipients.map(() => 1));
     await stopWorker(next);
     t.smtp.dataDelayMs = 0;
@@ -134,14 +150,16 @@ describe('Delivery across worker processes', () => {
 
     startWorker(150);
     const deadline = Date.now() + 90_000;
-    while ((await countByStatus('SENT')) - sentBefore < 500 && Date.now() < deadline) await sleep(500);
+    while ((await countByStatus('SENT')) - sentBefore < 500 && Date.now() < deadline)
+      await sleep(500);
     expect((await countByStatus('SENT')) - sentBefore).toBe(500);
     expect(await countByStatus('QUEUED')).toBe(0);
     expect(await countByStatus('SENDING')).toBe(0);
     expect(await countByStatus('FAILED')).toBe(0);
 
     const perRecipient = new Map<string, number>();
-    for (const m of t.smtp.messages) for (const to of m.to) perRecipient.set(to, (perRecipient.get(to) ?? 0) + 1);
+    for (const m of t.smtp.messages)
+      for (const to of m.to) perRecipient.set(to, (perRecipient.get(to) ?? 0) + 1);
     for (const r of recipients) expect(perRecipient.get(r) ?? 0).toBeGreaterThanOrEqual(1);
     const duplicates = [...perRecipient.values()].reduce((sum, n) => sum + (n - 1), 0);
     // Only messages accepted in the instant between the server's 250 and the SENT update can repeat.

@@ -67,7 +67,8 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
       .get(DomainsService)
       .assertCanSend(projectId, from)
       .then((sender) => {
-        if (!sender) throw new Error('assertCanSend answered unsigned while senders must be verified');
+        if (!sender)
+          throw new Error('assertCanSend answered unsigned while senders must be verified');
         return sender;
       });
 
@@ -257,8 +258,16 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     const checked = (await get((await verify(domain.id)).body.data.id)).body.data;
     expect(record(checked, 'OWNERSHIP')).toMatchObject({ status: 'VERIFIED' });
     expect(record(checked, 'OWNERSHIP').error).toBeUndefined();
-    expect(record(checked, 'DKIM')).toMatchObject({ status: 'FAILED', error: 'MISMATCH', found: [wrongKey] });
-    expect(record(checked, 'SPF')).toMatchObject({ status: 'PENDING', error: 'NO_RECORD', found: ['google-site-verification=abc'] });
+    expect(record(checked, 'DKIM')).toMatchObject({
+      status: 'FAILED',
+      error: 'MISMATCH',
+      found: [wrongKey],
+    });
+    expect(record(checked, 'SPF')).toMatchObject({
+      status: 'PENDING',
+      error: 'NO_RECORD',
+      found: ['google-site-verification=abc'],
+    });
     expect(record(checked, 'DMARC')).toMatchObject({ status: 'PENDING', error: 'DNS_ERROR' });
     dns.setFailure(record(domain, 'DMARC').name, false);
 

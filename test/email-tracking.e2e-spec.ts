@@ -32,7 +32,11 @@ interface Links {
 function linksOf(html: string): Links {
   const out: Links = { hrefs: [], images: [] };
   const walk = (nodes: unknown[]) => {
-    for (const node of nodes as Array<{ name?: string; attribs?: Record<string, string>; children?: unknown[] }>) {
+    for (const node of nodes as Array<{
+      name?: string;
+      attribs?: Record<string, string>;
+      children?: unknown[];
+    }>) {
       if (node.name === 'a' && node.attribs?.href !== undefined) out.hrefs.push(node.attribs.href);
       if (node.name === 'img' && node.attribs?.src) out.images.push(node.attribs.src);
       if (node.children) walk(node.children);
@@ -44,13 +48,27 @@ function linksOf(html: string): Links {
 
 describe('open and click tracking (e2e)', () => {
   let t: SendingTest;
-  let marketing: { emailId: string; contactId: string; pixel: string; click: string; html: string; text: string };
+  let marketing: {
+    emailId: string;
+    contactId: string;
+    pixel: string;
+    click: string;
+    html: string;
+    text: string;
+  };
 
   const get = (url: string, app: TestApp = t.app) => app.request({ method: 'GET', url });
   const record = async (id: string) =>
-    (await t.app.request({ method: 'GET', url: `/emails/${id}`, key: t.project.secretKey })).body.data;
+    (await t.app.request({ method: 'GET', url: `/emails/${id}`, key: t.project.secretKey })).body
+      .data;
   const eventsOf = async (contactId: string, name: string) =>
-    (await t.app.request({ method: 'GET', url: `/events?contactId=${contactId}&name=${name}&limit=100`, key: t.project.secretKey })).body.data.items;
+    (
+      await t.app.request({
+        method: 'GET',
+        url: `/events?contactId=${contactId}&name=${name}&limit=100`,
+        key: t.project.secretKey,
+      })
+    ).body.data.items;
   const flush = () => t.app.app.get(EmailTrackingService).flush();
 
   async function sendAndReceive(to: string, body: Record<string, unknown>) {
@@ -61,12 +79,23 @@ describe('open and click tracking (e2e)', () => {
     await waitForEmailStatus(t.app, t.project.secretKey, emailId, ['SENT']);
     await t.smtp.waitForMessages(t.smtp.messages.length);
     const message = t.smtp.messagesTo(to)[before].parsed!;
-    return { emailId, contactId: res.body.data.contact as string, html: String(message.html), text: String(message.text) };
+    return {
+      emailId,
+      contactId: res.body.data.contact as string,
+      html: String(message.html),
+      text: String(message.text),
+    };
   }
 
   beforeAll(async () => {
     t = await startSendingTest('Tracking');
-    const template = await t.createTemplate({ name: 'News', subject: 'News', body: BODY, type: 'MARKETING', from: 'news@acme.test' });
+    const template = await t.createTemplate({
+      name: 'News',
+      subject: 'News',
+      body: BODY,
+      type: 'MARKETING',
+      from: 'news@acme.test',
+    });
     expect(template.status).toBe(201);
     const sent = await sendAndReceive('reader@example.org', { template: template.body.data.id });
     const links = linksOf(sent.html);
@@ -87,30 +116,76 @@ describe('open and click tracking (e2e)', () => {
     expect(marketing.html).toContain('class="cta"');
     expect(marketing.text).toContain(SHOP);
     expect(marketing.text).not.toContain('/t/c/');
-    expect(await record(marketing.emailId)).toMatchObject({ trackOpens: true, trackClicks: true, opens: 0, clicks: 0, openedAt: null });
+    expect(await record(marketing.emailId)).toMatchObject({
+      trackOpens: true,
+      trackClicks: true,
+      opens: 0,
+      clicks: 0,
+      openedAt: null,
+    });
     // The stored HTML is the rendered one: tracking is added on the way out only.
-    const [row] = await t.app.app.get(DataSource).query('SELECT html FROM emails WHERE id = $1', [marketing.emailId]);
+    const [row] = await t.app.app
+      .get(DataSource)
+      .query('SELECT html FROM emails WHERE id = $1', [marketing.emailId]);
     expect(row.html).not.toContain('/t/');
   });
 
   it('TRANSACTIONAL mail is not tracked unless the send or the template says track: true', async () => {
-    const plain = await sendAndReceive('plain@example.org', { from: 'hello@acme.test', subject: 'Receipt', body: BODY });
+    const plain = await sendAndReceive('plain@example.org', {
+      from: 'hello@acme.test',
+      subject: 'Receipt',
+      body: BODY,
+    });
     expect(linksOf(plain.html).images).toEqual([]);
     expect(linksOf(plain.html).hrefs[0]).toBe(SHOP);
     expect(await record(plain.emailId)).toMatchObject({ trackOpens: false, trackClicks: false });
 
-    const bySend = await sendAndReceive('bysend@example.org', { from: 'hello@acme.test', subject: 'Receipt', body: BODY, track: true });
+    const bySend = await sendAndReceive('bysend@example.org', {
+      from: 'hello@acme.test',
+      subject: 'Receipt',
+      body: BODY,
+      track: true,
+    });
     expect(linksOf(bySend.html).images[0]).toMatch(/\/t\/o\//);
     expect(linksOf(bySend.html).hrefs[0]).toMatch(/\/t\/c\//);
 
-    const template = await t.createTemplate({ name: 'Receipt', subject: 'R', body: BODY, type: 'TRANSACTIONAL', from: 'hello@acme.test', track: true });
+    const template = await t.createTemplate({
+      name: 'Receipt',
+      subject: 'R',
+      body: BODY,
+      type: 'TRANSACTIONAL',
+      from: 'hello@acme.test',
+      track: true,
+    });
     expect(template.body.data.track).toBe(true);
-    const byTemplate = await sendAndReceive('bytemplate@example.org', { template: template.body.data.id });
+    const byTemplate = await sendAndReceive('bytemplate@example.org', {
+      template: template.body.data.id,
+    });
     expect(linksOf(byTemplate.html).images[0]).toMatch(/\/t\/o\//);
     expect(await record(byTemplate.emailId)).toMatchObject({ trackOpens: true, trackClicks: true });
 
-    expect((await t.send({ to: 'x@example.org', from: 'hello@acme.test', subject: 's', body: 'b', track: 'yes' })).status).toBe(422);
-    expect((await t.createTemplate({ name: 'T', subject: 's', body: 'b', type: 'TRANSACTIONAL', track: null })).status).toBe(422);
+    expect(
+      (
+        await t.send({
+          to: 'x@example.org',
+          from: 'hello@acme.test',
+          subject: 's',
+          body: 'b',
+          track: 'yes',
+        })
+      ).status,
+    ).toBe(422);
+    expect(
+      (
+        await t.createTemplate({
+          name: 'T',
+          subject: 's',
+          body: 'b',
+          type: 'TRANSACTIONAL',
+          track: null,
+        })
+      ).status,
+    ).toBe(422);
   });
 
   it('opening twice: a 43-byte uncached GIF, openedAt set once, opens counted, one email.opened event', async () => {
@@ -133,12 +208,21 @@ describe('open and click tracking (e2e)', () => {
     expect(events).toHaveLength(1);
     // Byte for byte the GIF (it is written as a latin1 string with the headers), with the headers every route has.
     const exact = await t.app.app.inject({ method: 'GET', url: path });
-    expect(exact.rawPayload.equals(Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==', 'base64'))).toBe(true);
+    expect(
+      exact.rawPayload.equals(
+        Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==', 'base64'),
+      ),
+    ).toBe(true);
     expect(exact.headers['x-request-id']).toEqual(expect.any(String));
     expect(exact.headers.vary).toBe('Origin');
     // Fastify's onResponse hooks ran for it: the request is in the latency histogram under its route.
     const histogram = await t.app.app.get<AppMetrics>(METRICS_REGISTRY).httpDuration.get();
-    const counted = histogram.values.find((v) => v.metricName?.endsWith('_count') && v.labels.route === '/t/o/:token' && v.labels.status === '200');
+    const counted = histogram.values.find(
+      (v) =>
+        v.metricName?.endsWith('_count') &&
+        v.labels.route === '/t/o/:token' &&
+        v.labels.status === '200',
+    );
     expect(counted?.value).toBeGreaterThanOrEqual(3);
     await flush();
   });
@@ -166,7 +250,17 @@ describe('open and click tracking (e2e)', () => {
   });
 
   it('opens and clicks of one email in one batch: one statement counts both, each first time set once, one event each', async () => {
-    const sent = await sendAndReceive('both@example.org', { template: (await t.createTemplate({ name: 'Both', subject: 'Both', body: BODY, type: 'MARKETING', from: 'news@acme.test' })).body.data.id });
+    const sent = await sendAndReceive('both@example.org', {
+      template: (
+        await t.createTemplate({
+          name: 'Both',
+          subject: 'Both',
+          body: BODY,
+          type: 'MARKETING',
+          from: 'news@acme.test',
+        })
+      ).body.data.id,
+    });
     const links = linksOf(sent.html);
     for (let i = 0; i < 2; i++) {
       expect((await get(new URL(links.images[0]).pathname)).status).toBe(200);
@@ -186,9 +280,20 @@ describe('open and click tracking (e2e)', () => {
     await tracking.record([
       { emailId: sent.emailId, kind: 'open', count: 1, at: '2030-01-01T00:00:00.000Z' },
       { emailId: sent.emailId, kind: 'open', count: 2, at: '2029-01-01T00:00:00.000Z' },
-      { emailId: sent.emailId, kind: 'click', count: 1, at: '2029-01-01T00:00:00.000Z', url: 'https://elsewhere.example/' },
+      {
+        emailId: sent.emailId,
+        kind: 'click',
+        count: 1,
+        at: '2029-01-01T00:00:00.000Z',
+        url: 'https://elsewhere.example/',
+      },
     ]);
-    expect(await record(sent.emailId)).toMatchObject({ opens: 5, clicks: 3, openedAt: after.openedAt, clickedAt: after.clickedAt });
+    expect(await record(sent.emailId)).toMatchObject({
+      opens: 5,
+      clicks: 3,
+      openedAt: after.openedAt,
+      clickedAt: after.clickedAt,
+    });
     expect(await eventsOf(sent.contactId, 'email.opened')).toHaveLength(1);
     expect(await eventsOf(sent.contactId, 'email.clicked')).toHaveLength(1);
   });
@@ -205,16 +310,30 @@ describe('open and click tracking (e2e)', () => {
     expect((await get('/t/o/forged')).status).toBe(404);
     expect((await get('/t/c/forged')).status).toBe(404);
     // A token naming another URL, signed with the APP_SECRET itself instead of the derived key: refused.
-    const payload = Buffer.concat([Buffer.from([1]), Buffer.from(parseUuid(marketing.emailId)), Buffer.from('https://evil.example/')]);
-    const mac = createHmac('sha256', t.app.config.appSecret).update(payload).digest().subarray(0, 16);
+    const payload = Buffer.concat([
+      Buffer.from([1]),
+      Buffer.from(parseUuid(marketing.emailId)),
+      Buffer.from('https://evil.example/'),
+    ]);
+    const mac = createHmac('sha256', t.app.config.appSecret)
+      .update(payload)
+      .digest()
+      .subarray(0, 16);
     const forged = await get(`/t/c/${Buffer.concat([payload, mac]).toString('base64url')}`);
     expect(forged.status).toBe(404);
     expect(forged.headers.location).toBeUndefined();
     // An open token is no click token.
-    expect((await get(`/t/c/${new URL(marketing.pixel).pathname.split('/').pop()}`)).status).toBe(404);
+    expect((await get(`/t/c/${new URL(marketing.pixel).pathname.split('/').pop()}`)).status).toBe(
+      404,
+    );
     await flush();
     const after = await record(marketing.emailId);
-    expect(after).toMatchObject({ opens: before.opens, clicks: before.clicks, openedAt: before.openedAt, clickedAt: before.clickedAt });
+    expect(after).toMatchObject({
+      opens: before.opens,
+      clicks: before.clicks,
+      openedAt: before.openedAt,
+      clickedAt: before.clickedAt,
+    });
     expect(await eventsOf(marketing.contactId, 'email.opened')).toHaveLength(1);
     expect(await eventsOf(marketing.contactId, 'email.clicked')).toHaveLength(1);
   });
@@ -224,7 +343,9 @@ describe('open and click tracking (e2e)', () => {
     const relay = new TcpRelay(url.hostname, Number(url.port || 5432));
     await relay.open();
     url.port = String(relay.port);
-    const api = await startTestApp(testConfig(url.toString(), t.prefix, { APP_ROLE: 'api', PUBLIC_URL: PUBLIC }));
+    const api = await startTestApp(
+      testConfig(url.toString(), t.prefix, { APP_ROLE: 'api', PUBLIC_URL: PUBLIC }),
+    );
     const warn = jest.spyOn(Logger.prototype, 'warn');
     try {
       const before = await record(marketing.emailId);
@@ -238,15 +359,28 @@ describe('open and click tracking (e2e)', () => {
       expect(click.status).toBe(302);
       expect(click.headers.location).toBe(SHOP);
       await api.app.get(EmailTrackingService).flush();
-      expect(warn.mock.calls.some((c) => String(c[c.length - 1]).includes('queued for later') || JSON.stringify(c).includes('queued for later'))).toBe(true);
+      expect(
+        warn.mock.calls.some(
+          (c) =>
+            String(c[c.length - 1]).includes('queued for later') ||
+            JSON.stringify(c).includes('queued for later'),
+        ),
+      ).toBe(true);
       // The worker of the main app (same queues) writes them once the record-hit jobs run.
       const deadline = Date.now() + 20_000;
       let now = await record(marketing.emailId);
-      while ((now.opens !== before.opens + 1 || now.clicks !== before.clicks + 1) && Date.now() < deadline) {
+      while (
+        (now.opens !== before.opens + 1 || now.clicks !== before.clicks + 1) &&
+        Date.now() < deadline
+      ) {
         await new Promise((r) => setTimeout(r, 200));
         now = await record(marketing.emailId);
       }
-      expect(now).toMatchObject({ opens: before.opens + 1, clicks: before.clicks + 1, openedAt: before.openedAt });
+      expect(now).toMatchObject({
+        opens: before.opens + 1,
+        clicks: before.clicks + 1,
+        openedAt: before.openedAt,
+      });
       expect(await eventsOf(marketing.contactId, 'email.opened')).toHaveLength(1);
     } finally {
       warn.mockRestore();

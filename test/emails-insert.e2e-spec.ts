@@ -25,8 +25,11 @@ describe('EmailsRepository.insertEmails', () => {
     repository = app.app.get(EmailsRepository);
     projectId = (await app.createProject()).id;
     const contacts = app.app.get(ContactsService);
-    contactId = (await dataSource.transaction((m) => contacts.upsertByEmail(m, projectId, 'insert@example.com', { defaultSubscribed: true })))
-      .contact.id;
+    contactId = (
+      await dataSource.transaction((m) =>
+        contacts.upsertByEmail(m, projectId, 'insert@example.com', { defaultSubscribed: true }),
+      )
+    ).contact.id;
   });
   afterAll(async () => env?.close());
 
@@ -64,7 +67,8 @@ describe('EmailsRepository.insertEmails', () => {
   }
 
   it('stores every value as given: quotes, backslashes, newlines, non-ASCII, JSON-looking text, jsonb objects, dates', async () => {
-    const tricky = 'a "quoted" \\ back\\slash\nnew line\r\n\ttab — ünïcödé 🚀 {"not": "json"} \u2028 end';
+    const tricky =
+      'a "quoted" \\ back\\slash\nnew line\r\n\ttab — ünïcödé 🚀 {"not": "json"} \u2028 end';
     const queuedAt = new Date('2026-01-02T03:04:05.678Z');
     const given = {
       subject: tricky,
@@ -85,7 +89,13 @@ describe('EmailsRepository.insertEmails', () => {
          FROM emails WHERE id = $1`,
       [row.id],
     );
-    expect(stored).toEqual({ ...given, trackClicks: false, status: 'QUEUED', source: 'TRANSACTIONAL', attachments: [] });
+    expect(stored).toEqual({
+      ...given,
+      trackClicks: false,
+      status: 'QUEUED',
+      source: 'TRANSACTIONAL',
+      attachments: [],
+    });
   });
 
   it('gives an undefined property its column default, in a batch whose other rows set it', async () => {
@@ -95,10 +105,11 @@ describe('EmailsRepository.insertEmails', () => {
     delete (unset as Partial<Email>).headers;
     const before = new Date();
     await dataSource.transaction((m) => repository.insertEmails(m, [set, unset]));
-    const rows: { id: string; queuedAt: Date; headers: unknown; createdAt: Date }[] = await dataSource.query(
-      `SELECT id, queued_at AS "queuedAt", headers, created_at AS "createdAt" FROM emails WHERE id = ANY($1::uuid[])`,
-      [[set.id, unset.id]],
-    );
+    const rows: { id: string; queuedAt: Date; headers: unknown; createdAt: Date }[] =
+      await dataSource.query(
+        `SELECT id, queued_at AS "queuedAt", headers, created_at AS "createdAt" FROM emails WHERE id = ANY($1::uuid[])`,
+        [[set.id, unset.id]],
+      );
     const byId = new Map(rows.map((r) => [r.id, r]));
     expect(byId.get(set.id)?.queuedAt).toEqual(new Date('2020-05-05T00:00:00.000Z'));
     // Defaults: now() and '{}' (a NULL here would break the NOT NULL columns or read as "no headers").
@@ -110,8 +121,13 @@ describe('EmailsRepository.insertEmails', () => {
   it('inserts nothing when one row is refused (the whole call is one transaction with the caller)', async () => {
     const good = email({ subject: 'good' });
     const bad = email({ subject: 'bad', toEmail: 'x'.repeat(400) });
-    await expect(dataSource.transaction((m) => repository.insertEmails(m, [good, bad]))).rejects.toThrow();
-    const [{ n }] = await dataSource.query(`SELECT count(*)::int AS n FROM emails WHERE id = ANY($1::uuid[])`, [[good.id, bad.id]]);
+    await expect(
+      dataSource.transaction((m) => repository.insertEmails(m, [good, bad])),
+    ).rejects.toThrow();
+    const [{ n }] = await dataSource.query(
+      `SELECT count(*)::int AS n FROM emails WHERE id = ANY($1::uuid[])`,
+      [[good.id, bad.id]],
+    );
     expect(n).toBe(0);
   });
 

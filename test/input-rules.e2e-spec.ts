@@ -70,8 +70,12 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
   let port: number;
   const ids = { contact: '', segment: '', template: '', domain: '' };
 
-  const req = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown, key?: string) =>
-    app.request({ method, url, key: key ?? project.secretKey, body });
+  const req = (
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    url: string,
+    body?: unknown,
+    key?: string,
+  ) => app.request({ method, url, key: key ?? project.secretKey, body });
 
   beforeAll(async () => {
     dns = await startTestDnsServer();
@@ -86,7 +90,11 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
       return res.body.data.id as string;
     };
     ids.contact = await created('/contacts', { email: 'ada@example.com', data: { plan: 'pro' } });
-    ids.segment = await created('/segments', { name: 'Pro', description: 'Paying', condition: { logic: 'AND', conditions: [] } });
+    ids.segment = await created('/segments', {
+      name: 'Pro',
+      description: 'Paying',
+      condition: { logic: 'AND', conditions: [] },
+    });
     ids.template = await created('/templates', {
       name: 'Welcome',
       subject: 'Hi',
@@ -97,7 +105,7 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
     });
     ids.domain = await created('/domains', { domain: 'rules.example.com' });
     // The first DNS check of the domain settles before fingerprints are compared.
-    for (const deadline = Date.now() + 15_000; ; ) {
+    for (const deadline = Date.now() + 15_000; ;) {
       const pending = await db.query('SELECT 1 FROM domains WHERE last_checked_at IS NULL');
       if (pending.rowCount === 0) break;
       if (Date.now() > deadline) throw new Error('the first domain check did not run');
@@ -132,14 +140,24 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
 
   /** The contract's envelope with this status and code, and the X-Request-Id header equal to error.requestId. */
   /** Routes whose body has required fields: a valid one, so the walk sees what the id alone causes. */
-  const VALID_BODIES: Record<string, unknown> = { '/campaigns/:id/test': { emails: ['walker@example.com'] } };
+  const VALID_BODIES: Record<string, unknown> = {
+    '/campaigns/:id/test': { emails: ['walker@example.com'] },
+  };
 
-  function expectEnvelope(status: number, headers: Record<string, unknown>, rawBody: string, expected: { status: number; code: string }): { field?: string; code?: string }[] {
+  function expectEnvelope(
+    status: number,
+    headers: Record<string, unknown>,
+    rawBody: string,
+    expected: { status: number; code: string },
+  ): { field?: string; code?: string }[] {
     const context = `${expected.status} ${expected.code} expected, got ${status} ${rawBody.slice(0, 400)}`;
     expect({ status, context }).toEqual({ status: expected.status, context });
     expect(String(headers['content-type'])).toMatch(/^application\/json/);
     const body = JSON.parse(rawBody);
-    expect(body).toMatchObject({ success: false, error: { code: expected.code, statusCode: expected.status } });
+    expect(body).toMatchObject({
+      success: false,
+      error: { code: expected.code, statusCode: expected.status },
+    });
     expect(body.message).toBe(body.error.message);
     expect(body.error.message.length).toBeGreaterThan(0);
     expect(body.error.suggestion.trim().length).toBeGreaterThan(0);
@@ -156,7 +174,13 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
 
   /** The resources of the fixture project, as GET answers them. */
   async function snapshot(): Promise<unknown[]> {
-    const urls = [`/contacts/${ids.contact}`, `/segments/${ids.segment}`, `/templates/${ids.template}`, `/domains/${ids.domain}`, '/project'];
+    const urls = [
+      `/contacts/${ids.contact}`,
+      `/segments/${ids.segment}`,
+      `/templates/${ids.template}`,
+      `/domains/${ids.domain}`,
+      '/project',
+    ];
     const out: unknown[] = [];
     for (const url of urls) {
       const res = await req('GET', url);
@@ -164,7 +188,11 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
       const data = { ...res.body.data };
       delete data.memberCount;
       // Only what a client writes: DNS checks update a domain's status and records in the background.
-      out.push(url.startsWith('/domains/') ? { id: data.id, domain: data.domain, createdAt: data.createdAt } : data);
+      out.push(
+        url.startsWith('/domains/')
+          ? { id: data.id, domain: data.domain, createdAt: data.createdAt }
+          : data,
+      );
     }
     return out;
   }
@@ -202,8 +230,12 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
           const paths = ([] as string[]).concat(Reflect.getMetadata(PATH_METADATA, handler) ?? '');
           for (const base of bases) {
             for (const path of paths) {
-              const full = `/${[base, path].map((p) => p.replace(/^\/|\/$/g, '')).filter(Boolean).join('/')}`;
-              if (full.includes(':')) routes.push({ method: RequestMethod[method] as AppRoute['method'], path: full });
+              const full = `/${[base, path]
+                .map((p) => p.replace(/^\/|\/$/g, ''))
+                .filter(Boolean)
+                .join('/')}`;
+              if (full.includes(':'))
+                routes.push({ method: RequestMethod[method] as AppRoute['method'], path: full });
             }
           }
         }
@@ -214,8 +246,10 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
 
   const paramsOf = (path: string) => [...path.matchAll(/:(\w+)/g)].map((m) => m[1]);
   /** `/segments/:id/contacts` → SEGMENT: the collection just before the first id, singular. */
-  const resourceOf = (path: string) => path.split('/:')[0].split('/').pop()!.replace(/s$/, '').toUpperCase();
-  const withParams = (path: string, values: Record<string, string>) => path.replace(/:(\w+)/g, (_, name: string) => values[name]);
+  const resourceOf = (path: string) =>
+    path.split('/:')[0].split('/').pop()!.replace(/s$/, '').toUpperCase();
+  const withParams = (path: string, values: Record<string, string>) =>
+    path.replace(/:(\w+)/g, (_, name: string) => values[name]);
 
   it('walks every {id} route: a malformed id is 400 naming the parameter, an unknown one 404 <RESOURCE>_NOT_FOUND', async () => {
     const routes = routesWithParams();
@@ -227,7 +261,11 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
     for (const route of routes) {
       for (const name of paramsOf(route.path)) {
         // A new parameter is an id (named id or …Id) or is listed in NON_ID_PARAMS.
-        expect({ route, name, isId: name === 'id' || /Id$/.test(name) || NON_ID_PARAMS.has(name) }).toEqual({ route, name, isId: true });
+        expect({
+          route,
+          name,
+          isId: name === 'id' || /Id$/.test(name) || NON_ID_PARAMS.has(name),
+        }).toEqual({ route, name, isId: true });
       }
     }
 
@@ -237,8 +275,15 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
       const op = doc.paths[route.path.replace(/:(\w+)/g, '{$1}')]?.[route.method.toLowerCase()];
       expect({ route, documented: !!op }).toEqual({ route, documented: true });
       for (const name of paramsOf(route.path)) {
-        const param = op.parameters.find((p: { name: string; in: string }) => p.name === name && p.in === 'path');
-        expect({ route, name, format: param?.schema?.format, has400: '400' in op.responses }).toEqual({ route, name, format: 'uuid', has400: true });
+        const param = op.parameters.find(
+          (p: { name: string; in: string }) => p.name === name && p.in === 'path',
+        );
+        expect({
+          route,
+          name,
+          format: param?.schema?.format,
+          has400: '400' in op.responses,
+        }).toEqual({ route, name, format: 'uuid', has400: true });
       }
     }
 
@@ -246,14 +291,26 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
       for (const route of idRoutes) {
         const names = paramsOf(route.path);
         const unknown = Object.fromEntries(names.map((n) => [n, UNKNOWN_UUID]));
-        const body = route.method === 'POST' || route.method === 'PATCH' ? (VALID_BODIES[route.path] ?? {}) : undefined;
+        const body =
+          route.method === 'POST' || route.method === 'PATCH'
+            ? (VALID_BODIES[route.path] ?? {})
+            : undefined;
         for (const name of names) {
-          for (const bad of ['not-a-uuid', '123', `${UNKNOWN_UUID}x`, UNKNOWN_UUID.replace(/-/g, ''), '%20']) {
+          for (const bad of [
+            'not-a-uuid',
+            '123',
+            `${UNKNOWN_UUID}x`,
+            UNKNOWN_UUID.replace(/-/g, ''),
+            '%20',
+          ]) {
             const url = withParams(route.path, { ...unknown, [name]: bad });
             const res = await req(route.method, url, body);
             const where = `${route.method} ${url}`;
             const errors = expectError(res, 400, 'BAD_REQUEST');
-            expect({ where, first: errors[0] }).toEqual({ where, first: expect.objectContaining({ field: name, code: 'invalid_string' }) });
+            expect({ where, first: errors[0] }).toEqual({
+              where,
+              first: expect.objectContaining({ field: name, code: 'invalid_string' }),
+            });
           }
         }
         for (const id of [UNKNOWN_UUID, UNKNOWN_UUID.toUpperCase()]) {
@@ -290,7 +347,11 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
         expectError(await req('GET', `/contacts/${'a'.repeat(101)}`), 414, 'BAD_REQUEST');
         expectError(await req('DELETE', `/segments/${'b'.repeat(500)}`), 414, 'BAD_REQUEST');
         await overSocket(get(`/domains/${'c'.repeat(101)}`), 414, 'BAD_REQUEST');
-        const atLimit = expectError(await req('GET', `/contacts/${'a'.repeat(100)}`), 400, 'BAD_REQUEST');
+        const atLimit = expectError(
+          await req('GET', `/contacts/${'a'.repeat(100)}`),
+          400,
+          'BAD_REQUEST',
+        );
         expect(atLimit[0]).toMatchObject({ field: 'id' });
       });
     });
@@ -317,7 +378,10 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
 
     it('closes a refused connection even when the client keeps its half open', async () => {
       const server = app.app.getHttpServer();
-      const connections = () => new Promise<number>((resolve, reject) => server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
+      const connections = () =>
+        new Promise<number>((resolve, reject) =>
+          server.getConnections((e, n) => (e ? reject(e) : resolve(n))),
+        );
       const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
       socket.setEncoding('utf8');
       let answer = '';
@@ -329,7 +393,8 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
         expect(answer).toMatch(/^HTTP\/1\.1 400 /);
         // The server let go of the connection although the client's half is still open.
         const deadline = Date.now() + 2000;
-        while ((await connections()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        while ((await connections()) > 0 && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 50));
         expect(await connections()).toBe(0);
       } finally {
         socket.destroy();
@@ -356,19 +421,39 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
     async function bodyOperations(): Promise<BodyOperation[]> {
       const doc = (await app.request({ method: 'GET', url: '/openapi.json' })).body;
       const resolve = (schema: Record<string, unknown>): Record<string, unknown> =>
-        typeof schema.$ref === 'string' ? resolve(doc.components.schemas[schema.$ref.split('/').pop()!]) : schema;
+        typeof schema.$ref === 'string'
+          ? resolve(doc.components.schemas[schema.$ref.split('/').pop()!])
+          : schema;
       const out: BodyOperation[] = [];
-      for (const [path, item] of Object.entries<Record<string, Record<string, unknown>>>(doc.paths)) {
+      for (const [path, item] of Object.entries<Record<string, Record<string, unknown>>>(
+        doc.paths,
+      )) {
         for (const method of ['post', 'patch'] as const) {
-          const op = item[method] as { requestBody?: { content: Record<string, { schema: Record<string, unknown> }> }; security?: unknown[] } | undefined;
+          const op = item[method] as
+            | {
+                requestBody?: { content: Record<string, { schema: Record<string, unknown> }> };
+                security?: unknown[];
+              }
+            | undefined;
           const json = op?.requestBody?.content['application/json']?.schema;
           if (!op || !json || (Array.isArray(op.security) && op.security.length === 0)) continue;
           const schema = resolve(json);
-          const properties = Object.entries((schema.properties ?? {}) as Record<string, Record<string, unknown>>).map(([name, p]) => ({
+          const properties = Object.entries(
+            (schema.properties ?? {}) as Record<string, Record<string, unknown>>,
+          ).map(([name, p]) => ({
             name,
             nullable: resolve(p).nullable === true || p.nullable === true,
           }));
-          const url = path.replace('{id}', path.startsWith('/segments') ? ids.segment : path.startsWith('/templates') ? ids.template : path.startsWith('/contacts') ? ids.contact : ids.domain);
+          const url = path.replace(
+            '{id}',
+            path.startsWith('/segments')
+              ? ids.segment
+              : path.startsWith('/templates')
+                ? ids.template
+                : path.startsWith('/contacts')
+                  ? ids.contact
+                  : ids.domain,
+          );
           out.push({ method: method.toUpperCase() as BodyOperation['method'], url, properties });
         }
       }
@@ -377,8 +462,21 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
 
     it('every body field the document does not mark nullable refuses null with 422 required, naming it', async () => {
       const operations = await bodyOperations();
-      expect(operations.map((o) => `${o.method} ${o.url.replace(/[0-9a-f-]{36}/, '{id}')}`)).toEqual(
-        expect.arrayContaining(['PATCH /segments/{id}', 'POST /segments', 'POST /templates', 'PATCH /templates/{id}', 'POST /contacts', 'PATCH /contacts/{id}', 'POST /v1/track', 'POST /v1/send', 'PATCH /project', 'POST /domains']),
+      expect(
+        operations.map((o) => `${o.method} ${o.url.replace(/[0-9a-f-]{36}/, '{id}')}`),
+      ).toEqual(
+        expect.arrayContaining([
+          'PATCH /segments/{id}',
+          'POST /segments',
+          'POST /templates',
+          'PATCH /templates/{id}',
+          'POST /contacts',
+          'PATCH /contacts/{id}',
+          'POST /v1/track',
+          'POST /v1/send',
+          'PATCH /project',
+          'POST /domains',
+        ]),
       );
       await unchangedBy(async () => {
         for (const op of operations) {
@@ -386,7 +484,12 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
             const res = await req(op.method, op.url, { [property.name]: null });
             const where = `${op.method} ${op.url} {"${property.name}": null}`;
             const errors = expectError(res, 422, 'VALIDATION_ERROR');
-            expect({ where, errors }).toEqual({ where, errors: expect.arrayContaining([expect.objectContaining({ field: property.name, code: 'required' })]) });
+            expect({ where, errors }).toEqual({
+              where,
+              errors: expect.arrayContaining([
+                expect.objectContaining({ field: property.name, code: 'required' }),
+              ]),
+            });
           }
         }
       });
@@ -395,13 +498,52 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
     it('PATCH /segments/{id} {"name": null} is 422, not 500, and the segment keeps its name', async () => {
       await unchangedBy(async () => {
         const res = await req('PATCH', `/segments/${ids.segment}`, { name: null });
-        expect(expectError(res, 422, 'VALIDATION_ERROR')).toEqual([expect.objectContaining({ field: 'name', code: 'required', message: 'name must not be null' })]);
-        expectError(await req('PATCH', `/segments/${ids.segment}`, { name: 'Renamed', condition: null }), 422, 'VALIDATION_ERROR');
-        expectError(await req('PATCH', `/contacts/${ids.contact}`, { subscribed: null }), 422, 'VALIDATION_ERROR');
-        expectError(await req('PATCH', `/contacts/${ids.contact}`, { data: null }), 422, 'VALIDATION_ERROR');
-        expectError(await req('POST', `/templates/${ids.template}/preview`, { contactId: null }), 422, 'VALIDATION_ERROR');
-        expectError(await req('POST', '/v1/track', { email: 'ada@example.com', event: 'x', subscribed: null }), 422, 'VALIDATION_ERROR');
-        expectError(await req('POST', '/v1/send', { to: 'ada@example.com', subject: 's', body: 'b', from: { email: 'a@rules.example.com', name: null } }), 422, 'VALIDATION_ERROR');
+        expect(expectError(res, 422, 'VALIDATION_ERROR')).toEqual([
+          expect.objectContaining({
+            field: 'name',
+            code: 'required',
+            message: 'name must not be null',
+          }),
+        ]);
+        expectError(
+          await req('PATCH', `/segments/${ids.segment}`, { name: 'Renamed', condition: null }),
+          422,
+          'VALIDATION_ERROR',
+        );
+        expectError(
+          await req('PATCH', `/contacts/${ids.contact}`, { subscribed: null }),
+          422,
+          'VALIDATION_ERROR',
+        );
+        expectError(
+          await req('PATCH', `/contacts/${ids.contact}`, { data: null }),
+          422,
+          'VALIDATION_ERROR',
+        );
+        expectError(
+          await req('POST', `/templates/${ids.template}/preview`, { contactId: null }),
+          422,
+          'VALIDATION_ERROR',
+        );
+        expectError(
+          await req('POST', '/v1/track', {
+            email: 'ada@example.com',
+            event: 'x',
+            subscribed: null,
+          }),
+          422,
+          'VALIDATION_ERROR',
+        );
+        expectError(
+          await req('POST', '/v1/send', {
+            to: 'ada@example.com',
+            subject: 's',
+            body: 'b',
+            from: { email: 'a@rules.example.com', name: null },
+          }),
+          422,
+          'VALIDATION_ERROR',
+        );
       });
       expect((await req('GET', `/segments/${ids.segment}`)).body.data.name).toBe('Pro');
     });
@@ -410,10 +552,19 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
       const segment = await req('PATCH', `/segments/${ids.segment}`, { description: null });
       expect(segment.status).toBe(200);
       expect(segment.body.data.description).toBeNull();
-      const template = await req('PATCH', `/templates/${ids.template}`, { fromName: null, replyTo: null });
+      const template = await req('PATCH', `/templates/${ids.template}`, {
+        fromName: null,
+        replyTo: null,
+      });
       expect(template.status).toBe(200);
       expect(template.body.data).toMatchObject({ name: 'Welcome', fromName: null, replyTo: null });
-      const created = await req('POST', '/templates', { name: 'No sender', subject: 's', body: 'b', type: 'MARKETING', from: null });
+      const created = await req('POST', '/templates', {
+        name: 'No sender',
+        subject: 's',
+        body: 'b',
+        type: 'MARKETING',
+        from: null,
+      });
       expect(created.status).toBe(201);
       expect(created.body.data.from).toBeNull();
       expect((await req('DELETE', `/templates/${created.body.data.id}`)).status).toBe(200);
@@ -427,7 +578,9 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
 
   it('names, subjects, bodies, event names and file names must not be empty or only whitespace (422 too_small)', async () => {
     const blank = ['', '   ', ' \t ', '\u00a0'];
-    const cases: Array<[method: 'POST' | 'PATCH', url: string, body: Record<string, unknown>, field: string]> = [];
+    const cases: Array<
+      [method: 'POST' | 'PATCH', url: string, body: Record<string, unknown>, field: string]
+    > = [];
     const template = { name: 'T', subject: 'S', body: 'B', type: 'MARKETING' };
     const mail = { to: 'ada@example.com', subject: 'S', body: 'B', from: 'me@rules.example.com' };
     for (const b of blank) {
@@ -445,25 +598,43 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
         ['POST', '/v1/send', { ...mail, subject: b }, 'subject'],
         ['POST', '/v1/send', { ...mail, body: b }, 'body'],
         ['POST', '/v1/send', { ...mail, name: b }, 'name'],
-        ['POST', '/v1/send', { ...mail, attachments: [{ filename: b, content: 'aGk=' }] }, 'attachments[0].filename'],
+        [
+          'POST',
+          '/v1/send',
+          { ...mail, attachments: [{ filename: b, content: 'aGk=' }] },
+          'attachments[0].filename',
+        ],
       );
       // A TAB in an event name is first a control character (invalid_string).
-      if (!b.includes('\t')) cases.push(['POST', '/v1/track', { email: 'ada@example.com', event: b }, 'event']);
+      if (!b.includes('\t'))
+        cases.push(['POST', '/v1/track', { email: 'ada@example.com', event: b }, 'event']);
     }
     await unchangedBy(async () => {
       for (const [method, url, body, field] of cases) {
         const res = await req(method, url, body);
         const where = `${method} ${url} ${JSON.stringify(body).slice(0, 120)}`;
         const errors = expectError(res, 422, 'VALIDATION_ERROR');
-        expect({ where, errors }).toEqual({ where, errors: expect.arrayContaining([expect.objectContaining({ field, code: 'too_small' })]) });
+        expect({ where, errors }).toEqual({
+          where,
+          errors: expect.arrayContaining([expect.objectContaining({ field, code: 'too_small' })]),
+        });
       }
     });
   });
 
   it('names are trimmed; subjects and bodies are stored as given', async () => {
-    const res = await req('POST', '/templates', { name: '  Spaced  ', subject: ' Hi {{ name }} ', body: '\n<p>x</p>\n', type: 'MARKETING' });
+    const res = await req('POST', '/templates', {
+      name: '  Spaced  ',
+      subject: ' Hi {{ name }} ',
+      body: '\n<p>x</p>\n',
+      type: 'MARKETING',
+    });
     expect(res.status).toBe(201);
-    expect(res.body.data).toMatchObject({ name: 'Spaced', subject: ' Hi {{ name }} ', body: '\n<p>x</p>\n' });
+    expect(res.body.data).toMatchObject({
+      name: 'Spaced',
+      subject: ' Hi {{ name }} ',
+      body: '\n<p>x</p>\n',
+    });
     expect((await req('DELETE', `/templates/${res.body.data.id}`)).status).toBe(200);
     const segment = await req('PATCH', `/segments/${ids.segment}`, { name: '  Pro  ' });
     expect(segment.body.data.name).toBe('Pro');
@@ -484,14 +655,23 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
       expect(keyPairs).toBeGreaterThanOrEqual(1);
       keyPairs = 0;
       await unchangedBy(async () => {
-        for (const name of ['fresh-dup.example.com', 'FRESH-DUP.example.com', ' fresh-dup.example.com ', 'rules.example.com']) {
+        for (const name of [
+          'fresh-dup.example.com',
+          'FRESH-DUP.example.com',
+          ' fresh-dup.example.com ',
+          'rules.example.com',
+        ]) {
           const res = await req('POST', '/domains', { domain: name });
           expectError(res, 409, 'CONFLICT');
         }
       });
       expect(keyPairs).toBe(0);
       const listed = await req('GET', '/domains');
-      expect(listed.body.data.items.filter((d: { domain: string }) => d.domain === 'fresh-dup.example.com')).toHaveLength(1);
+      expect(
+        listed.body.data.items.filter(
+          (d: { domain: string }) => d.domain === 'fresh-dup.example.com',
+        ),
+      ).toHaveLength(1);
     } finally {
       hook.disable();
     }

@@ -337,19 +337,48 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
     {
       name: 'filtered audience',
       status: 201,
-      body: { name: unique('campaign'), subject: 'S', body: '<p>B</p>', from: 'news@openapi-sender.test', audienceType: 'FILTERED', audienceFilter: CONDITION },
+      body: {
+        name: unique('campaign'),
+        subject: 'S',
+        body: '<p>B</p>',
+        from: 'news@openapi-sender.test',
+        audienceType: 'FILTERED',
+        audienceFilter: CONDITION,
+      },
     },
-    { name: 'segment missing', status: 422, body: { name: 'x', subject: 'S', body: 'B', from: 'a@openapi-sender.test', audienceType: 'SEGMENT' } },
+    {
+      name: 'segment missing',
+      status: 422,
+      body: {
+        name: 'x',
+        subject: 'S',
+        body: 'B',
+        from: 'a@openapi-sender.test',
+        audienceType: 'SEGMENT',
+      },
+    },
   ],
   'GET /campaigns/{id}': (f) => [{ name: 'get', status: 200, params: { id: f.campaignId } }],
   'PATCH /campaigns/{id}': (f) => [
-    { name: 'update', status: 200, params: { id: f.campaignId }, body: { description: 'Monthly', fromName: null } },
+    {
+      name: 'update',
+      status: 200,
+      params: { id: f.campaignId },
+      body: { description: 'Monthly', fromName: null },
+    },
   ],
-  'DELETE /campaigns/{id}': async (f) => [{ name: 'delete', status: 200, params: { id: await f.newCampaign() } }],
+  'DELETE /campaigns/{id}': async (f) => [
+    { name: 'delete', status: 200, params: { id: await f.newCampaign() } },
+  ],
   'POST /campaigns/{id}/send': async (f) => {
     const sending = await f.newCampaign();
     return [
-      { name: 'schedule', status: 202, params: { id: await f.newCampaign() }, body: { scheduledFor: new Date(Date.now() + 3600_000).toISOString() } },
+      {
+        name: 'schedule',
+        status: 202,
+        params: { id: await f.newCampaign() },
+        body: { scheduledFor: new Date(Date.now() + 3600_000).toISOString() },
+      },
       { name: 'send now', status: 202, params: { id: sending }, body: {} },
       { name: 'sent twice', status: 409, params: { id: sending }, body: {} },
     ];
@@ -366,7 +395,9 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
     { name: 'test', status: 202, params: { id: f.campaignId }, body: { emails: [f.contactEmail] } },
     { name: 'too many', status: 422, params: { id: f.campaignId }, body: { emails: [] } },
   ],
-  'GET /campaigns/{id}/stats': (f) => [{ name: 'stats', status: 200, params: { id: f.campaignId } }],
+  'GET /campaigns/{id}/stats': (f) => [
+    { name: 'stats', status: 200, params: { id: f.campaignId } },
+  ],
 
   'GET /workflows': () => [
     { name: 'list', status: 200 },
@@ -376,19 +407,46 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
     {
       name: 'create',
       status: 201,
-      body: { name: unique('wf'), trigger: { type: 'EVENT', event: 'signup' }, steps: [{ type: 'DELAY', amount: 1, unit: 'days' }, { type: 'EXIT' }] },
+      body: {
+        name: unique('wf'),
+        trigger: { type: 'EVENT', event: 'signup' },
+        steps: [{ type: 'DELAY', amount: 1, unit: 'days' }, { type: 'EXIT' }],
+      },
     },
-    { name: 'bad step', status: 422, body: { name: unique('wf'), trigger: { type: 'MANUAL' }, steps: [{ type: 'NOPE' }] } },
+    {
+      name: 'bad step',
+      status: 422,
+      body: { name: unique('wf'), trigger: { type: 'MANUAL' }, steps: [{ type: 'NOPE' }] },
+    },
   ],
   'GET /workflows/{id}': (f) => [{ name: 'get', status: 200, params: { id: f.workflowId } }],
-  'PATCH /workflows/{id}': (f) => [{ name: 'update', status: 200, params: { id: f.workflowId }, body: { description: null, allowReentry: true } }],
-  'DELETE /workflows/{id}': async (f) => [{ name: 'delete', status: 200, params: { id: await f.newWorkflow() } }],
+  'PATCH /workflows/{id}': (f) => [
+    {
+      name: 'update',
+      status: 200,
+      params: { id: f.workflowId },
+      body: { description: null, allowReentry: true },
+    },
+  ],
+  'DELETE /workflows/{id}': async (f) => [
+    { name: 'delete', status: 200, params: { id: await f.newWorkflow() } },
+  ],
   'GET /workflows/{id}/executions': (f) => [
     { name: 'list', status: 200, params: { id: f.workflowId } },
-    { name: 'by status', status: 200, params: { id: f.workflowId }, query: 'status=WAITING&limit=5' },
+    {
+      name: 'by status',
+      status: 200,
+      params: { id: f.workflowId },
+      query: 'status=WAITING&limit=5',
+    },
   ],
   'POST /workflows/{id}/executions': async (f) => [
-    { name: 'start', status: 202, params: { id: f.workflowId }, body: { email: `${unique('wfx')}@example.com`, data: { a: 1 } } },
+    {
+      name: 'start',
+      status: 202,
+      params: { id: f.workflowId },
+      body: { email: `${unique('wfx')}@example.com`, data: { a: 1 } },
+    },
     { name: 'neither', status: 422, params: { id: f.workflowId }, body: {} },
   ],
   'GET /workflows/{id}/executions/{executionId}': async (f) => [
@@ -403,17 +461,45 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
   },
   'GET /webhooks': () => [{ name: 'list', status: 200 }],
   'POST /webhooks': () => [
-    { name: 'create', status: 201, body: { url: 'https://hooks.example.com/mailwright', events: ['email.*', 'contact.unsubscribed'], description: 'App' } },
-    { name: 'bad pattern', status: 422, body: { url: 'https://hooks.example.com/x', events: ['Email Sent'] } },
+    {
+      name: 'create',
+      status: 201,
+      body: {
+        url: 'https://hooks.example.com/mailwright',
+        events: ['email.*', 'contact.unsubscribed'],
+        description: 'App',
+      },
+    },
+    {
+      name: 'bad pattern',
+      status: 422,
+      body: { url: 'https://hooks.example.com/x', events: ['Email Sent'] },
+    },
   ],
   'GET /webhooks/{id}': (f) => [{ name: 'get', status: 200, params: { id: f.webhookId } }],
-  'PATCH /webhooks/{id}': (f) => [{ name: 'update', status: 200, params: { id: f.webhookId }, body: { description: null, enabled: false } }],
-  'DELETE /webhooks/{id}': async (f) => [{ name: 'delete', status: 200, params: { id: await f.newWebhook() } }],
-  'POST /webhooks/{id}/rotate-secret': (f) => [{ name: 'rotate', status: 200, params: { id: f.webhookId } }],
+  'PATCH /webhooks/{id}': (f) => [
+    {
+      name: 'update',
+      status: 200,
+      params: { id: f.webhookId },
+      body: { description: null, enabled: false },
+    },
+  ],
+  'DELETE /webhooks/{id}': async (f) => [
+    { name: 'delete', status: 200, params: { id: await f.newWebhook() } },
+  ],
+  'POST /webhooks/{id}/rotate-secret': (f) => [
+    { name: 'rotate', status: 200, params: { id: f.webhookId } },
+  ],
   'POST /webhooks/{id}/test': (f) => [{ name: 'test', status: 202, params: { id: f.webhookId } }],
   'GET /webhooks/{id}/deliveries': (f) => [
     { name: 'list', status: 200, params: { id: f.webhookId } },
-    { name: 'by status', status: 200, params: { id: f.webhookId }, query: 'status=PENDING&limit=5' },
+    {
+      name: 'by status',
+      status: 200,
+      params: { id: f.webhookId },
+      query: 'status=PENDING&limit=5',
+    },
   ],
   'POST /webhooks/{id}/deliveries/{deliveryId}/retry': async (f) => [
     { name: 'retry', status: 202, params: { id: f.webhookId, deliveryId: await f.newDelivery() } },
@@ -558,7 +644,9 @@ function derivedProbes(op: OperationDoc, success: Case): Case[] {
       });
     // Every id route validates the parameter (IdParamDto) and documents the 400.
     if (op.parameters?.find((p) => p.name === 'id')?.schema?.format !== 'uuid' || !documented(400))
-      throw new Error(`${op.operationId}: {id} must be a documented UUID parameter with a documented 400`);
+      throw new Error(
+        `${op.operationId}: {id} must be a documented UUID parameter with a documented 400`,
+      );
     probes.push({
       ...success,
       name: 'id that is not a UUID',
@@ -745,13 +833,29 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
     const newDomain = async () =>
       (await ok('POST', '/domains', { domain: `${unique('dom')}.openapi.test` })).id;
     const newWebhook = async () =>
-      (await ok('POST', '/webhooks', { url: 'https://hooks.example.com/fixture', events: ['*'] })).id;
+      (await ok('POST', '/webhooks', { url: 'https://hooks.example.com/fixture', events: ['*'] }))
+        .id;
     const webhookId = await newWebhook();
     const newWorkflow = async () =>
-      (await ok('POST', '/workflows', { name: unique('wf'), enabled: true, trigger: { type: 'MANUAL' }, steps: [{ id: 'wait', type: 'DELAY', amount: 1, unit: 'hours' }] })).id;
+      (
+        await ok('POST', '/workflows', {
+          name: unique('wf'),
+          enabled: true,
+          trigger: { type: 'MANUAL' },
+          steps: [{ id: 'wait', type: 'DELAY', amount: 1, unit: 'hours' }],
+        })
+      ).id;
     const workflowId = await newWorkflow();
     const newCampaign = async () =>
-      (await ok('POST', '/campaigns', { name: unique('cmp'), subject: 'S', body: '<p>B</p>', from: 'news@openapi-sender.test', audienceType: 'ALL' })).id;
+      (
+        await ok('POST', '/campaigns', {
+          name: unique('cmp'),
+          subject: 'S',
+          body: '<p>B</p>',
+          from: 'news@openapi-sender.test',
+          audienceType: 'ALL',
+        })
+      ).id;
     const sent = (await ok('POST', '/v1/send', {
       to: contactEmail,
       subject: 'Fixture',
@@ -779,9 +883,16 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
       newDelivery: async () => (await ok('POST', `/webhooks/${webhookId}/test`)).id,
       workflowId,
       newWorkflow,
-      newExecution: async () => (await ok('POST', `/workflows/${workflowId}/executions`, { email: `${unique('wfx')}@example.com` })).id,
+      newExecution: async () =>
+        (
+          await ok('POST', `/workflows/${workflowId}/executions`, {
+            email: `${unique('wfx')}@example.com`,
+          })
+        ).id,
       schedule: async (id) => {
-        await ok('POST', `/campaigns/${id}/send`, { scheduledFor: new Date(Date.now() + 3600_000).toISOString() });
+        await ok('POST', `/campaigns/${id}/send`, {
+          scheduledFor: new Date(Date.now() + 3600_000).toISOString(),
+        });
       },
       newSegment,
       newTemplate,
@@ -790,9 +901,14 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
         const url = app.app.get(EmailsService).unsubscribeUrl(project.id, contactId, null);
         return decodeURIComponent(new URL(url).pathname.split('/').pop()!);
       },
-      openToken: () => new URL(app.app.get(TrackingLinks).openUrl(sent.emails[0].id)).pathname.split('/').pop()!,
+      openToken: () =>
+        new URL(app.app.get(TrackingLinks).openUrl(sent.emails[0].id)).pathname.split('/').pop()!,
       clickToken: () =>
-        new URL(app.app.get(TrackingLinks).clickUrl(sent.emails[0].id, 'https://example.com/a?b=1')!).pathname.split('/').pop()!,
+        new URL(
+          app.app.get(TrackingLinks).clickUrl(sent.emails[0].id, 'https://example.com/a?b=1')!,
+        ).pathname
+          .split('/')
+          .pop()!,
     };
   });
 
@@ -882,13 +998,18 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
         if (!method || method === '-' || method === 'HEAD' || method === 'OPTIONS') continue;
         // A wildcard route (`/t/c/*`, for tokens past the router's parameter limit) is documented with its name.
         const named = path.replace(/:(\w+)/g, '{$1}');
-        const wildcard = named.endsWith('/*') ? documented.find((d) => d.startsWith(`${method} ${named.slice(0, -1)}{`)) : undefined;
+        const wildcard = named.endsWith('/*')
+          ? documented.find((d) => d.startsWith(`${method} ${named.slice(0, -1)}{`))
+          : undefined;
         served.push(wildcard ?? `${method} ${named}`);
       }
     }
     const undocumented = served.filter(
       // Also not API operations: GET /metrics (for Prometheus) and the queue dashboard (for operators).
-      (route) => !documented.includes(route) && !/^GET \/(openapi\.(json|yaml)|docs|metrics$)/.test(route) && !/^[A-Z]+ \/admin\//.test(route),
+      (route) =>
+        !documented.includes(route) &&
+        !/^GET \/(openapi\.(json|yaml)|docs|metrics$)/.test(route) &&
+        !/^[A-Z]+ \/admin\//.test(route),
     );
     expect(served.length).toBeGreaterThan(10);
     expect(undocumented).toEqual([]);

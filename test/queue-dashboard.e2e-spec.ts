@@ -31,9 +31,17 @@ describe('queue dashboard (e2e)', () => {
     const api = await app.request({ method: 'GET', url: '/admin/queues/api/queues' });
     expect(api.status).toBe(401);
     expect(api.body.error.code).toBe('MISSING_API_KEY');
-    const wrong = await app.request({ method: 'GET', url: '/admin/queues/api/queues', headers: { authorization: `Bearer ${TOKEN}x` } });
+    const wrong = await app.request({
+      method: 'GET',
+      url: '/admin/queues/api/queues',
+      headers: { authorization: `Bearer ${TOKEN}x` },
+    });
     expect(wrong.status).toBe(401);
-    const browser = await app.request({ method: 'GET', url: '/admin/queues', headers: { accept: 'text/html' } });
+    const browser = await app.request({
+      method: 'GET',
+      url: '/admin/queues',
+      headers: { accept: 'text/html' },
+    });
     expect(browser.status).toBe(303);
     expect(browser.headers.location).toBe('/admin/login');
     const form = await app.request({ method: 'GET', url: '/admin/login' });
@@ -42,32 +50,70 @@ describe('queue dashboard (e2e)', () => {
   });
 
   it('shows every queue with the bearer token', async () => {
-    const page = await app.request({ method: 'GET', url: '/admin/queues', headers: { authorization: `Bearer ${TOKEN}` } });
+    const page = await app.request({
+      method: 'GET',
+      url: '/admin/queues',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(page.status).toBe(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);
-    const queues = await app.request({ method: 'GET', url: '/admin/queues/api/queues', headers: { authorization: `Bearer ${TOKEN}` } });
+    const queues = await app.request({
+      method: 'GET',
+      url: '/admin/queues/api/queues',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(queues.status).toBe(200);
     const names = (queues.body.queues as Array<{ name: string }>).map((q) => q.name).sort();
     expect(names).toEqual(Object.values(QUEUES).sort());
-    expect(names).toEqual(expect.arrayContaining(['campaigns', 'delivery', 'segments', 'webhooks', 'workflows']));
+    expect(names).toEqual(
+      expect.arrayContaining(['campaigns', 'delivery', 'segments', 'webhooks', 'workflows']),
+    );
   });
 
   it('signs a browser in with the login form (HttpOnly session cookie); a wrong token or a forged cookie is refused', async () => {
-    const bad = await app.request({ method: 'POST', url: '/admin/login', body: 'token=nope', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const bad = await app.request({
+      method: 'POST',
+      url: '/admin/login',
+      body: 'token=nope',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(bad.status).toBe(401);
     expect(bad.raw).toContain('not the admin token');
     expect(bad.headers['set-cookie']).toBeUndefined();
-    const good = await app.request({ method: 'POST', url: '/admin/login', body: `token=${TOKEN}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const good = await app.request({
+      method: 'POST',
+      url: '/admin/login',
+      body: `token=${TOKEN}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(good.status).toBe(303);
     expect(good.headers.location).toBe('/admin/queues');
     const cookie = String(good.headers['set-cookie']);
-    expect(cookie).toMatch(/^mw_admin=\d{13}\.[A-Za-z0-9_-]{43}; Path=\/admin; HttpOnly; SameSite=Strict; Max-Age=43200$/);
+    expect(cookie).toMatch(
+      /^mw_admin=\d{13}\.[A-Za-z0-9_-]{43}; Path=\/admin; HttpOnly; SameSite=Strict; Max-Age=43200$/,
+    );
     expect(cookie).not.toContain(TOKEN);
     const session = cookie.split(';')[0];
-    expect((await app.request({ method: 'GET', url: '/admin/queues/api/queues', headers: { cookie: session } })).status).toBe(200);
+    expect(
+      (
+        await app.request({
+          method: 'GET',
+          url: '/admin/queues/api/queues',
+          headers: { cookie: session },
+        })
+      ).status,
+    ).toBe(200);
     const [name, value] = session.split('=');
     const [expires, mac] = value.split('.');
     const forged = `${name}=${Number(expires) + 1000}.${mac}`;
-    expect((await app.request({ method: 'GET', url: '/admin/queues/api/queues', headers: { cookie: forged } })).status).toBe(401);
+    expect(
+      (
+        await app.request({
+          method: 'GET',
+          url: '/admin/queues/api/queues',
+          headers: { cookie: forged },
+        })
+      ).status,
+    ).toBe(401);
   });
 });

@@ -7,7 +7,12 @@ import { QUEUES } from '../src/queue/queue.constants';
 import { DeliveryRecovery } from '../src/sending/delivery-recovery';
 import { EmailSource } from '../src/sending/email.entity';
 import { postImport, waitForImport } from './support/imports';
-import { insertEmailsWithoutJobs, SendingTest, startSendingTest, waitForEmailStatus } from './support/sending';
+import {
+  insertEmailsWithoutJobs,
+  SendingTest,
+  startSendingTest,
+  waitForEmailStatus,
+} from './support/sending';
 import { flushPrefix, startTestApp, TestApp, testConfig } from './support/test-app';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -46,7 +51,9 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
   /** An email committed without its job, open for ten minutes (the recovery leaves younger ones to their producer). */
   const orphanEmail = async (to: string): Promise<string> => {
     const [email] = await insertEmailsWithoutJobs(t, to, [EmailSource.TRANSACTIONAL]);
-    await db.query(`UPDATE emails SET queued_at = now() - interval '10 minutes' WHERE id = $1`, [email.id]);
+    await db.query(`UPDATE emails SET queued_at = now() - interval '10 minutes' WHERE id = $1`, [
+      email.id,
+    ]);
     expect(await queue(QUEUES.DELIVERY).getJob(email.id)).toBeUndefined();
     return email.id;
   };
@@ -56,7 +63,9 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
     const imports = queue(QUEUES.IMPORTS);
     await imports.pause();
     try {
-      const res = await postImport(t.app, t.project.secretKey, { contacts: emails.map((email) => ({ email })) });
+      const res = await postImport(t.app, t.project.secretKey, {
+        contacts: emails.map((email) => ({ email })),
+      });
       expect(res.status).toBe(202);
       const id: string = res.body.data.id;
       await imports.remove(id);
@@ -68,7 +77,11 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
   };
 
   const schedulersOf = async (name: string) =>
-    (await queue(name).getJobSchedulers()).map((s) => ({ key: s.key, every: s.every, name: s.name }));
+    (await queue(name).getJobSchedulers()).map((s) => ({
+      key: s.key,
+      every: s.every,
+      name: s.name,
+    }));
 
   beforeAll(async () => {
     t = await startSendingTest('Recovery', { APP_ROLE: 'api' });
@@ -88,7 +101,8 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
     await flushPrefix(t.prefix);
     const emailId = await orphanEmail('boot@example.org');
     const importId = await orphanImport(['boot1@example.org', 'boot2@example.org']);
-    for (const name of [QUEUES.DELIVERY, QUEUES.IMPORTS, QUEUES.DOMAINS]) expect(await schedulersOf(name)).toEqual([]);
+    for (const name of [QUEUES.DELIVERY, QUEUES.IMPORTS, QUEUES.DOMAINS])
+      expect(await schedulersOf(name)).toEqual([]);
 
     // A minute between runs: only the run a new scheduler makes at once can deliver within seconds.
     await startWorker(60_000);
@@ -99,12 +113,22 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
     expect(view).toMatchObject({ status: 'COMPLETED', processed: 2, created: 2 });
 
     expect(await schedulersOf(QUEUES.DELIVERY)).toEqual([
-      { key: RECOVERY_SCHEDULERS[QUEUES.DELIVERY].id, every: 60_000, name: RECOVERY_SCHEDULERS[QUEUES.DELIVERY].jobName },
+      {
+        key: RECOVERY_SCHEDULERS[QUEUES.DELIVERY].id,
+        every: 60_000,
+        name: RECOVERY_SCHEDULERS[QUEUES.DELIVERY].jobName,
+      },
     ]);
     expect(await schedulersOf(QUEUES.IMPORTS)).toEqual([
-      { key: RECOVERY_SCHEDULERS[QUEUES.IMPORTS].id, every: 60_000, name: RECOVERY_SCHEDULERS[QUEUES.IMPORTS].jobName },
+      {
+        key: RECOVERY_SCHEDULERS[QUEUES.IMPORTS].id,
+        every: 60_000,
+        name: RECOVERY_SCHEDULERS[QUEUES.IMPORTS].jobName,
+      },
     ]);
-    expect((await schedulersOf(QUEUES.DOMAINS)).map((s) => s.key)).toEqual([DOMAIN_SWEEP_SCHEDULER_ID]);
+    expect((await schedulersOf(QUEUES.DOMAINS)).map((s) => s.key)).toEqual([
+      DOMAIN_SWEEP_SCHEDULER_ID,
+    ]);
   }, 60_000);
 
   it('picks up rows committed without a job while the workers run, with no restart', async () => {
@@ -114,23 +138,37 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
 
     const queuedId = await orphanEmail('later@example.org');
     // A SENDING row whose job was lost mid-attempt (Redis restarted empty): untouched for ten minutes.
-    const [sending] = await insertEmailsWithoutJobs(t, 'mid-attempt@example.org', [EmailSource.TRANSACTIONAL]);
+    const [sending] = await insertEmailsWithoutJobs(t, 'mid-attempt@example.org', [
+      EmailSource.TRANSACTIONAL,
+    ]);
     await db.query(
       `UPDATE emails SET status = 'SENDING', attempts = 1, updated_at = now() - interval '10 minutes' WHERE id = $1`,
       [sending.id],
     );
     // A SENDING row whose attempts are used up: its last attempt may have been accepted, so it is not re-sent.
-    const [spent] = await insertEmailsWithoutJobs(t, 'spent@example.org', [EmailSource.TRANSACTIONAL]);
+    const [spent] = await insertEmailsWithoutJobs(t, 'spent@example.org', [
+      EmailSource.TRANSACTIONAL,
+    ]);
     await db.query(
       `UPDATE emails SET status = 'SENDING', attempts = 100, updated_at = now() - interval '10 minutes' WHERE id = $1`,
       [spent.id],
     );
     // A row committed a moment ago is its producer's to enqueue: the recovery leaves it alone.
-    const [fresh] = await insertEmailsWithoutJobs(t, 'fresh@example.org', [EmailSource.TRANSACTIONAL]);
-    const importId = await orphanImport(['later1@example.org', 'later2@example.org', 'later3@example.org']);
+    const [fresh] = await insertEmailsWithoutJobs(t, 'fresh@example.org', [
+      EmailSource.TRANSACTIONAL,
+    ]);
+    const importId = await orphanImport([
+      'later1@example.org',
+      'later2@example.org',
+      'later3@example.org',
+    ]);
 
-    expect(await waitForEmailStatus(t.app, t.project.secretKey, queuedId, ['SENT'], 10_000)).toMatchObject({ attempts: 1 });
-    expect(await waitForEmailStatus(t.app, t.project.secretKey, sending.id, ['SENT'], 10_000)).toMatchObject({ attempts: 2 });
+    expect(
+      await waitForEmailStatus(t.app, t.project.secretKey, queuedId, ['SENT'], 10_000),
+    ).toMatchObject({ attempts: 1 });
+    expect(
+      await waitForEmailStatus(t.app, t.project.secretKey, sending.id, ['SENT'], 10_000),
+    ).toMatchObject({ attempts: 2 });
     expect(await waitForImport(t.app, t.project.secretKey, importId, 10_000)).toMatchObject({
       status: 'COMPLETED',
       processed: 3,
@@ -139,15 +177,27 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
     expect(t.smtp.messagesTo('later@example.org')).toHaveLength(1);
     expect(t.smtp.messagesTo('mid-attempt@example.org')).toHaveLength(1);
 
-    const untouched = await t.app.request({ method: 'GET', url: `/emails/${fresh.id}`, key: t.project.secretKey });
+    const untouched = await t.app.request({
+      method: 'GET',
+      url: `/emails/${fresh.id}`,
+      key: t.project.secretKey,
+    });
     expect(untouched.body.data.status).toBe('QUEUED');
     expect(t.smtp.messagesTo('fresh@example.org')).toHaveLength(0);
-    const stillSending = await t.app.request({ method: 'GET', url: `/emails/${spent.id}`, key: t.project.secretKey });
+    const stillSending = await t.app.request({
+      method: 'GET',
+      url: `/emails/${spent.id}`,
+      key: t.project.secretKey,
+    });
     expect(stillSending.body.data).toMatchObject({ status: 'SENDING', attempts: 100 });
     expect(t.smtp.messagesTo('spent@example.org')).toHaveLength(0);
     // The delivery scheduler moved to the new interval: one scheduler still.
     expect(await schedulersOf(QUEUES.DELIVERY)).toEqual([
-      { key: RECOVERY_SCHEDULERS[QUEUES.DELIVERY].id, every: 500, name: RECOVERY_SCHEDULERS[QUEUES.DELIVERY].jobName },
+      {
+        key: RECOVERY_SCHEDULERS[QUEUES.DELIVERY].id,
+        every: 500,
+        name: RECOVERY_SCHEDULERS[QUEUES.DELIVERY].jobName,
+      },
     ]);
   }, 60_000);
 
@@ -164,7 +214,8 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
     const imports = workers.map((w) => jest.spyOn(w.app.get(ContactImportsRecovery), 'recover'));
     const windowMs = 5000;
     await sleep(windowMs);
-    const runs = (spies: jest.SpyInstance[]) => spies.reduce((sum, spy) => sum + spy.mock.calls.length, 0);
+    const runs = (spies: jest.SpyInstance[]) =>
+      spies.reduce((sum, spy) => sum + spy.mock.calls.length, 0);
     // One run per 500 ms slot between both workers, about 10 in 5 s; a recovery per worker would make about 20.
     for (const total of [runs(delivery), runs(imports)]) {
       expect(total).toBeGreaterThanOrEqual(4);
@@ -186,6 +237,8 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
     expect(email.attempts).toBe(1);
     expect(await schedulersOf(QUEUES.DELIVERY)).toHaveLength(1);
     expect(await schedulersOf(QUEUES.IMPORTS)).toHaveLength(1);
-    expect((await schedulersOf(QUEUES.DOMAINS)).map((s) => s.key)).toEqual([DOMAIN_SWEEP_SCHEDULER_ID]);
+    expect((await schedulersOf(QUEUES.DOMAINS)).map((s) => s.key)).toEqual([
+      DOMAIN_SWEEP_SCHEDULER_ID,
+    ]);
   }, 60_000);
 });

@@ -2,7 +2,14 @@ import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import { QUEUES } from '../src/queue/queue.constants';
 import { freePort } from './support/processes';
-import { createTestDatabase, flushPrefix, startTestApp, testConfig, TestApp, uniqueName } from './support/test-app';
+import {
+  createTestDatabase,
+  flushPrefix,
+  startTestApp,
+  testConfig,
+  TestApp,
+  uniqueName,
+} from './support/test-app';
 
 describe('APP_ROLE decides what a process runs (e2e)', () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -18,7 +25,8 @@ describe('APP_ROLE decides what a process runs (e2e)', () => {
     await db.drop();
   });
 
-  const workersOn = (app: TestApp, name: string) => app.app.get<Queue>(getQueueToken(name)).getWorkers();
+  const workersOn = (app: TestApp, name: string) =>
+    app.app.get<Queue>(getQueueToken(name)).getWorkers();
 
   it('api runs no queue worker; worker runs one per queue; both share the queues', async () => {
     const api = await startTestApp(testConfig(db.url, prefix, { APP_ROLE: 'api' }));
@@ -38,7 +46,14 @@ describe('APP_ROLE decides what a process runs (e2e)', () => {
   it('a worker-only process serves GET /metrics on WORKER_METRICS_PORT (METRICS_TOKEN applies); an api process does not open it', async () => {
     const token = 'worker-metrics-token-0123';
     const port = await freePort();
-    const worker = await startTestApp(testConfig(db.url, prefix, { APP_ROLE: 'worker', WORKER_METRICS_PORT: String(port), METRICS_TOKEN: token, HOST: '127.0.0.1' }));
+    const worker = await startTestApp(
+      testConfig(db.url, prefix, {
+        APP_ROLE: 'worker',
+        WORKER_METRICS_PORT: String(port),
+        METRICS_TOKEN: token,
+        HOST: '127.0.0.1',
+      }),
+    );
     apps.push(worker);
     const url = `http://127.0.0.1:${port}/metrics`;
     expect((await fetch(url)).status).toBe(401);
@@ -51,7 +66,13 @@ describe('APP_ROLE decides what a process runs (e2e)', () => {
     expect((await fetch(`http://127.0.0.1:${port}/other`)).status).toBe(404);
 
     const apiPort = await freePort();
-    const api = await startTestApp(testConfig(db.url, prefix, { APP_ROLE: 'api', WORKER_METRICS_PORT: String(apiPort), HOST: '127.0.0.1' }));
+    const api = await startTestApp(
+      testConfig(db.url, prefix, {
+        APP_ROLE: 'api',
+        WORKER_METRICS_PORT: String(apiPort),
+        HOST: '127.0.0.1',
+      }),
+    );
     apps.push(api);
     await expect(fetch(`http://127.0.0.1:${apiPort}/metrics`)).rejects.toThrow();
   });

@@ -72,7 +72,10 @@ describe('workflows across crashes (e2e)', () => {
 
   const createWorkflow = async (base: string, key: string, body: Json): Promise<string> => {
     const res = await callApi(base, key, 'POST', '/workflows', { enabled: true, ...body });
-    expect({ status: res.status, error: res.status === 201 ? null : res.body }).toEqual({ status: 201, error: null });
+    expect({ status: res.status, error: res.status === 201 ? null : res.body }).toEqual({
+      status: 201,
+      error: null,
+    });
     return res.body.data.id as string;
   };
 
@@ -97,7 +100,10 @@ describe('workflows across crashes (e2e)', () => {
   };
 
   const workflowJobCounts = async (): Promise<Record<string, number>> => {
-    const queue = new Queue(QUEUES.WORKFLOWS, { connection: redisConnectionOptions(TEST_REDIS_URL), prefix });
+    const queue = new Queue(QUEUES.WORKFLOWS, {
+      connection: redisConnectionOptions(TEST_REDIS_URL),
+      prefix,
+    });
     try {
       return await queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
     } finally {
@@ -152,14 +158,24 @@ describe('workflows across crashes (e2e)', () => {
 
     // The 200 tracks while the workflows queue is paused, then the worker takes their first steps back
     // to back: all 200 enter the DELAY within the time it needs for 200 steps, not for 200 tracks too.
-    const queue = new Queue(QUEUES.WORKFLOWS, { connection: redisConnectionOptions(TEST_REDIS_URL), prefix });
+    const queue = new Queue(QUEUES.WORKFLOWS, {
+      connection: redisConnectionOptions(TEST_REDIS_URL),
+      prefix,
+    });
     await queue.pause();
-    const recipients = Array.from({ length: DELAYED }, (_, i) => `d${String(i).padStart(3, '0')}@delay.example.org`);
+    const recipients = Array.from(
+      { length: DELAYED },
+      (_, i) => `d${String(i).padStart(3, '0')}@delay.example.org`,
+    );
     await Promise.all(
       Array.from({ length: CLIENTS }, async (_, c) => {
         for (let i = c; i < DELAYED; i += CLIENTS) {
-          const res = await callApi(api.base, key, 'POST', '/v1/track', { email: recipients[i], event: 'trial' });
-          if (res.status !== 200) throw new Error(`POST /v1/track: ${res.status} ${JSON.stringify(res.body)}`);
+          const res = await callApi(api.base, key, 'POST', '/v1/track', {
+            email: recipients[i],
+            event: 'trial',
+          });
+          if (res.status !== 200)
+            throw new Error(`POST /v1/track: ${res.status} ${JSON.stringify(res.body)}`);
         }
       }),
     );
@@ -168,7 +184,12 @@ describe('workflows across crashes (e2e)', () => {
     await queue.resume();
     await queue.close();
     const resumedAt = Date.now();
-    const waiting = await pollUntil(() => executionsByStatus(workflowId), (s) => s.WAITING === DELAYED, 20_000, 20);
+    const waiting = await pollUntil(
+      () => executionsByStatus(workflowId),
+      (s) => s.WAITING === DELAYED,
+      20_000,
+      20,
+    );
     first.child.kill('SIGKILL');
     const killedAt = Date.now();
     expect(await first.exited).toBe('SIGKILL');
@@ -186,12 +207,15 @@ describe('workflows across crashes (e2e)', () => {
     // The premise: the kill lands inside the delay (no execution had reached SEND_EMAIL). It needs the
     // worker to take 200 first steps in under 3 s; on a machine too loaded for that it fails here.
     if (waiting.WAITING !== DELAYED || killedAt - firstDelayAt >= DELAY_MS) {
-      console.error(`premise not met: ${JSON.stringify(waiting)} at the kill, ${killedAt - firstDelayAt} ms into the first delay, entries spread over ${entrySpread} ms`);
+      console.error(
+        `premise not met: ${JSON.stringify(waiting)} at the kill, ${killedAt - firstDelayAt} ms into the first delay, entries spread over ${entrySpread} ms`,
+      );
     }
     expect(await executionsByStatus(workflowId)).toEqual({ WAITING: DELAYED });
     expect(killedAt - firstDelayAt).toBeLessThan(DELAY_MS);
     const emailCount = async (): Promise<number> =>
-      (await pg.query('SELECT count(*)::int AS n FROM emails WHERE project_id = $1', [project.id])).rows[0].n;
+      (await pg.query('SELECT count(*)::int AS n FROM emails WHERE project_id = $1', [project.id]))
+        .rows[0].n;
     expect(await emailCount()).toBe(0);
 
     // While no worker runs, every delay ends and nothing moves (the API process runs no processor).
@@ -204,9 +228,18 @@ describe('workflows across crashes (e2e)', () => {
     const second = await cluster.startWorker();
     const secondUpAt = Date.now();
     const sentCount = async (): Promise<number> =>
-      (await pg.query(`SELECT count(*)::int AS n FROM emails WHERE project_id = $1 AND status = 'SENT'`, [project.id])).rows[0].n;
+      (
+        await pg.query(
+          `SELECT count(*)::int AS n FROM emails WHERE project_id = $1 AND status = 'SENT'`,
+          [project.id],
+        )
+      ).rows[0].n;
     const done = await pollUntil(
-      async () => ({ executions: await executionsByStatus(workflowId), sent: await sentCount(), received: messagesTo('@delay.example.org').size }),
+      async () => ({
+        executions: await executionsByStatus(workflowId),
+        sent: await sentCount(),
+        received: messagesTo('@delay.example.org').size,
+      }),
       (s) => s.executions.COMPLETED === DELAYED && s.sent === DELAYED && s.received === DELAYED,
       30_000,
       100,
@@ -236,8 +269,15 @@ describe('workflows across crashes (e2e)', () => {
       [workflowId],
     );
     expect(emails).toHaveLength(DELAYED);
-    expect(new Set(emails.map((e: Json) => e.executionId))).toEqual(new Set(executions.map((x: Json) => x.id)));
-    expect(emails.filter((e: Json) => e.stepId !== 'mail' || e.source !== 'WORKFLOW' || e.status !== 'SENT' || !e.sameContact)).toEqual([]);
+    expect(new Set(emails.map((e: Json) => e.executionId))).toEqual(
+      new Set(executions.map((x: Json) => x.id)),
+    );
+    expect(
+      emails.filter(
+        (e: Json) =>
+          e.stepId !== 'mail' || e.source !== 'WORKFLOW' || e.status !== 'SENT' || !e.sameContact,
+      ),
+    ).toEqual([]);
     expect(new Set(emails.map((e: Json) => e.to))).toEqual(new Set(recipients));
     // The step records the email it created.
     const emailOf = new Map(emails.map((e: Json) => [e.executionId, e.id]));
@@ -283,7 +323,10 @@ describe('workflows across crashes (e2e)', () => {
     // No worker runs. Each client tracks 'signup' for its 25 contacts, then tracks them again (a
     // contact runs this workflow once: the repeats must start nothing) until the API dies. The answer
     // that completes the 500th contact kills it at once, with other clients' repeats in flight.
-    const contacts = Array.from({ length: TRACKED }, (_, i) => `t${String(i).padStart(3, '0')}@track.example.org`);
+    const contacts = Array.from(
+      { length: TRACKED },
+      (_, i) => `t${String(i).padStart(3, '0')}@track.example.org`,
+    );
     const answeredContacts = new Set<string>();
     let answered = 0;
     let cutOff = 0;
@@ -305,7 +348,8 @@ describe('workflows across crashes (e2e)', () => {
             cutOff++;
             return;
           }
-          if (res.status !== 200) throw new Error(`POST /v1/track: ${res.status} ${await res.text()}`);
+          if (res.status !== 200)
+            throw new Error(`POST /v1/track: ${res.status} ${await res.text()}`);
           answered++;
           answeredContacts.add(email);
           if (answeredContacts.size === TRACKED && !killedAt) {
@@ -353,7 +397,10 @@ describe('workflows across crashes (e2e)', () => {
 
     // As if Redis had lost every job the API handed it: the rows alone must do.
     const jobsBefore = await workflowJobCounts();
-    const queue = new Queue(QUEUES.WORKFLOWS, { connection: redisConnectionOptions(TEST_REDIS_URL), prefix });
+    const queue = new Queue(QUEUES.WORKFLOWS, {
+      connection: redisConnectionOptions(TEST_REDIS_URL),
+      prefix,
+    });
     await queue.obliterate({ force: true });
     await queue.close();
     expect(Object.values(await workflowJobCounts()).reduce((a, b) => a + b, 0)).toBe(0);
@@ -361,24 +408,45 @@ describe('workflows across crashes (e2e)', () => {
     // The API again: it sees the same 500, all waiting for a worker.
     const apiAgain = await cluster.startApi();
     const apiUpAt = Date.now();
-    const listed = await callApi(apiAgain.base, key, 'GET', `/workflows/${workflowId}/executions?limit=1`);
+    const listed = await callApi(
+      apiAgain.base,
+      key,
+      'GET',
+      `/workflows/${workflowId}/executions?limit=1`,
+    );
     expect(listed.status).toBe(200);
     expect(listed.body.data.total).toBe(TRACKED);
     const before = await callApi(apiAgain.base, key, 'GET', `/workflows/${workflowId}`);
-    expect(before.body.data.stats).toEqual({ running: TRACKED, waiting: 0, completed: 0, exited: 0, failed: 0, cancelled: 0 });
+    expect(before.body.data.stats).toEqual({
+      running: TRACKED,
+      waiting: 0,
+      completed: 0,
+      exited: 0,
+      failed: 0,
+      cancelled: 0,
+    });
 
     const workerAt = Date.now();
     const worker = await cluster.startWorker();
     const workerUpAt = Date.now();
     const stats = await pollUntil(
-      async () => (await callApi(apiAgain.base, key, 'GET', `/workflows/${workflowId}`)).body.data.stats as Json,
+      async () =>
+        (await callApi(apiAgain.base, key, 'GET', `/workflows/${workflowId}`)).body.data
+          .stats as Json,
       (s) => s.completed === TRACKED,
       30_000,
       200,
     );
     const doneAt = Date.now();
     if (stats.completed !== TRACKED) console.error(worker.output().slice(-4000));
-    expect(stats).toEqual({ running: 0, waiting: 0, completed: TRACKED, exited: 0, failed: 0, cancelled: 0 });
+    expect(stats).toEqual({
+      running: 0,
+      waiting: 0,
+      completed: TRACKED,
+      exited: 0,
+      failed: 0,
+      cancelled: 0,
+    });
 
     // Still one execution per contact, each with its one step, and every contact updated.
     const { rows: after } = await pg.query(

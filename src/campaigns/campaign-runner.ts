@@ -82,7 +82,8 @@ export class CampaignRunner {
     const campaign = await this.campaigns.startIfDue(campaignId);
     if (!campaign) return 'gone';
     // Woken early (the schedule moved later): the job waits again.
-    if (campaign.status === CampaignStatus.SCHEDULED) return { notDueUntil: campaign.scheduledAt ?? new Date() };
+    if (campaign.status === CampaignStatus.SCHEDULED)
+      return { notDueUntil: campaign.scheduledAt ?? new Date() };
     if (campaign.status !== CampaignStatus.SENDING) return 'stopped';
     const feed = new Feed(this.emails, campaign.id);
     if (!campaign.fanoutDone) {
@@ -94,7 +95,11 @@ export class CampaignRunner {
       if (this.shutdown.stopping) return handBack();
       await feed.topUp(true);
       if (await this.campaigns.finishIfDone(campaign.id)) return 'sent';
-      const current = await this.repository.findById(this.dataSource.manager, campaign.projectId, campaign.id);
+      const current = await this.repository.findById(
+        this.dataSource.manager,
+        campaign.projectId,
+        campaign.id,
+      );
       if (!current || current.status !== CampaignStatus.SENDING) return 'stopped';
       await sleep(POLL_MS);
     }
@@ -105,13 +110,20 @@ export class CampaignRunner {
    * 'handed-back' when the process began shutting down between two batches
    * (the committed cursor is where the next run resumes).
    */
-  private async fanOut(campaign: Campaign, feed: Feed): Promise<'done' | 'stopped' | 'handed-back'> {
+  private async fanOut(
+    campaign: Campaign,
+    feed: Feed,
+  ): Promise<'done' | 'stopped' | 'handed-back'> {
     const manager = this.dataSource.manager;
-    const compiled = await this.conditions.compile(manager, this.campaigns.audienceCondition(campaign), {
-      projectId: campaign.projectId,
-      contactAlias: 'c',
-      purpose: 'count',
-    });
+    const compiled = await this.conditions.compile(
+      manager,
+      this.campaigns.audienceCondition(campaign),
+      {
+        projectId: campaign.projectId,
+        contactAlias: 'c',
+        purpose: 'count',
+      },
+    );
     const spec: BulkEmailSpec = {
       projectId: campaign.projectId,
       source: EmailSource.CAMPAIGN,
@@ -132,7 +144,13 @@ export class CampaignRunner {
     try {
       await snapshot.startTransaction('REPEATABLE READ');
       for (const setting of wholeProjectSettings(compiled)) await snapshot.query(setting);
-      await this.repository.declareAudience(snapshot.manager, 'audience', compiled, resumeFrom, startedAt);
+      await this.repository.declareAudience(
+        snapshot.manager,
+        'audience',
+        compiled,
+        resumeFrom,
+        startedAt,
+      );
       let counted = campaign.recipientCount !== null;
       // The next batch is read from the snapshot while this one is written (two connections).
       let size = FIRST_FANOUT_BATCH;
@@ -156,7 +174,11 @@ export class CampaignRunner {
           const kept = await this.dataSource.transaction(async (m) => {
             const cursor = batch.length > 0 ? batch[batch.length - 1].id : null;
             if (!(await this.repository.advanceFanout(m, campaign.id, cursor, done))) return false;
-            await this.emails.insertBulk(m, spec, batch.map((c) => ({ contactId: c.id, email: c.email })));
+            await this.emails.insertBulk(
+              m,
+              spec,
+              batch.map((c) => ({ contactId: c.id, email: c.email })),
+            );
             if (done) await this.repository.settleRecipientCount(m, campaign.id);
             return true;
           });
@@ -170,7 +192,12 @@ export class CampaignRunner {
           first = false;
           if (!counted && !done) {
             // After the first batch is on its way: the audience size, in the fan-out's own snapshot.
-            const rest = await this.repository.countAudience(snapshot.manager, compiled, resumeFrom, startedAt);
+            const rest = await this.repository.countAudience(
+              snapshot.manager,
+              compiled,
+              resumeFrom,
+              startedAt,
+            );
             const earlier = before ? total(before) : 0;
             await this.repository.update(manager, campaign.id, { recipientCount: earlier + rest });
             counted = true;
@@ -197,7 +224,15 @@ export class CampaignRunner {
   }
 }
 
-function total(c: { queued: number; sending: number; sent: number; failed: number; bounced: number; suppressed: number; cancelled: number }): number {
+function total(c: {
+  queued: number;
+  sending: number;
+  sent: number;
+  failed: number;
+  bounced: number;
+  suppressed: number;
+  cancelled: number;
+}): number {
   return c.queued + c.sending + c.sent + c.failed + c.bounced + c.suppressed + c.cancelled;
 }
 
@@ -277,7 +312,9 @@ class Background {
     try {
       do {
         this.again = false;
-        await this.feed.topUp(false).catch((error: unknown) => this.logger.warn(`campaign feed: ${String(error)}`));
+        await this.feed
+          .topUp(false)
+          .catch((error: unknown) => this.logger.warn(`campaign feed: ${String(error)}`));
       } while (this.again);
     } finally {
       this.running = null;

@@ -75,7 +75,12 @@ export class Campaign extends BaseEntity {
   @Column({ type: 'boolean', default: true })
   trackClicks: boolean;
 
-  @Column({ type: 'enum', enum: CampaignStatus, enumName: 'campaign_status', default: CampaignStatus.DRAFT })
+  @Column({
+    type: 'enum',
+    enum: CampaignStatus,
+    enumName: 'campaign_status',
+    default: CampaignStatus.DRAFT,
+  })
   status: CampaignStatus;
 
   @Column({ type: 'timestamptz', nullable: true })

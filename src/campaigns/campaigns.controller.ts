@@ -31,15 +31,23 @@ export class CampaignsController {
   @ApiOp('campaigns_list', 'List campaigns, newest first (filters status, search)')
   @ApiListSuccess(CampaignResponse)
   @ApiErrorResponses([400])
-  list(@CurrentProject() project: CurrentProjectInfo, @Query() query: ListCampaignsQueryDto): Promise<Page<CampaignResponse>> {
+  list(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Query() query: ListCampaignsQueryDto,
+  ): Promise<Page<CampaignResponse>> {
     return this.campaigns.list(project.id, query);
   }
 
   @Post()
   @ApiOp('campaigns_create', 'Create a DRAFT campaign')
   @ApiSuccess(201, CampaignResponse)
-  @ApiErrorResponses([400, 403, 413, 422], { 403: 'DOMAIN_NOT_VERIFIED: the sender domain is not verified for this project' })
-  create(@CurrentProject() project: CurrentProjectInfo, @Body() dto: CreateCampaignDto): Promise<CampaignResponse> {
+  @ApiErrorResponses([400, 403, 413, 422], {
+    403: 'DOMAIN_NOT_VERIFIED: the sender domain is not verified for this project',
+  })
+  create(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Body() dto: CreateCampaignDto,
+  ): Promise<CampaignResponse> {
     return this.campaigns.create(project.id, dto);
   }
 
@@ -47,14 +55,22 @@ export class CampaignsController {
   @ApiOp('campaigns_get', 'Get a campaign')
   @ApiSuccess(200, CampaignResponse)
   @ApiErrorResponses([400, 404])
-  get(@CurrentProject() project: CurrentProjectInfo, @Param() params: IdParamDto): Promise<CampaignResponse> {
+  get(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<CampaignResponse> {
     return this.campaigns.get(project.id, params.id);
   }
 
   @Patch(':id')
-  @ApiOp('campaigns_update', 'Change a DRAFT or SCHEDULED campaign (scheduledAt: null returns it to DRAFT)')
+  @ApiOp(
+    'campaigns_update',
+    'Change a DRAFT or SCHEDULED campaign (scheduledAt: null returns it to DRAFT)',
+  )
   @ApiSuccess(200, CampaignResponse)
-  @ApiErrorResponses([400, 403, 404, 409, 413, 422], { 409: 'CONFLICT: the campaign is SENDING, SENT or CANCELLED' })
+  @ApiErrorResponses([400, 403, 404, 409, 413, 422], {
+    409: 'CONFLICT: the campaign is SENDING, SENT or CANCELLED',
+  })
   update(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: IdParamDto,
@@ -67,7 +83,10 @@ export class CampaignsController {
   @ApiOp('campaigns_delete', 'Delete a DRAFT campaign')
   @ApiDeletedSuccess()
   @ApiErrorResponses([400, 404, 409], { 409: 'CONFLICT: only DRAFT campaigns can be deleted' })
-  remove(@CurrentProject() project: CurrentProjectInfo, @Param() params: IdParamDto): Promise<DeletedResponse> {
+  remove(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<DeletedResponse> {
     return this.campaigns.remove(project.id, params.id);
   }
 
@@ -75,7 +94,9 @@ export class CampaignsController {
   @HttpCode(202)
   @ApiOp('campaigns_send', 'Send now, or schedule with a future scheduledFor')
   @ApiSuccess(202, CampaignResponse)
-  @ApiErrorResponses([400, 403, 404, 409, 422], { 409: 'CONFLICT: the campaign is SENDING, SENT or CANCELLED' })
+  @ApiErrorResponses([400, 403, 404, 409, 422], {
+    409: 'CONFLICT: the campaign is SENDING, SENT or CANCELLED',
+  })
   send(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: IdParamDto,
@@ -86,16 +107,25 @@ export class CampaignsController {
 
   @Post(':id/cancel')
   @HttpCode(200)
-  @ApiOp('campaigns_cancel', 'Cancel a SCHEDULED campaign, or stop a SENDING one (unsent emails become CANCELLED)')
+  @ApiOp(
+    'campaigns_cancel',
+    'Cancel a SCHEDULED campaign, or stop a SENDING one (unsent emails become CANCELLED)',
+  )
   @ApiSuccess(200, CampaignResponse)
   @ApiErrorResponses([400, 404, 409], { 409: 'CONFLICT: the campaign is DRAFT, SENT or CANCELLED' })
-  cancel(@CurrentProject() project: CurrentProjectInfo, @Param() params: IdParamDto): Promise<CampaignResponse> {
+  cancel(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<CampaignResponse> {
     return this.campaigns.cancel(project.id, params.id);
   }
 
   @Post(':id/test')
   @HttpCode(202)
-  @ApiOp('campaigns_test', 'Send the campaign to 1..5 addresses with "[TEST] " before the subject; no status or stats change')
+  @ApiOp(
+    'campaigns_test',
+    'Send the campaign to 1..5 addresses with "[TEST] " before the subject; no status or stats change',
+  )
   @ApiSuccess(202, CampaignTestResponse)
   @ApiErrorResponses([400, 403, 404, 422])
   test(
@@ -107,10 +137,16 @@ export class CampaignsController {
   }
 
   @Get(':id/stats')
-  @ApiOp('campaigns_stats', 'Exact counts of the campaign’s emails by status, unique opens and clicks, unsubscribes and rates')
+  @ApiOp(
+    'campaigns_stats',
+    'Exact counts of the campaign’s emails by status, unique opens and clicks, unsubscribes and rates',
+  )
   @ApiSuccess(200, CampaignStatsResponse)
   @ApiErrorResponses([400, 404])
-  stats(@CurrentProject() project: CurrentProjectInfo, @Param() params: IdParamDto): Promise<CampaignStatsResponse> {
+  stats(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<CampaignStatsResponse> {
     return this.campaigns.stats(project.id, params.id);
   }
 }

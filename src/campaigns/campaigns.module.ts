@@ -15,6 +15,12 @@ import { CampaignsService } from './campaigns.service';
 @Module({
   imports: [SendingModule, ConditionsModule, ContactsModule, DomainsModule, EventsModule],
   controllers: [CampaignsController],
-  providers: [CampaignsRepository, CampaignsService, CampaignRunner, CampaignsProcessor, CampaignsRecovery],
+  providers: [
+    CampaignsRepository,
+    CampaignsService,
+    CampaignRunner,
+    CampaignsProcessor,
+    CampaignsRecovery,
+  ],
 })
 export class CampaignsModule {}

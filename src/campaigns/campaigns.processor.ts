@@ -44,6 +44,9 @@ export class CampaignsProcessor extends WorkerHost {
   @OnWorkerEvent('failed')
   onFailed(job: CampaignQueueJob | undefined, error: Error): void {
     if (!job || job.name !== CAMPAIGN_JOBS.RUN) return;
-    this.logger.warn({ err: error, campaignId: job.data.campaignId, attempt: job.attemptsMade }, 'campaign run failed; it is retried');
+    this.logger.warn(
+      { err: error, campaignId: job.data.campaignId, attempt: job.attemptsMade },
+      'campaign run failed; it is retried',
+    );
   }
 }

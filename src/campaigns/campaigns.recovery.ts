@@ -34,7 +34,10 @@ export class CampaignsRecovery extends QueueRecovery {
   async recover(): Promise<{ found: number }> {
     const open = await this.repository.openCampaigns(this.dataSource.manager);
     for (const campaign of open) {
-      const delay = campaign.status === CampaignStatus.SCHEDULED && campaign.scheduledAt ? campaign.scheduledAt.getTime() - Date.now() : 0;
+      const delay =
+        campaign.status === CampaignStatus.SCHEDULED && campaign.scheduledAt
+          ? campaign.scheduledAt.getTime() - Date.now()
+          : 0;
       await this.campaigns.addRunJob(campaign.id, delay);
     }
     return { found: open.length };

@@ -40,7 +40,18 @@ export interface AudienceContact {
   email: string;
 }
 
-const COUNT_COLUMNS = ['queued', 'sending', 'sent', 'failed', 'bounced', 'suppressed', 'cancelled', 'opened', 'clicked', 'unsubscribed'] as const;
+const COUNT_COLUMNS = [
+  'queued',
+  'sending',
+  'sent',
+  'failed',
+  'bounced',
+  'suppressed',
+  'cancelled',
+  'opened',
+  'clicked',
+  'unsubscribed',
+] as const;
 
 /**
  * Every statement on campaigns and their counters, and the campaign's
@@ -48,8 +59,17 @@ const COUNT_COLUMNS = ['queued', 'sending', 'sent', 'failed', 'bounced', 'suppre
  */
 @Injectable()
 export class CampaignsRepository {
-  async insert(manager: EntityManager, fields: QueryDeepPartialEntity<Campaign>): Promise<Campaign> {
-    await manager.createQueryBuilder().insert().into(Campaign).values(fields).updateEntity(false).execute();
+  async insert(
+    manager: EntityManager,
+    fields: QueryDeepPartialEntity<Campaign>,
+  ): Promise<Campaign> {
+    await manager
+      .createQueryBuilder()
+      .insert()
+      .into(Campaign)
+      .values(fields)
+      .updateEntity(false)
+      .execute();
     return (await manager.findOne(Campaign, { where: { id: fields.id as string } })) as Campaign;
   }
 
@@ -60,9 +80,12 @@ export class CampaignsRepository {
     afterId: string | null,
     limit: number,
   ): Promise<{ rows: Campaign[]; total: number }> {
-    const qb = manager.createQueryBuilder(Campaign, 'c').where('c.project_id = :projectId', { projectId });
+    const qb = manager
+      .createQueryBuilder(Campaign, 'c')
+      .where('c.project_id = :projectId', { projectId });
     if (filter.status) qb.andWhere('c.status = :status', { status: filter.status });
-    if (filter.search) qb.andWhere('c.name ILIKE :search', { search: containsPattern(filter.search) });
+    if (filter.search)
+      qb.andWhere('c.name ILIKE :search', { search: containsPattern(filter.search) });
     return keysetRows(qb, 'c.id', afterId, limit);
   }
 
@@ -72,13 +95,25 @@ export class CampaignsRepository {
 
   /** The row locked until the caller's transaction ends; `projectId` null for background work (any project). */
   lock(manager: EntityManager, projectId: string | null, id: string): Promise<Campaign | null> {
-    const qb = manager.createQueryBuilder(Campaign, 'c').setLock('pessimistic_write').where('c.id = :id', { id });
+    const qb = manager
+      .createQueryBuilder(Campaign, 'c')
+      .setLock('pessimistic_write')
+      .where('c.id = :id', { id });
     if (projectId) qb.andWhere('c.project_id = :projectId', { projectId });
     return qb.getOne();
   }
 
-  async update(manager: EntityManager, id: string, changes: QueryDeepPartialEntity<Campaign>): Promise<Campaign> {
-    await manager.createQueryBuilder().update(Campaign).set(changes).where('id = :id', { id }).execute();
+  async update(
+    manager: EntityManager,
+    id: string,
+    changes: QueryDeepPartialEntity<Campaign>,
+  ): Promise<Campaign> {
+    await manager
+      .createQueryBuilder()
+      .update(Campaign)
+      .set(changes)
+      .where('id = :id', { id })
+      .execute();
     return (await manager.findOne(Campaign, { where: { id } })) as Campaign;
   }
 
@@ -114,7 +149,12 @@ export class CampaignsRepository {
    * null: unchanged) in the same statement. False when the campaign is no
    * longer SENDING (a cancel committed first): write nothing more.
    */
-  async advanceFanout(manager: EntityManager, id: string, cursor: string | null, done: boolean): Promise<boolean> {
+  async advanceFanout(
+    manager: EntityManager,
+    id: string,
+    cursor: string | null,
+    done: boolean,
+  ): Promise<boolean> {
     const rows = await preparedRows(
       manager,
       `UPDATE campaigns SET fanout_cursor = COALESCE($2::uuid, fanout_cursor), fanout_done = $3, updated_at = now()
@@ -171,7 +211,12 @@ export class CampaignsRepository {
   }
 
   /** How many contacts the audience query of declareAudience() finds (same arguments, same snapshot). */
-  async countAudience(manager: EntityManager, compiled: CompiledCondition, afterId: string | null, startedAt: Date): Promise<number> {
+  async countAudience(
+    manager: EntityManager,
+    compiled: CompiledCondition,
+    afterId: string | null,
+    startedAt: Date,
+  ): Promise<number> {
     const n = compiled.params.length;
     const [row] = await queryRows<{ n: string }>(
       manager,

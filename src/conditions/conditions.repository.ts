@@ -70,7 +70,11 @@ export class ConditionsRepository {
 
   /** Whether contact `contactId` matches a condition compiled with alias "c" and paramOffset 1. */
   /** Of these contacts, the ids that match ($1 is the ids; the compiled condition's parameters follow). */
-  async matchingIds(manager: EntityManager, contactIds: string[], compiled: CompiledCondition): Promise<string[]> {
+  async matchingIds(
+    manager: EntityManager,
+    contactIds: string[],
+    compiled: CompiledCondition,
+  ): Promise<string[]> {
     const rows = await queryRows<{ id: string }>(
       manager,
       `SELECT c.id FROM contacts c WHERE c.id = ANY($1::uuid[]) AND ${compiled.sql}`,

@@ -121,7 +121,9 @@ class Reader {
     try {
       const parsed = new URL(raw);
       if (!protocols.includes(parsed.protocol)) {
-        this.problems.push(`${name}: expected a ${protocols.join(' or ')} URL, got "${parsed.protocol}"`);
+        this.problems.push(
+          `${name}: expected a ${protocols.join(' or ')} URL, got "${parsed.protocol}"`,
+        );
       }
     } catch {
       this.problems.push(`${name}: not a valid URL`);
@@ -144,11 +146,17 @@ function parseCorsOrigins(reader: Reader, raw: string | null): string[] {
   return origins.map((origin) => {
     try {
       const url = new URL(origin);
-      if ((url.protocol === 'http:' || url.protocol === 'https:') && url.origin === origin.replace(/\/+$/, '')) return url.origin;
+      if (
+        (url.protocol === 'http:' || url.protocol === 'https:') &&
+        url.origin === origin.replace(/\/+$/, '')
+      )
+        return url.origin;
     } catch {
       // reported below
     }
-    reader.problems.push(`CORS_ORIGINS: "${origin}" is not an origin such as https://app.example.com`);
+    reader.problems.push(
+      `CORS_ORIGINS: "${origin}" is not an origin such as https://app.example.com`,
+    );
     return origin;
   });
 }
@@ -231,30 +239,45 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     trustProxy: r.bool('TRUST_PROXY', false),
     webhookAllowPrivate: r.bool('WEBHOOK_ALLOW_PRIVATE', false),
     webhookRetryDelaysMs: parseDelays(r, r.optional('WEBHOOK_RETRY_DELAYS_MS')),
-    workflowRetryDelaysMs: parseDelays(r, r.optional('WORKFLOW_RETRY_DELAYS_MS'), 'WORKFLOW_RETRY_DELAYS_MS', DEFAULT_WORKFLOW_RETRY_DELAYS_MS),
+    workflowRetryDelaysMs: parseDelays(
+      r,
+      r.optional('WORKFLOW_RETRY_DELAYS_MS'),
+      'WORKFLOW_RETRY_DELAYS_MS',
+      DEFAULT_WORKFLOW_RETRY_DELAYS_MS,
+    ),
     metricsToken: r.optional('METRICS_TOKEN') || null,
-    workerMetricsPort: r.optional('WORKER_METRICS_PORT') ? r.int('WORKER_METRICS_PORT', 9464, 1, 65535) : null,
+    workerMetricsPort: r.optional('WORKER_METRICS_PORT')
+      ? r.int('WORKER_METRICS_PORT', 9464, 1, 65535)
+      : null,
     adminToken: r.optional('ADMIN_TOKEN') || null,
   };
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(config.queuePrefix)) {
     r.problems.push('QUEUE_PREFIX: 1..64 characters of letters, digits, "_" or "-"');
   }
   for (const previous of config.appSecretPrevious) {
-    if (previous.length < 32) r.problems.push('APP_SECRET_PREVIOUS: every secret must be at least 32 characters');
+    if (previous.length < 32)
+      r.problems.push('APP_SECRET_PREVIOUS: every secret must be at least 32 characters');
   }
-  for (const [name, token] of [['METRICS_TOKEN', config.metricsToken], ['ADMIN_TOKEN', config.adminToken]] as const) {
+  for (const [name, token] of [
+    ['METRICS_TOKEN', config.metricsToken],
+    ['ADMIN_TOKEN', config.adminToken],
+  ] as const) {
     if (token !== null && token.length < 16) r.problems.push(`${name}: at least 16 characters`);
   }
   if (r.problems.length === 0) {
     config.appSecret = resolveAppSecret(r, nodeEnv, resolve(cwd, 'var/app-secret'));
-    config.appSecretPrevious = config.appSecretPrevious.filter((previous) => previous !== config.appSecret);
+    config.appSecretPrevious = config.appSecretPrevious.filter(
+      (previous) => previous !== config.appSecret,
+    );
   }
   if (r.problems.length > 0) throw new ConfigValidationError(r.problems);
   return config;
 }
 
 /** The contract's retry schedule of outbound webhooks: 5 s, 1 min, 10 min, 1 h, 6 h, 24 h. */
-export const DEFAULT_WEBHOOK_RETRY_DELAYS_MS = [5_000, 60_000, 600_000, 3_600_000, 21_600_000, 86_400_000];
+export const DEFAULT_WEBHOOK_RETRY_DELAYS_MS = [
+  5_000, 60_000, 600_000, 3_600_000, 21_600_000, 86_400_000,
+];
 /** A WEBHOOK step: 5 attempts, backing off from 10 s to 10 minutes. */
 export const DEFAULT_WORKFLOW_RETRY_DELAYS_MS = [10_000, 60_000, 300_000, 600_000];
 
@@ -266,7 +289,10 @@ function parseDelays(
 ): number[] {
   if (raw === undefined || raw === null || raw.trim() === '') return fallback;
   const delays = raw.split(',').map((part) => Number(part.trim()));
-  if (delays.length > 20 || delays.some((d) => !Number.isInteger(d) || d < 1 || d > 7 * 86_400_000)) {
+  if (
+    delays.length > 20 ||
+    delays.some((d) => !Number.isInteger(d) || d < 1 || d > 7 * 86_400_000)
+  ) {
     r.problems.push(`${name}: up to 20 comma-separated waits in milliseconds, each 1..604800000`);
     return fallback;
   }
@@ -284,7 +310,9 @@ export function environmentWithDotEnv(env: Env = process.env, cwd: string = proc
   try {
     fromFile = parseEnv(readFileSync(file, 'utf8'));
   } catch (error) {
-    throw new ConfigValidationError([`.env: cannot be read (${error instanceof Error ? error.message : String(error)})`]);
+    throw new ConfigValidationError([
+      `.env: cannot be read (${error instanceof Error ? error.message : String(error)})`,
+    ]);
   }
   return { ...fromFile, ...env };
 }

@@ -3,7 +3,6 @@ import { isPlainObject } from '../common/validation/json-text';
 /** Contract: `data` is a JSON object of at most 64 KB. */
 export const MAX_CONTACT_DATA_BYTES = 64 * 1024;
 
-
 /**
  * How a `data` object changes a contact (top-level merge):
  * `set` holds the keys to write, `remove` the keys given as null.
@@ -39,7 +38,9 @@ export function toTrackedDataPatch(data: Record<string, unknown> | undefined): D
  * The part of track-style `data` that reaches the contact, as PATCH-style
  * data: wrappers unwrapped, `persistent: false` values left out.
  */
-export function persistedValues(data: Record<string, unknown> | undefined): Record<string, unknown> {
+export function persistedValues(
+  data: Record<string, unknown> | undefined,
+): Record<string, unknown> {
   const kept: [string, unknown][] = [];
   for (const [key, value] of Object.entries(data ?? {})) {
     if (!isPersistenceWrapper(value)) kept.push([key, value]);
@@ -50,7 +51,9 @@ export function persistedValues(data: Record<string, unknown> | undefined): Reco
 }
 
 /** `{value, persistent: <boolean>}` and nothing else; the template renderer unwraps the same shape. */
-export function isPersistenceWrapper(value: unknown): value is { value: unknown; persistent: boolean } {
+export function isPersistenceWrapper(
+  value: unknown,
+): value is { value: unknown; persistent: boolean } {
   if (!isPlainObject(value)) return false;
   const keys = Object.keys(value);
   return (

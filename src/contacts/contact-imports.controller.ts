@@ -35,7 +35,11 @@ export class ContactImportsController {
   @ApiExtraModels(ImportContactsDto)
   @ApiRequestContent({
     'application/json': { $ref: getSchemaPath(ImportContactsDto) },
-    'text/csv': { type: 'string', description: 'A header row with an email column (any case), optional subscribed; other columns go into data' },
+    'text/csv': {
+      type: 'string',
+      description:
+        'A header row with an email column (any case), optional subscribed; other columns go into data',
+    },
   })
   @ApiSuccess(202, ContactImportResponse)
   @ApiErrorResponses([400, 413, 422], {
@@ -56,7 +60,10 @@ export class ContactImportsController {
   @ApiOp('contacts_listImports', 'List imports, newest first')
   @ApiListSuccess(ContactImportResponse)
   @ApiErrorResponses([400])
-  list(@CurrentProject() project: CurrentProjectInfo, @Query() query: PaginationQueryDto): Promise<Page<ContactImportResponse>> {
+  list(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Query() query: PaginationQueryDto,
+  ): Promise<Page<ContactImportResponse>> {
     return this.imports.list(project.id, query);
   }
 

@@ -37,17 +37,23 @@ export class ContactImportsService {
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectQueue(QUEUES.IMPORTS) private readonly queue: Queue<ImportJobData, unknown, typeof IMPORT_JOBS.IMPORT>,
+    @InjectQueue(QUEUES.IMPORTS)
+    private readonly queue: Queue<ImportJobData, unknown, typeof IMPORT_JOBS.IMPORT>,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly imports: ContactImportsRepository,
     private readonly contacts: ContactsRepository,
   ) {}
 
   /** POST /contacts/import: a JSON body (object) or CSV text (string, from the text/csv parser), by content type. */
-  async start(projectId: string, body: unknown, format: 'csv' | 'json'): Promise<ContactImportResponse> {
+  async start(
+    projectId: string,
+    body: unknown,
+    format: 'csv' | 'json',
+  ): Promise<ContactImportResponse> {
     let rows: RawImportRow[];
     try {
-      rows = format === 'csv' ? rowsFromCsv(typeof body === 'string' ? body : '') : rowsFromJson(body);
+      rows =
+        format === 'csv' ? rowsFromCsv(typeof body === 'string' ? body : '') : rowsFromJson(body);
     } catch (error) {
       if (error instanceof ImportBodyError) {
         throw error.status === 400
@@ -76,7 +82,12 @@ export class ContactImportsService {
   async list(projectId: string, query: PaginationQueryDto): Promise<Page<ContactImportResponse>> {
     const limit = query.limit ?? 20;
     const before = query.cursor ? decodeCursor(query.cursor) : null;
-    const { rows, total } = await this.imports.page(this.dataSource.manager, projectId, limit, before);
+    const { rows, total } = await this.imports.page(
+      this.dataSource.manager,
+      projectId,
+      limit,
+      before,
+    );
     return pageOf(rows, limit, total, toContactImportResponse, (row) => row.id);
   }
 

@@ -78,7 +78,11 @@ export class ContactsRepository {
    * A hard bounce: suppressed and unsubscribed. The row only when that changed
    * something (null: already both, or no such contact).
    */
-  async suppress(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
+  async suppress(
+    manager: EntityManager,
+    projectId: string,
+    id: string,
+  ): Promise<ContactRow | null> {
     const rows = await queryRows<ContactRow>(
       manager,
       `UPDATE contacts SET suppressed = true, subscribed = false, updated_at = now()
@@ -92,7 +96,11 @@ export class ContactsRepository {
    * subscribed → false. The row only when it was subscribed: concurrent calls
    * serialise on the row lock and exactly one of them sees the change.
    */
-  async unsubscribeIfSubscribed(manager: EntityManager, projectId: string, id: string): Promise<ContactRow | null> {
+  async unsubscribeIfSubscribed(
+    manager: EntityManager,
+    projectId: string,
+    id: string,
+  ): Promise<ContactRow | null> {
     const rows = await queryRows<ContactRow>(
       manager,
       `UPDATE contacts SET subscribed = false, updated_at = now()
@@ -125,7 +133,11 @@ export class ContactsRepository {
 
   /** Rows of the project among these ids (any order). */
   findByIds(manager: EntityManager, projectId: string, ids: string[]): Promise<ContactRow[]> {
-    return queryRows<ContactRow>(manager, `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE c.project_id = $1 AND c.id = ANY($2::uuid[])`, [projectId, ids]);
+    return queryRows<ContactRow>(
+      manager,
+      `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE c.project_id = $1 AND c.id = ANY($2::uuid[])`,
+      [projectId, ids],
+    );
   }
 
   /** Rows of the project among these ids, locked in id order until the transaction ends (an update compares the old subscription state). */

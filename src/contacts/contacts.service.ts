@@ -223,10 +223,22 @@ export class ContactsService {
   ): Promise<Map<string, { row: ContactRow; events: EventRow[] }>> {
     const out = new Map<string, { row: ContactRow; events: EventRow[] }>();
     const before =
-      change.subscribed !== undefined ? new Map((await this.contacts.lockByIds(manager, projectId, ids)).map((row) => [row.id, row])) : null;
+      change.subscribed !== undefined
+        ? new Map(
+            (await this.contacts.lockByIds(manager, projectId, ids)).map((row) => [row.id, row]),
+          )
+        : null;
     if (before && before.size === 0) return out;
-    const rows = await this.contacts.updateMany(manager, projectId, ids, change.subscribed, toDataPatch(change.data ?? undefined));
-    const changed = rows.filter((row) => before && before.get(row.id)?.subscribed !== row.subscribed);
+    const rows = await this.contacts.updateMany(
+      manager,
+      projectId,
+      ids,
+      change.subscribed,
+      toDataPatch(change.data ?? undefined),
+    );
+    const changed = rows.filter(
+      (row) => before && before.get(row.id)?.subscribed !== row.subscribed,
+    );
     const events =
       change.subscribed !== undefined && changed.length > 0
         ? await this.events.recordMany(
@@ -239,12 +251,17 @@ export class ContactsService {
             })),
           )
         : [];
-    for (const row of rows) out.set(row.id, { row, events: events.filter((event) => event.contactId === row.id) });
+    for (const row of rows)
+      out.set(row.id, { row, events: events.filter((event) => event.contactId === row.id) });
     return out;
   }
 
   /** Stored rows of the project among these ids, by id (a sending feature's read for many). */
-  async findRows(manager: EntityManager, projectId: string, ids: string[]): Promise<Map<string, ContactRow>> {
+  async findRows(
+    manager: EntityManager,
+    projectId: string,
+    ids: string[],
+  ): Promise<Map<string, ContactRow>> {
     const rows = ids.length > 0 ? await this.contacts.findByIds(manager, projectId, ids) : [];
     return new Map(rows.map((row) => [row.id, row]));
   }

@@ -1,7 +1,12 @@
 import { parse } from 'csv-parse/sync';
 import type { FieldError } from '../common/errors/api-exception';
 import { isValidEmail, normalizeEmail } from '../common/validation/email';
-import { findJsonTextProblem, isPlainObject, jsonByteSize, RESERVED_KEYS } from '../common/validation/json-text';
+import {
+  findJsonTextProblem,
+  isPlainObject,
+  jsonByteSize,
+  RESERVED_KEYS,
+} from '../common/validation/json-text';
 import type { BulkContactInput } from './contacts.repository';
 import type { ImportRowError } from './contact-import.entity';
 import { MAX_CONTACT_DATA_BYTES, toDataPatch } from './contact-data';
@@ -117,7 +122,11 @@ export function rowsFromCsv(text: string): RawImportRow[] {
   const reserved = header.find((name) => RESERVED_KEYS.has(name));
   if (reserved !== undefined) {
     throw new ImportBodyError(422, 'Validation failed', [
-      { field: reserved, message: `the column name "${reserved}" is reserved and not accepted`, code: 'invalid_string' },
+      {
+        field: reserved,
+        message: `the column name "${reserved}" is reserved and not accepted`,
+        code: 'invalid_string',
+      },
     ]);
   }
   const subscribedIndex = header.findIndex((name) => name.toLowerCase() === 'subscribed');

@@ -9,7 +9,10 @@ import { dataSourceOptions } from './data-source-options';
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) => ({ ...dataSourceOptions(config.databaseUrl), migrations: [] }),
+      useFactory: (config: AppConfig) => ({
+        ...dataSourceOptions(config.databaseUrl),
+        migrations: [],
+      }),
     }),
   ],
 })

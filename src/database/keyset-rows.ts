@@ -16,6 +16,9 @@ export async function keysetRows<E extends ObjectLiteral>(
   const total = await qb.clone().orderBy().getCount();
   const pageQb = qb.clone();
   if (afterId) pageQb.andWhere(`${idColumn} < :__afterId`, { __afterId: afterId });
-  const rows = await pageQb.orderBy(idColumn, 'DESC').take(limit + 1).getMany();
+  const rows = await pageQb
+    .orderBy(idColumn, 'DESC')
+    .take(limit + 1)
+    .getMany();
   return { rows, total };
 }

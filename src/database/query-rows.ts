@@ -30,7 +30,11 @@ export async function queryRows<T>(
  * transaction it runs on the transaction's connection. Only for a bounded
  * set of texts: each connection keeps every statement it prepared.
  */
-export async function preparedRows<T>(manager: EntityManager, text: string, params: unknown[] = []): Promise<T[]> {
+export async function preparedRows<T>(
+  manager: EntityManager,
+  text: string,
+  params: unknown[] = [],
+): Promise<T[]> {
   const query = { name: statementName(text), text, values: params };
   const runner = manager.queryRunner;
   if (runner && !runner.isReleased) {

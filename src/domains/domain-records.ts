@@ -56,7 +56,11 @@ export function expectedRecords(facts: DomainKeyFacts): ExpectedRecord[] {
   ];
 }
 
-export function recordResponses(facts: DomainKeyFacts, statuses: RecordStatuses, problems: RecordProblems = {}): DomainRecordResponse[] {
+export function recordResponses(
+  facts: DomainKeyFacts,
+  statuses: RecordStatuses,
+  problems: RecordProblems = {},
+): DomainRecordResponse[] {
   return expectedRecords(facts).map((record) => {
     const status = statuses[record.purpose] ?? DnsRecordStatus.PENDING;
     const problem = status === DnsRecordStatus.VERIFIED ? undefined : problems[record.purpose];

@@ -126,7 +126,8 @@ export class DomainVerificationService {
         { status, recordStatuses, recordProblems, lastCheckedAt: now, verifiedAt },
         authoritative ? null : now,
       );
-      if (!saved || status === current || status === DomainStatus.PENDING) return { written: saved, event: null };
+      if (!saved || status === current || status === DomainStatus.PENDING)
+        return { written: saved, event: null };
       const recorded = await this.events.record(manager, {
         projectId: row.projectId,
         contactId: null,
@@ -152,7 +153,13 @@ export class DomainVerificationService {
         'DNS lookup failed',
       );
     }
-    return Object.assign(row, { status, recordStatuses, recordProblems, lastCheckedAt: now, verifiedAt });
+    return Object.assign(row, {
+      status,
+      recordStatuses,
+      recordProblems,
+      lastCheckedAt: now,
+      verifiedAt,
+    });
   }
 
   /**
@@ -163,7 +170,11 @@ export class DomainVerificationService {
    */
   async sweep(now = new Date()): Promise<SweepResult> {
     const dueBefore = new Date(now.getTime() - this.schedule.verifiedEveryMs);
-    const rows = await this.domains.findDueForCheck(this.dataSource.manager, dueBefore, this.schedule.batchSize);
+    const rows = await this.domains.findDueForCheck(
+      this.dataSource.manager,
+      dueBefore,
+      this.schedule.batchSize,
+    );
     const result: SweepResult = { checked: 0, verified: 0, failed: 0 };
     let next = 0;
     const worker = async (): Promise<void> => {
@@ -189,9 +200,13 @@ export class DomainVerificationService {
 }
 
 function judge(lookup: TxtLookup, judgeValues: (values: string[]) => RecordVerdict): RecordCheck {
-  if (lookup.kind === 'ERROR') return { verdict: 'ERROR', problem: { error: DnsRecordError.DNS_ERROR } };
+  if (lookup.kind === 'ERROR')
+    return { verdict: 'ERROR', problem: { error: DnsRecordError.DNS_ERROR } };
   if (lookup.kind === 'ABSENT') {
-    return { verdict: 'ABSENT', problem: { error: lookup.nxdomain ? DnsRecordError.NXDOMAIN : DnsRecordError.NO_RECORD } };
+    return {
+      verdict: 'ABSENT',
+      problem: { error: lookup.nxdomain ? DnsRecordError.NXDOMAIN : DnsRecordError.NO_RECORD },
+    };
   }
   const values = lookup.records.map(joinTxt);
   const verdict = judgeValues(values);
@@ -200,7 +215,10 @@ function judge(lookup: TxtLookup, judgeValues: (values: string[]) => RecordVerdi
   const found = values.slice(0, MAX_FOUND_VALUES).map((v) => v.slice(0, MAX_FOUND_VALUE_LENGTH));
   return {
     verdict,
-    problem: { error: verdict === 'MISMATCH' ? DnsRecordError.MISMATCH : DnsRecordError.NO_RECORD, found },
+    problem: {
+      error: verdict === 'MISMATCH' ? DnsRecordError.MISMATCH : DnsRecordError.NO_RECORD,
+      found,
+    },
   };
 }
 

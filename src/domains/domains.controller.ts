@@ -34,7 +34,10 @@ export class DomainsController {
   }
 
   @Post()
-  @ApiOp('domains_create', 'Add a sending domain; answers the DNS records to publish. A first check runs right after.')
+  @ApiOp(
+    'domains_create',
+    'Add a sending domain; answers the DNS records to publish. A first check runs right after.',
+  )
   @ApiSuccess(201, DomainResponse)
   @ApiErrorResponses([400, 409, 413, 422], { 409: 'CONFLICT: this project already has the domain' })
   create(

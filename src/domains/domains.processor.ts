@@ -31,7 +31,10 @@ export class DomainsProcessor extends WorkerHost {
         return result;
       }
       default:
-        this.logger.warn({ name: (job as { name: string }).name }, 'unknown job on the domains queue');
+        this.logger.warn(
+          { name: (job as { name: string }).name },
+          'unknown job on the domains queue',
+        );
         return null;
     }
   }

@@ -46,7 +46,10 @@ export interface SenderReadColumns {
  * is only a candidate: DomainsService.assertCanSend trusts the read only when
  * `lookup` equals senderDomainOf(address), and runs findSender otherwise.
  */
-export function senderJoin(projectIdSql: string, addressSql: string): { join: string; columns: string } {
+export function senderJoin(
+  projectIdSql: string,
+  addressSql: string,
+): { join: string; columns: string } {
   const lookup = `lower(substring(${addressSql} FROM '@([^@]*)$'))`;
   return {
     join: `LEFT JOIN domains sd ON sd.project_id = ${projectIdSql} AND sd.domain = ${lookup}`,
@@ -113,7 +116,9 @@ export class DomainsRepository {
     afterId: string | null,
     limit: number,
   ): Promise<{ rows: Domain[]; total: number }> {
-    const qb = manager.createQueryBuilder(Domain, 'd').where('d.project_id = :projectId', { projectId });
+    const qb = manager
+      .createQueryBuilder(Domain, 'd')
+      .where('d.project_id = :projectId', { projectId });
     if (filter.status) qb.andWhere('d.status = :status', { status: filter.status });
     return keysetRows(qb, 'd.id', afterId, limit);
   }
@@ -143,7 +148,11 @@ export class DomainsRepository {
    * through the query builder cost several times the round trip itself
    * (bench/domains-sender-check.js).
    */
-  async findSender(manager: EntityManager, projectId: string, domain: string): Promise<SenderRow | null> {
+  async findSender(
+    manager: EntityManager,
+    projectId: string,
+    domain: string,
+  ): Promise<SenderRow | null> {
     const rows = await queryRows<SenderRow>(
       manager,
       `SELECT id, domain, status, dkim_selector, dkim_private_key_sealed FROM domains
@@ -173,8 +182,13 @@ export class DomainsRepository {
     fields: DomainCheckFields,
     startedAt: Date | null,
   ): Promise<boolean> {
-    const update = manager.createQueryBuilder().update(Domain).set(fields).where('id = :id', { id });
-    if (startedAt) update.andWhere('(last_checked_at IS NULL OR last_checked_at < :startedAt)', { startedAt });
+    const update = manager
+      .createQueryBuilder()
+      .update(Domain)
+      .set(fields)
+      .where('id = :id', { id });
+    if (startedAt)
+      update.andWhere('(last_checked_at IS NULL OR last_checked_at < :startedAt)', { startedAt });
     const written = await update.execute();
     return !!written.affected;
   }
@@ -184,7 +198,11 @@ export class DomainsRepository {
    * at or before `verifiedDueBefore`; least recently checked first, so a
    * backlog larger than one batch rotates. FAILED domains are not swept.
    */
-  findDueForCheck(manager: EntityManager, verifiedDueBefore: Date, limit: number): Promise<Domain[]> {
+  findDueForCheck(
+    manager: EntityManager,
+    verifiedDueBefore: Date,
+    limit: number,
+  ): Promise<Domain[]> {
     return manager
       .createQueryBuilder(Domain, 'd')
       .where('d.status = :pending', { pending: DomainStatus.PENDING })

@@ -47,7 +47,8 @@ export class DomainsService {
     private readonly domains: DomainsRepository,
     @Inject(DKIM_KEY_BOX) private readonly keyBox: SecretBox,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectQueue(QUEUES.DOMAINS) private readonly queue: Queue<DomainCheckJobData, unknown, typeof DOMAIN_JOBS.CHECK>,
+    @InjectQueue(QUEUES.DOMAINS)
+    private readonly queue: Queue<DomainCheckJobData, unknown, typeof DOMAIN_JOBS.CHECK>,
     private readonly verification: DomainVerificationService,
   ) {}
 
@@ -67,7 +68,8 @@ export class DomainsService {
       ]);
     }
     // Before the key: generating it takes a noticeable while, a duplicate should not wait for it.
-    if (await this.domains.exists(this.dataSource.manager, projectId, name.domain)) throw duplicate(name.domain);
+    if (await this.domains.exists(this.dataSource.manager, projectId, name.domain))
+      throw duplicate(name.domain);
     const id = newId();
     const { publicKey, privateKey } = await generateKeyPairAsync('rsa', {
       modulusLength: 2048,
@@ -216,26 +218,41 @@ const UNVERIFIED_HINT =
   'For local development without SMTP_URL, REQUIRE_VERIFIED_SENDER=false lets any sender through (unsigned, to the outbox).';
 
 /** 403 DOMAIN_NOT_VERIFIED: what state the domain is in, and the next step out of it. */
-function senderNotVerified(domain: string | null, row: SenderRow | null, outboxMode: boolean): ApiException {
+function senderNotVerified(
+  domain: string | null,
+  row: SenderRow | null,
+  outboxMode: boolean,
+): ApiException {
   // Only where nothing leaves the machine: with SMTP, the caller is a tenant and the check is anti-spoofing.
   const hint = outboxMode ? ` ${UNVERIFIED_HINT}` : '';
   if (!domain) {
     return new ApiException(403, 'DOMAIN_NOT_VERIFIED', 'The sender address has no domain part', {
-      suggestion: 'Send from an address on a verified domain of this project, such as hello@example.com.',
+      suggestion:
+        'Send from an address on a verified domain of this project, such as hello@example.com.',
     });
   }
   if (!row) {
-    return new ApiException(403, 'DOMAIN_NOT_VERIFIED', `The sender domain "${domain}" is not a domain of this project`, {
-      suggestion: `Add it with POST /domains {"domain":"${domain}"}, publish the DNS records it answers and call POST /domains/{id}/verify.${hint}`,
-    });
+    return new ApiException(
+      403,
+      'DOMAIN_NOT_VERIFIED',
+      `The sender domain "${domain}" is not a domain of this project`,
+      {
+        suggestion: `Add it with POST /domains {"domain":"${domain}"}, publish the DNS records it answers and call POST /domains/{id}/verify.${hint}`,
+      },
+    );
   }
   const why =
     row.status === DomainStatus.FAILED
       ? 'its DNS records were not found within 72 hours, or were removed'
       : 'its DNS records have not been found yet';
-  return new ApiException(403, 'DOMAIN_NOT_VERIFIED', `The sender domain "${domain}" is ${row.status}: ${why}`, {
-    suggestion: `GET /domains/${row.id} shows each record with what DNS answers; publish the missing ones, then call POST /domains/${row.id}/verify.${hint}`,
-  });
+  return new ApiException(
+    403,
+    'DOMAIN_NOT_VERIFIED',
+    `The sender domain "${domain}" is ${row.status}: ${why}`,
+    {
+      suggestion: `GET /domains/${row.id} shows each record with what DNS answers; publish the missing ones, then call POST /domains/${row.id}/verify.${hint}`,
+    },
+  );
 }
 
 function duplicate(domain: string): ApiException {

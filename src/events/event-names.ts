@@ -5,7 +5,15 @@
  * and `webhook.disabled`, which outbound webhooks deliver and workflows
  * trigger on as the system's word, so a client may not forge them either.
  */
-export const RESERVED_EVENT_PREFIXES = ['email.', 'contact.', 'segment.', 'campaign.', 'domain.', 'workflow.', 'webhook.'] as const;
+export const RESERVED_EVENT_PREFIXES = [
+  'email.',
+  'contact.',
+  'segment.',
+  'campaign.',
+  'domain.',
+  'workflow.',
+  'webhook.',
+] as const;
 
 export function isReservedEventName(name: string): boolean {
   const lower = name.toLowerCase();

@@ -1,7 +1,12 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
-import { ApiErrorResponses, ApiKeyProtected, ApiListSuccess, ApiOp } from '../common/openapi/decorators';
+import {
+  ApiErrorResponses,
+  ApiKeyProtected,
+  ApiListSuccess,
+  ApiOp,
+} from '../common/openapi/decorators';
 import { Page, PaginationQueryDto } from '../common/pagination/pagination';
 import { EventNameResponse } from './dto/event-name.response';
 import { EventResponse } from './dto/event.response';
@@ -26,7 +31,10 @@ export class EventsController {
   }
 
   @Get('names')
-  @ApiOp('events_listNames', 'Distinct event names with their count and last occurrence, most recently seen first')
+  @ApiOp(
+    'events_listNames',
+    'Distinct event names with their count and last occurrence, most recently seen first',
+  )
   @ApiListSuccess(EventNameResponse, 'One page, most recently seen first')
   @ApiErrorResponses([400])
   names(

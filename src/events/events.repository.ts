@@ -42,7 +42,14 @@ const INSERT_COLUMNS = 'id, project_id, contact_id, email_id, name, data, create
 
 /** One event's parameters (a fresh UUIDv7 id first), for the placeholders of eventPlaceholders. */
 function eventValues(event: NewEvent): unknown[] {
-  return [newId(), event.projectId, event.contactId, event.emailId ?? null, event.name, JSON.stringify(event.data ?? {})];
+  return [
+    newId(),
+    event.projectId,
+    event.contactId,
+    event.emailId ?? null,
+    event.name,
+    JSON.stringify(event.data ?? {}),
+  ];
 }
 
 /** The six placeholders of one event from `$first` on, and created_at. */
@@ -59,7 +66,11 @@ function eventPlaceholders(first: number): string {
  * event commit together in one round trip (delivery's finish). Its
  * parameters are numbered from `$first`; it answers EVENT_COLUMNS.
  */
-export function insertEventFrom(source: string, first: number, event: NewEvent): { sql: string; params: unknown[] } {
+export function insertEventFrom(
+  source: string,
+  first: number,
+  event: NewEvent,
+): { sql: string; params: unknown[] } {
   return {
     sql: `INSERT INTO events AS e (${INSERT_COLUMNS})
        SELECT ${eventPlaceholders(first)} FROM ${source}
@@ -93,7 +104,11 @@ export class EventsRepository {
 
   /** The name of one event, or null when it is gone (erased with its contact). */
   async namesOf(manager: EntityManager, ids: string[]): Promise<Map<string, string>> {
-    const rows = await queryRows<{ id: string; name: string }>(manager, `SELECT id, name FROM events WHERE id = ANY($1::uuid[])`, [ids]);
+    const rows = await queryRows<{ id: string; name: string }>(
+      manager,
+      `SELECT id, name FROM events WHERE id = ANY($1::uuid[])`,
+      [ids],
+    );
     return new Map(rows.map((r) => [r.id, r.name]));
   }
 

@@ -35,9 +35,16 @@ export class HealthController {
 
   /** 200 when Postgres and Redis both answer within a second, 503 otherwise. */
   @Get('ready')
-  @ApiOp('health_ready', 'Readiness: Postgres and Redis answer within a second (no key; not enveloped)')
+  @ApiOp(
+    'health_ready',
+    'Readiness: Postgres and Redis answer within a second (no key; not enveloped)',
+  )
   @ApiResponse({ status: 200, description: 'Ready', type: ReadyResponse })
-  @ApiResponse({ status: 503, description: 'Postgres or Redis does not answer', type: ReadyResponse })
+  @ApiResponse({
+    status: 503,
+    description: 'Postgres or Redis does not answer',
+    type: ReadyResponse,
+  })
   async ready(@Res({ passthrough: true }) reply: FastifyReply) {
     const [postgres, redis] = await Promise.all([
       this.probe(() => this.dataSource.query('SELECT 1')),

@@ -25,16 +25,28 @@ export class MetricsController {
   ) {}
 
   @Get()
-  async scrape(@Headers('authorization') authorization: string | undefined, @Res() reply: FastifyReply): Promise<void> {
+  async scrape(
+    @Headers('authorization') authorization: string | undefined,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     if (this.config.metricsToken) {
       const presented = bearerToken(authorization);
       if (!tokenMatches(presented, this.config.metricsToken)) {
-        throw new ApiException(401, presented ? 'INVALID_API_KEY' : 'MISSING_API_KEY', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>', {
-          suggestion: 'Configure the scraper with the METRICS_TOKEN as a bearer token.',
-        });
+        throw new ApiException(
+          401,
+          presented ? 'INVALID_API_KEY' : 'MISSING_API_KEY',
+          'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>',
+          {
+            suggestion: 'Configure the scraper with the METRICS_TOKEN as a bearer token.',
+          },
+        );
       }
     }
     const { contentType, body } = await this.metrics.render();
-    void reply.code(200).header('content-type', contentType).header('cache-control', 'no-store').send(body);
+    void reply
+      .code(200)
+      .header('content-type', contentType)
+      .header('cache-control', 'no-store')
+      .send(body);
   }
 }

@@ -42,10 +42,30 @@ export class MetricsService implements OnModuleInit, EventRecordedListener {
     private readonly hooks: EventHooks,
   ) {
     const registers = [metrics.registry];
-    this.queueJobs = new Gauge({ name: 'mailwright_queue_jobs', help: 'Jobs per queue and state', labelNames: ['queue', 'state'], registers });
-    this.emails = new Gauge({ name: 'mailwright_emails', help: 'Email records by status and source (refreshed at most every 15 s)', labelNames: ['status', 'source'], registers });
-    this.webhookDeliveries = new Gauge({ name: 'mailwright_webhook_deliveries', help: 'Outbound webhook deliveries by status (refreshed at most every 15 s)', labelNames: ['status'], registers });
-    this.campaigns = new Gauge({ name: 'mailwright_campaigns', help: 'Campaigns by status (refreshed at most every 15 s)', labelNames: ['status'], registers });
+    this.queueJobs = new Gauge({
+      name: 'mailwright_queue_jobs',
+      help: 'Jobs per queue and state',
+      labelNames: ['queue', 'state'],
+      registers,
+    });
+    this.emails = new Gauge({
+      name: 'mailwright_emails',
+      help: 'Email records by status and source (refreshed at most every 15 s)',
+      labelNames: ['status', 'source'],
+      registers,
+    });
+    this.webhookDeliveries = new Gauge({
+      name: 'mailwright_webhook_deliveries',
+      help: 'Outbound webhook deliveries by status (refreshed at most every 15 s)',
+      labelNames: ['status'],
+      registers,
+    });
+    this.campaigns = new Gauge({
+      name: 'mailwright_campaigns',
+      help: 'Campaigns by status (refreshed at most every 15 s)',
+      labelNames: ['status'],
+      registers,
+    });
     this.workflowExecutions = new Gauge({
       name: 'mailwright_workflow_executions',
       help: 'Workflow executions by status (refreshed at most every 15 s)',
@@ -71,18 +91,24 @@ export class MetricsService implements OnModuleInit, EventRecordedListener {
   async render(): Promise<{ contentType: string; body: string }> {
     this.refreshing ??= this.refresh().finally(() => (this.refreshing = null));
     await this.refreshing;
-    return { contentType: this.metrics.registry.contentType, body: await this.metrics.registry.metrics() };
+    return {
+      contentType: this.metrics.registry.contentType,
+      body: await this.metrics.registry.metrics(),
+    };
   }
 
   private async refresh(): Promise<void> {
     const now = Date.now();
     const work: Promise<void>[] = [];
-    if (now - this.queuesAt >= QUEUE_COUNTS_TTL_MS) work.push(this.refreshQueues().then(() => void (this.queuesAt = now)));
-    if (now - this.databaseAt >= DATABASE_COUNTS_TTL_MS) work.push(this.refreshDatabase().then(() => void (this.databaseAt = now)));
+    if (now - this.queuesAt >= QUEUE_COUNTS_TTL_MS)
+      work.push(this.refreshQueues().then(() => void (this.queuesAt = now)));
+    if (now - this.databaseAt >= DATABASE_COUNTS_TTL_MS)
+      work.push(this.refreshDatabase().then(() => void (this.databaseAt = now)));
     const results = await Promise.allSettled(work);
     for (const result of results) {
       // A scrape during an outage still answers, with the last values; the log says why they are old.
-      if (result.status === 'rejected') this.logger.warn({ err: result.reason }, 'could not refresh some metrics');
+      if (result.status === 'rejected')
+        this.logger.warn({ err: result.reason }, 'could not refresh some metrics');
     }
   }
 
@@ -90,7 +116,8 @@ export class MetricsService implements OnModuleInit, EventRecordedListener {
     for (const name of Object.values(QUEUES)) {
       const queue = this.moduleRef.get<Queue>(getQueueToken(name), { strict: false });
       const counts = await queue.getJobCounts(...QUEUE_STATES);
-      for (const state of QUEUE_STATES) this.queueJobs.set({ queue: name, state }, counts[state] ?? 0);
+      for (const state of QUEUE_STATES)
+        this.queueJobs.set({ queue: name, state }, counts[state] ?? 0);
     }
   }
 

@@ -19,21 +19,33 @@ export class OperationsRepository {
       manager,
       'SELECT status, source, count(*) AS n FROM emails GROUP BY status, source',
     );
-    return rows.map((r) => ({ labels: { status: r.status, source: r.source }, count: Number(r.n) }));
+    return rows.map((r) => ({
+      labels: { status: r.status, source: r.source },
+      count: Number(r.n),
+    }));
   }
 
   async webhookDeliveriesByStatus(manager: EntityManager): Promise<LabelledCount[]> {
-    const rows = await queryRows<{ status: string; n: string }>(manager, 'SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status');
+    const rows = await queryRows<{ status: string; n: string }>(
+      manager,
+      'SELECT status, count(*) AS n FROM webhook_deliveries GROUP BY status',
+    );
     return rows.map((r) => ({ labels: { status: r.status }, count: Number(r.n) }));
   }
 
   async campaignsByStatus(manager: EntityManager): Promise<LabelledCount[]> {
-    const rows = await queryRows<{ status: string; n: string }>(manager, 'SELECT status, count(*) AS n FROM campaigns GROUP BY status');
+    const rows = await queryRows<{ status: string; n: string }>(
+      manager,
+      'SELECT status, count(*) AS n FROM campaigns GROUP BY status',
+    );
     return rows.map((r) => ({ labels: { status: r.status }, count: Number(r.n) }));
   }
 
   async workflowExecutionsByStatus(manager: EntityManager): Promise<LabelledCount[]> {
-    const rows = await queryRows<{ status: string; n: string }>(manager, 'SELECT status, count(*) AS n FROM workflow_executions GROUP BY status');
+    const rows = await queryRows<{ status: string; n: string }>(
+      manager,
+      'SELECT status, count(*) AS n FROM workflow_executions GROUP BY status',
+    );
     return rows.map((r) => ({ labels: { status: r.status }, count: Number(r.n) }));
   }
 }

@@ -21,34 +21,54 @@ const SESSION_HOURS = 12;
  * its expiry under the token itself: HttpOnly, SameSite=Strict, path /admin;
  * the token is never stored in the browser). Comparisons are constant-time.
  */
-export async function mountQueueDashboard(app: NestFastifyApplication, adminToken: string, secureCookies: boolean): Promise<void> {
-  const queues = Object.values(QUEUES).map((name) => new BullMQAdapter(app.get<Queue>(getQueueToken(name), { strict: false })));
+export async function mountQueueDashboard(
+  app: NestFastifyApplication,
+  adminToken: string,
+  secureCookies: boolean,
+): Promise<void> {
+  const queues = Object.values(QUEUES).map(
+    (name) => new BullMQAdapter(app.get<Queue>(getQueueToken(name), { strict: false })),
+  );
   const serverAdapter = new BullBoardFastifyAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
-  createBullBoard({ queues, serverAdapter, options: { uiConfig: { boardTitle: 'Mailwright queues' } } });
+  createBullBoard({
+    queues,
+    serverAdapter,
+    options: { uiConfig: { boardTitle: 'Mailwright queues' } },
+  });
 
   const fastify = app.getHttpAdapter().getInstance();
   const allowed = (request: FastifyRequest): boolean =>
-    tokenMatches(bearerToken(request.headers.authorization), adminToken) || validSession(readCookie(request.headers.cookie, COOKIE), adminToken);
+    tokenMatches(bearerToken(request.headers.authorization), adminToken) ||
+    validSession(readCookie(request.headers.cookie, COOKIE), adminToken);
 
-  await fastify.register(
-    async (scope) => {
-      scope.addHook('onRequest', async (request, reply) => {
-        if (allowed(request)) return;
-        if ((request.headers.accept ?? '').includes('text/html')) return reply.redirect(LOGIN_PATH, 303);
-        return reply
-          .code(401)
-          .header('content-type', 'application/json; charset=utf-8')
-          .send({ success: false, message: 'The queue dashboard needs ADMIN_TOKEN', error: { code: 'MISSING_API_KEY', message: 'The queue dashboard needs ADMIN_TOKEN', statusCode: 401, suggestion: 'Sign in at /admin/login or send Authorization: Bearer <ADMIN_TOKEN>.' } });
-      });
-      await scope.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
-    },
-  );
+  await fastify.register(async (scope) => {
+    scope.addHook('onRequest', async (request, reply) => {
+      if (allowed(request)) return;
+      if ((request.headers.accept ?? '').includes('text/html'))
+        return reply.redirect(LOGIN_PATH, 303);
+      return reply
+        .code(401)
+        .header('content-type', 'application/json; charset=utf-8')
+        .send({
+          success: false,
+          message: 'The queue dashboard needs ADMIN_TOKEN',
+          error: {
+            code: 'MISSING_API_KEY',
+            message: 'The queue dashboard needs ADMIN_TOKEN',
+            statusCode: 401,
+            suggestion: 'Sign in at /admin/login or send Authorization: Bearer <ADMIN_TOKEN>.',
+          },
+        });
+    });
+    await scope.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
+  });
 
   fastify.get(LOGIN_PATH, (_request, reply: FastifyReply) => sendLoginPage(reply, false));
   fastify.post(LOGIN_PATH, (request, reply: FastifyReply) => {
     const token = (request.body as Record<string, unknown> | undefined)?.token;
-    if (typeof token !== 'string' || !tokenMatches(token, adminToken)) return sendLoginPage(reply.code(401), true);
+    if (typeof token !== 'string' || !tokenMatches(token, adminToken))
+      return sendLoginPage(reply.code(401), true);
     const expires = Date.now() + SESSION_HOURS * 3600_000;
     const cookie = [
       `${COOKIE}=${expires}.${sessionMac(adminToken, expires)}`,
@@ -63,7 +83,9 @@ export async function mountQueueDashboard(app: NestFastifyApplication, adminToke
 }
 
 function sessionMac(adminToken: string, expires: number): string {
-  return createHmac('sha256', adminToken).update(`mailwright-admin-session.${expires}`).digest('base64url');
+  return createHmac('sha256', adminToken)
+    .update(`mailwright-admin-session.${expires}`)
+    .digest('base64url');
 }
 
 function validSession(value: string | undefined, adminToken: string): boolean {
@@ -85,7 +107,10 @@ function sendLoginPage(reply: FastifyReply, failed: boolean): FastifyReply {
   return reply
     .header('content-type', 'text/html; charset=utf-8')
     .header('cache-control', 'no-store')
-    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+    .header(
+      'content-security-policy',
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+    )
     .send(
       `<!doctype html><html><head><meta charset="utf-8"><title>Mailwright queues</title>` +
         `<style>body{font:16px system-ui;margin:15vh auto;max-width:22rem}input,button{font:inherit;padding:.4rem;width:100%;box-sizing:border-box;margin:.3rem 0}</style></head>` +

@@ -1,4 +1,10 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+} from '@nestjs/common';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { bearerToken, tokenMatches } from '../common/metrics/metrics';
 import { AppConfig, runsApi, runsWorkers } from '../config/config';
@@ -32,7 +38,10 @@ export class WorkerMetricsServer implements OnApplicationBootstrap, OnApplicatio
       server.listen(port, this.config.host, () => resolve());
     });
     this.server = server;
-    this.logger.log({ port, host: this.config.host }, `worker metrics on http://${this.config.host}:${port}/metrics`);
+    this.logger.log(
+      { port, host: this.config.host },
+      `worker metrics on http://${this.config.host}:${port}/metrics`,
+    );
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -47,8 +56,13 @@ export class WorkerMetricsServer implements OnApplicationBootstrap, OnApplicatio
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
       return;
     }
-    if (this.config.metricsToken && !tokenMatches(bearerToken(req.headers.authorization), this.config.metricsToken)) {
-      res.writeHead(401, { 'content-type': 'text/plain' }).end('GET /metrics needs Authorization: Bearer <METRICS_TOKEN>\n');
+    if (
+      this.config.metricsToken &&
+      !tokenMatches(bearerToken(req.headers.authorization), this.config.metricsToken)
+    ) {
+      res
+        .writeHead(401, { 'content-type': 'text/plain' })
+        .end('GET /metrics needs Authorization: Bearer <METRICS_TOKEN>\n');
       return;
     }
     try {

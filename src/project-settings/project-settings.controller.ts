@@ -1,7 +1,13 @@
 import { Body, Controller, Get, Patch, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
-import { ApiErrorResponses, ApiKeyProtected, ApiListSuccess, ApiOp, ApiSuccess } from '../common/openapi/decorators';
+import {
+  ApiErrorResponses,
+  ApiKeyProtected,
+  ApiListSuccess,
+  ApiOp,
+  ApiSuccess,
+} from '../common/openapi/decorators';
 import { Page, PaginationQueryDto } from '../common/pagination/pagination';
 import { UpdateProjectDto } from './dto/update-project.dto';
 import { ProjectSettingsService } from './project-settings.service';
@@ -27,12 +33,18 @@ export class ProjectSettingsController {
   }
 
   @Patch()
-  @ApiOp('project_update', 'Rename the project or set its default sender (defaultFrom: {email, name?} or null)')
+  @ApiOp(
+    'project_update',
+    'Rename the project or set its default sender (defaultFrom: {email, name?} or null)',
+  )
   @ApiSuccess(200, ProjectResponse)
   @ApiErrorResponses([400, 403, 413, 422], {
     403: 'DOMAIN_NOT_VERIFIED (defaultFrom on a domain that is not verified while REQUIRE_VERIFIED_SENDER holds), PROJECT_DISABLED, or FORBIDDEN (a pk_ key)',
   })
-  update(@CurrentProject() project: CurrentProjectInfo, @Body() body: UpdateProjectDto): Promise<ProjectResponse> {
+  update(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Body() body: UpdateProjectDto,
+  ): Promise<ProjectResponse> {
     return this.settings.update(project.id, body);
   }
 
@@ -40,7 +52,10 @@ export class ProjectSettingsController {
   @ApiOp('project_listKeys', "The project's API keys (prefixes only; never the secret)")
   @ApiListSuccess(ApiKeyResponse)
   @ApiErrorResponses([400])
-  keys(@CurrentProject() project: CurrentProjectInfo, @Query() query: PaginationQueryDto): Promise<Page<ApiKeyResponse>> {
+  keys(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Query() query: PaginationQueryDto,
+  ): Promise<Page<ApiKeyResponse>> {
     return this.projects.pageKeys(project.id, query);
   }
 }

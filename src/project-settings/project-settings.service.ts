@@ -19,13 +19,18 @@ export class ProjectSettingsService {
 
   async update(projectId: string, dto: UpdateProjectDto): Promise<ProjectResponse> {
     if (dto.name === undefined && dto.defaultFrom === undefined) {
-      throw ApiException.validation([{ field: 'name', message: 'give name, defaultFrom or both', code: 'required' }]);
+      throw ApiException.validation([
+        { field: 'name', message: 'give name, defaultFrom or both', code: 'required' },
+      ]);
     }
     // The same rule as a send's sender: 403 DOMAIN_NOT_VERIFIED while REQUIRE_VERIFIED_SENDER holds.
     if (dto.defaultFrom) await this.domains.assertCanSend(projectId, dto.defaultFrom.email);
     return this.projects.updateProject(projectId, {
       name: dto.name,
-      defaultFrom: dto.defaultFrom === undefined ? undefined : dto.defaultFrom && { email: dto.defaultFrom.email, name: dto.defaultFrom.name ?? null },
+      defaultFrom:
+        dto.defaultFrom === undefined
+          ? undefined
+          : dto.defaultFrom && { email: dto.defaultFrom.email, name: dto.defaultFrom.name ?? null },
     });
   }
 }

@@ -15,7 +15,10 @@ export type NewApiKey = Pick<ApiKey, 'id' | 'projectId' | 'type' | 'prefix' | 'h
  */
 @Injectable()
 export class ProjectsRepository {
-  async insert(manager: EntityManager, fields: Pick<Project, 'id' | 'name' | 'enabled'>): Promise<Project> {
+  async insert(
+    manager: EntityManager,
+    fields: Pick<Project, 'id' | 'name' | 'enabled'>,
+  ): Promise<Project> {
     return manager.save(manager.create(Project, fields));
   }
 
@@ -65,7 +68,9 @@ export class ProjectsRepository {
     afterId: string | null,
     limit: number,
   ): Promise<{ rows: ApiKey[]; total: number }> {
-    const qb = manager.createQueryBuilder(ApiKey, 'k').where('k.project_id = :projectId', { projectId });
+    const qb = manager
+      .createQueryBuilder(ApiKey, 'k')
+      .where('k.project_id = :projectId', { projectId });
     return keysetRows(qb, 'k.id', afterId, limit);
   }
 

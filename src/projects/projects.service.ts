@@ -4,7 +4,12 @@ import type { DataSource } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { decodeCursor, Page, pageOf, PaginationQueryDto } from '../common/pagination/pagination';
 import { isUuid, newId } from '../database/id';
-import { ApiKeyType, displayPrefix, generateApiKey, hashApiKey } from '../common/auth/api-key.crypto';
+import {
+  ApiKeyType,
+  displayPrefix,
+  generateApiKey,
+  hashApiKey,
+} from '../common/auth/api-key.crypto';
 import { ApiKeyCache } from '../common/auth/api-key-cache';
 import { ApiKey } from './api-key.entity';
 import { ApiKeyResponse } from './dto/api-key.response';
@@ -26,10 +31,16 @@ export class ProjectsService {
   ): Promise<{ project: ProjectResponse; secretKey: string; publicKey: string }> {
     const trimmed = name.trim();
     if (!trimmed || trimmed.length > 200) {
-      throw ApiException.validation([{ field: 'name', message: 'name must be 1..200 characters', code: 'too_small' }]);
+      throw ApiException.validation([
+        { field: 'name', message: 'name must be 1..200 characters', code: 'too_small' },
+      ]);
     }
     return this.dataSource.transaction(async (manager) => {
-      const project = await this.projects.insert(manager, { id: newId(), name: trimmed, enabled: true });
+      const project = await this.projects.insert(manager, {
+        id: newId(),
+        name: trimmed,
+        enabled: true,
+      });
       const secretKey = generateApiKey(ApiKeyType.SECRET);
       const publicKey = generateApiKey(ApiKeyType.PUBLIC);
       await this.projects.insertKeys(manager, [
@@ -46,7 +57,9 @@ export class ProjectsService {
   }
 
   async getProject(projectId: string): Promise<ProjectResponse> {
-    const project = isUuid(projectId) ? await this.projects.findById(this.dataSource.manager, projectId) : null;
+    const project = isUuid(projectId)
+      ? await this.projects.findById(this.dataSource.manager, projectId)
+      : null;
     if (!project) throw projectNotFound(projectId);
     return toProjectResponse(project);
   }
@@ -76,7 +89,12 @@ export class ProjectsService {
   async pageKeys(projectId: string, query: PaginationQueryDto): Promise<Page<ApiKeyResponse>> {
     const limit = query.limit ?? 20;
     const afterId = query.cursor ? decodeCursor(query.cursor) : null;
-    const { rows, total } = await this.projects.listKeys(this.dataSource.manager, projectId, afterId, limit);
+    const { rows, total } = await this.projects.listKeys(
+      this.dataSource.manager,
+      projectId,
+      afterId,
+      limit,
+    );
     return pageOf(rows, limit, total, toApiKeyResponse, (row) => row.id);
   }
 
@@ -88,15 +106,22 @@ export class ProjectsService {
     return toProjectResponse(project);
   }
 
-  async createKey(projectId: string, type: ApiKeyType): Promise<{ key: ApiKeyResponse; apiKey: string }> {
+  async createKey(
+    projectId: string,
+    type: ApiKeyType,
+  ): Promise<{ key: ApiKeyResponse; apiKey: string }> {
     await this.getProject(projectId);
     const apiKey = generateApiKey(type);
-    const [row] = await this.projects.insertKeys(this.dataSource.manager, [newKey(projectId, type, apiKey)]);
+    const [row] = await this.projects.insertKeys(this.dataSource.manager, [
+      newKey(projectId, type, apiKey),
+    ]);
     return { key: toApiKeyResponse(row), apiKey };
   }
 
   async revokeKey(keyId: string): Promise<ApiKeyResponse> {
-    const row = isUuid(keyId) ? await this.projects.revokeKey(this.dataSource.manager, keyId) : null;
+    const row = isUuid(keyId)
+      ? await this.projects.revokeKey(this.dataSource.manager, keyId)
+      : null;
     if (!row) throw new ApiException(404, 'KEY_NOT_FOUND', `API key ${keyId} was not found`);
     await this.cache.invalidate();
     return toApiKeyResponse(row);
@@ -124,7 +149,14 @@ function projectNotFound(projectId: string): ApiException {
 }
 
 function newKey(projectId: string, type: ApiKeyType, apiKey: string): NewApiKey {
-  return { id: newId(), projectId, type, prefix: displayPrefix(apiKey), hash: hashApiKey(apiKey), revokedAt: null };
+  return {
+    id: newId(),
+    projectId,
+    type,
+    prefix: displayPrefix(apiKey),
+    hash: hashApiKey(apiKey),
+    revokedAt: null,
+  };
 }
 
 function toProjectResponse(p: Project): ProjectResponse {

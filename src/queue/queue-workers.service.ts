@@ -65,7 +65,9 @@ export class QueueWorkersService implements BeforeApplicationShutdown {
       .map((host) => host.worker as Worker);
     this.workers = workers;
     for (const worker of workers) {
-      worker.on('error', (error) => this.logger.error({ err: error, queue: worker.name }, 'worker error'));
+      worker.on('error', (error) =>
+        this.logger.error({ err: error, queue: worker.name }, 'worker error'),
+      );
     }
     this.consumers = await Promise.all(workers.map((worker) => worker.waitUntilReady()));
     this.heartbeat = new WorkerHeartbeat(
@@ -97,7 +99,9 @@ export class QueueWorkersService implements BeforeApplicationShutdown {
   }
 
   private queues(): Queue[] {
-    return Object.values(QUEUES).map((name) => this.moduleRef.get<Queue>(getQueueToken(name), { strict: false }));
+    return Object.values(QUEUES).map((name) =>
+      this.moduleRef.get<Queue>(getQueueToken(name), { strict: false }),
+    );
   }
 
   /**
@@ -112,7 +116,8 @@ export class QueueWorkersService implements BeforeApplicationShutdown {
       if (!worker.isRunning()) problems.push(`${worker.name}: worker not running`);
       else if (worker.isPaused()) problems.push(`${worker.name}: worker paused`);
       const fetching = this.consumers[i]?.status ?? 'missing';
-      if (fetching !== 'ready') problems.push(`${worker.name}: job-fetching connection ${fetching}`);
+      if (fetching !== 'ready')
+        problems.push(`${worker.name}: job-fetching connection ${fetching}`);
       const command = commandClients[i]?.status ?? 'missing';
       if (command !== 'ready') problems.push(`${worker.name}: command connection ${command}`);
     });
@@ -128,7 +133,10 @@ export class QueueWorkersService implements BeforeApplicationShutdown {
       await Promise.race([
         this.redis.ping(),
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+          timer = setTimeout(
+            () => reject(new Error(`no answer within ${timeoutMs} ms`)),
+            timeoutMs,
+          );
         }),
       ]);
       return null;

@@ -79,7 +79,8 @@ export class RecoveryScheduler {
       .filter((instance): instance is QueueRecovery => instance instanceof QueueRecovery);
     const seen = new Set<string>();
     for (const recovery of recoveries) {
-      if (seen.has(recovery.queue)) throw new Error(`more than one QueueRecovery for the ${recovery.queue} queue`);
+      if (seen.has(recovery.queue))
+        throw new Error(`more than one QueueRecovery for the ${recovery.queue} queue`);
       seen.add(recovery.queue);
     }
     return recoveries;
@@ -91,7 +92,11 @@ export class RecoveryScheduler {
     for (const recovery of this.recoveries) {
       await this.upsert(recovery);
       this.logger.log(
-        { queue: recovery.queue, scheduler: RECOVERY_SCHEDULERS[recovery.queue].id, everyMs: recovery.everyMs },
+        {
+          queue: recovery.queue,
+          scheduler: RECOVERY_SCHEDULERS[recovery.queue].id,
+          everyMs: recovery.everyMs,
+        },
         'recovery scheduled',
       );
     }
@@ -141,9 +146,15 @@ export class RecoveryScheduler {
         const id = RECOVERY_SCHEDULERS[recovery.queue].id;
         if (await queue.getJobScheduler(id)) continue;
         await this.upsert(recovery);
-        this.logger.warn({ queue: recovery.queue, scheduler: id }, 'recovery scheduler was missing from Redis; re-created');
+        this.logger.warn(
+          { queue: recovery.queue, scheduler: id },
+          'recovery scheduler was missing from Redis; re-created',
+        );
       } catch (error) {
-        this.logger.warn({ err: error, queue: recovery.queue }, 'cannot check the recovery scheduler; the next check retries');
+        this.logger.warn(
+          { err: error, queue: recovery.queue },
+          'cannot check the recovery scheduler; the next check retries',
+        );
       }
     }
   }

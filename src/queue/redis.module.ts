@@ -25,7 +25,11 @@ class RedisCloser implements OnApplicationShutdown {
       provide: REDIS,
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => {
-        const redis = createRedis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, enableAutoPipelining: true });
+        const redis = createRedis(config.redisUrl, {
+          maxRetriesPerRequest: 2,
+          enableOfflineQueue: true,
+          enableAutoPipelining: true,
+        });
         // Without a listener ioredis prints connection errors to stderr outside the JSON logs; it reconnects by itself.
         const logger = new Logger('Redis');
         let last = 0;

@@ -116,7 +116,8 @@ describe('worker heartbeat', () => {
     expect(existsSync(path)).toBe(true);
   });
   it('is cleared at boot when left by a gone process or an earlier one with this pid, kept for a live other worker', () => {
-    const beat = (pid: number) => writeHeartbeat(path, { pid, at: Date.now(), queues: ['delivery'], problems: [] });
+    const beat = (pid: number) =>
+      writeHeartbeat(path, { pid, at: Date.now(), queues: ['delivery'], problems: [] });
     beat(process.pid); // a restarted container: the new process got the old one's pid
     clearStaleHeartbeat(path);
     expect(existsSync(path)).toBe(false);

@@ -270,7 +270,12 @@ export class SegmentMembershipRepository {
    * A page of a kept segment's members, newest contact first, below
    * `beforeId` when given (the primary key's order: segment, then contact).
    */
-  members(manager: EntityManager, segmentId: string, limit: number, beforeId?: string): Promise<ContactRow[]> {
+  members(
+    manager: EntityManager,
+    segmentId: string,
+    limit: number,
+    beforeId?: string,
+  ): Promise<ContactRow[]> {
     const params: unknown[] = [segmentId, limit];
     if (beforeId) params.push(beforeId);
     return queryRows<ContactRow>(

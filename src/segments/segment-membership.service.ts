@@ -148,7 +148,11 @@ export class SegmentMembershipService {
    * A page of a kept segment's members (newest first, `limit` rows at most)
    * and their exact count, read from one snapshot so the two agree.
    */
-  page(segmentId: string, limit: number, beforeId?: string): Promise<{ rows: ContactRow[]; total: number }> {
+  page(
+    segmentId: string,
+    limit: number,
+    beforeId?: string,
+  ): Promise<{ rows: ContactRow[]; total: number }> {
     return this.dataSource.transaction('REPEATABLE READ', async (manager) => ({
       rows: await this.memberships.members(manager, segmentId, limit, beforeId),
       total: await this.memberships.count(manager, segmentId),

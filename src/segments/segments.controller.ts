@@ -37,7 +37,10 @@ export class SegmentsController {
   }
 
   @Post()
-  @ApiOp('segments_create', 'Create a segment from a condition (422 with paths into the condition when invalid)')
+  @ApiOp(
+    'segments_create',
+    'Create a segment from a condition (422 with paths into the condition when invalid)',
+  )
   @ApiSuccess(201, SegmentResponse)
   @ApiErrorResponses([400, 413, 422])
   create(
@@ -49,7 +52,10 @@ export class SegmentsController {
 
   @Post('preview')
   @HttpCode(200)
-  @ApiOp('segments_preview', 'Count and sample (10 newest) the contacts an unsaved condition matches')
+  @ApiOp(
+    'segments_preview',
+    'Count and sample (10 newest) the contacts an unsaved condition matches',
+  )
   @ApiSuccess(200, SegmentPreviewResponse)
   @ApiErrorResponses([400, 413, 422])
   preview(
@@ -85,7 +91,9 @@ export class SegmentsController {
   @Delete(':id')
   @ApiOp('segments_delete', 'Delete a segment (409 while another segment refers to it)')
   @ApiDeletedSuccess()
-  @ApiErrorResponses([400, 404, 409], { 409: 'CONFLICT: the membership rule of another segment names this one' })
+  @ApiErrorResponses([400, 404, 409], {
+    409: 'CONFLICT: the membership rule of another segment names this one',
+  })
   remove(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: IdParamDto,
@@ -94,7 +102,10 @@ export class SegmentsController {
   }
 
   @Get(':id/contacts')
-  @ApiOp('segments_listContacts', 'List the contacts matching the segment now (contact list envelope)')
+  @ApiOp(
+    'segments_listContacts',
+    'List the contacts matching the segment now (contact list envelope)',
+  )
   @ApiListSuccess(ContactResponse)
   @ApiErrorResponses([400, 404])
   members(

@@ -155,7 +155,9 @@ export class SegmentsRepository {
     }
     // Its plan settings are SET LOCAL: in the caller's transaction, or one of its own.
     found.push(
-      ...(await inTransaction(manager, (m) => this.membersBefore(m, compiled.count, upper, limit - found.length))),
+      ...(await inTransaction(manager, (m) =>
+        this.membersBefore(m, compiled.count, upper, limit - found.length),
+      )),
     );
     return found;
   }

@@ -47,7 +47,8 @@ export class DeliveryProcessor extends WorkerHost implements OnModuleInit {
    * so it holds across every worker process together.
    */
   async onModuleInit(): Promise<void> {
-    if (runsWorkers(this.config)) await this.queue.setGlobalRateLimit(this.config.emailRatePerSecond, 1000);
+    if (runsWorkers(this.config))
+      await this.queue.setGlobalRateLimit(this.config.emailRatePerSecond, 1000);
   }
 
   async process(job: DeliveryQueueJob): Promise<DeliveryOutcome | { found: number }> {
@@ -59,12 +60,16 @@ export class DeliveryProcessor extends WorkerHost implements OnModuleInit {
   @OnWorkerEvent('failed')
   async onFailed(job: DeliveryQueueJob | undefined, error: Error): Promise<void> {
     if (!job || job.name !== DELIVERY_JOBS.DELIVER) return;
-    const exhausted = job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/i.test(error.message);
+    const exhausted =
+      job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/i.test(error.message);
     if (!exhausted || error instanceof TransientDeliveryError) return;
     try {
       await this.delivery.failLost(job.data.emailId, error.message.slice(0, 1000));
     } catch (failure) {
-      this.logger.error({ err: failure, emailId: job.data.emailId }, 'could not mark a lost delivery job FAILED');
+      this.logger.error(
+        { err: failure, emailId: job.data.emailId },
+        'could not mark a lost delivery job FAILED',
+      );
     }
   }
 }

@@ -20,6 +20,9 @@ export class EmailTrackingProcessor extends WorkerHost {
   @OnWorkerEvent('failed')
   onFailed(job: TrackingQueueJob | undefined, error: Error): void {
     if (!job || job.attemptsMade < (job.opts.attempts ?? 1)) return;
-    this.logger.error({ err: error, hit: job.data }, 'open/click hits lost: record-hit attempts used up');
+    this.logger.error(
+      { err: error, hit: job.data },
+      'open/click hits lost: record-hit attempts used up',
+    );
   }
 }

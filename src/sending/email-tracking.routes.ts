@@ -2,7 +2,11 @@ import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { PathsObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { INTERNAL_ERROR, Rendered, sendErrorEnvelope } from '../common/errors/all-exceptions.filter';
+import {
+  INTERNAL_ERROR,
+  Rendered,
+  sendErrorEnvelope,
+} from '../common/errors/all-exceptions.filter';
 import { errorResponseObject, NO_KEY_EXTENSION } from '../common/openapi/decorators';
 import { EmailTrackingService } from './email-tracking.service';
 
@@ -74,12 +78,24 @@ export class EmailTrackingRoutes implements OnModuleInit {
   }
 
   /** Runs `handle`; an error it returns, or throws, is answered with the envelope (as the exception filter would). */
-  private answer(request: FastifyRequest, reply: FastifyReply, handle: () => Rendered | null): void {
+  private answer(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    handle: () => Rendered | null,
+  ): void {
     let rendered: Rendered | null;
     try {
       rendered = handle();
     } catch (error) {
-      this.logger.error({ err: error, requestId: request.id, method: request.method, url: request.routeOptions.url }, 'Unhandled error');
+      this.logger.error(
+        {
+          err: error,
+          requestId: request.id,
+          method: request.method,
+          url: request.routeOptions.url,
+        },
+        'Unhandled error',
+      );
       rendered = INTERNAL_ERROR;
     }
     if (rendered === null || reply.sent) return;
@@ -90,7 +106,10 @@ export class EmailTrackingRoutes implements OnModuleInit {
 /** The marker of keyless operations (`security: []`, no rate-limit headers), which OperationObject does not declare. */
 const NO_KEY: object = { [NO_KEY_EXTENSION]: true };
 const TOKEN_ERRORS = {
-  '404': errorResponseObject(404, 'A forged, altered or truncated token (LINK_NOT_FOUND): nothing is recorded'),
+  '404': errorResponseObject(
+    404,
+    'A forged, altered or truncated token (LINK_NOT_FOUND): nothing is recorded',
+  ),
   '500': errorResponseObject(500),
 };
 
@@ -103,7 +122,13 @@ export const EMAIL_TRACKING_OPENAPI_PATHS: PathsObject = {
       tags: ['tracking'],
       ...NO_KEY,
       parameters: [
-        { name: 'token', in: 'path', required: true, description: 'The signed token of the pixel in the email', schema: { type: 'string' } },
+        {
+          name: 'token',
+          in: 'path',
+          required: true,
+          description: 'The signed token of the pixel in the email',
+          schema: { type: 'string' },
+        },
       ],
       responses: {
         '200': {
@@ -131,7 +156,8 @@ export const EMAIL_TRACKING_OPENAPI_PATHS: PathsObject = {
       ],
       responses: {
         '302': {
-          description: 'Redirect to the original URL (Location); only URLs signed into a token are ever targets',
+          description:
+            'Redirect to the original URL (Location); only URLs signed into a token are ever targets',
           headers: { Location: { required: true, schema: { type: 'string', format: 'uri' } } },
           content: { 'text/plain': { schema: { type: 'string' } } },
         },

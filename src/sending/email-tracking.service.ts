@@ -58,7 +58,8 @@ export class EmailTrackingService implements OnApplicationShutdown {
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectQueue(QUEUES.TRACKING_HITS) private readonly queue: Queue<RecordHitJobData, unknown, typeof TRACKING_JOBS.RECORD_HIT>,
+    @InjectQueue(QUEUES.TRACKING_HITS)
+    private readonly queue: Queue<RecordHitJobData, unknown, typeof TRACKING_JOBS.RECORD_HIT>,
     private readonly repository: EmailsRepository,
     private readonly events: EventsService,
     private readonly links: TrackingLinks,
@@ -84,26 +85,48 @@ export class EmailTrackingService implements OnApplicationShutdown {
     const merged = new Map<string, EmailHits & { url?: string }>();
     for (const hit of hits) {
       let entry = merged.get(hit.emailId);
-      if (!entry) merged.set(hit.emailId, (entry = { emailId: hit.emailId, opens: 0, clicks: 0, openedAt: null, clickedAt: null }));
+      if (!entry)
+        merged.set(
+          hit.emailId,
+          (entry = { emailId: hit.emailId, opens: 0, clicks: 0, openedAt: null, clickedAt: null }),
+        );
       if (hit.kind === 'open') {
         entry.opens += hit.count;
         if (entry.openedAt === null || hit.at < entry.openedAt) entry.openedAt = hit.at;
       } else {
         entry.clicks += hit.count;
-        if (entry.clickedAt === null || hit.at < entry.clickedAt) Object.assign(entry, { clickedAt: hit.at, url: hit.url });
+        if (entry.clickedAt === null || hit.at < entry.clickedAt)
+          Object.assign(entry, { clickedAt: hit.at, url: hit.url });
       }
     }
     const published = await this.dataSource.transaction(async (manager) => {
       const firsts = await this.repository.recordHits(manager, [...merged.values()]);
       const happened = [
-        ...firsts.filter((row) => row.firstOpen).map((row) => ({ row, name: 'email.opened', data: {} })),
-        ...firsts.filter((row) => row.firstClick).map((row) => ({ row, name: 'email.clicked', data: { url: merged.get(row.emailId)?.url } })),
+        ...firsts
+          .filter((row) => row.firstOpen)
+          .map((row) => ({ row, name: 'email.opened', data: {} })),
+        ...firsts
+          .filter((row) => row.firstClick)
+          .map((row) => ({
+            row,
+            name: 'email.clicked',
+            data: { url: merged.get(row.emailId)?.url },
+          })),
       ];
       const events = await this.events.recordMany(
         manager,
-        happened.map(({ row, name, data }) => ({ projectId: row.projectId, contactId: row.contactId, emailId: row.emailId, name, data })),
+        happened.map(({ row, name, data }) => ({
+          projectId: row.projectId,
+          contactId: row.contactId,
+          emailId: row.emailId,
+          name,
+          data,
+        })),
       );
-      return events.map((event, i): RecordedEvent => ({ ...event, email: happened[i].row.toEmail }));
+      return events.map((event, i): RecordedEvent => ({
+        ...event,
+        email: happened[i].row.toEmail,
+      }));
     });
     if (published.length > 0) await this.events.publish(published);
   }
@@ -143,17 +166,24 @@ export class EmailTrackingService implements OnApplicationShutdown {
     const batch: RecordHitJobData[] = [];
     for (const kind of ['open', 'click'] as const) {
       for (const [emailId, hit] of this.pending[kind]) {
-        batch.push({ emailId, kind, count: hit.count, at: new Date(hit.at).toISOString(), ...(hit.url ? { url: hit.url } : {}) });
+        batch.push({
+          emailId,
+          kind,
+          count: hit.count,
+          at: new Date(hit.at).toISOString(),
+          ...(hit.url ? { url: hit.url } : {}),
+        });
       }
     }
     this.pending = newPending();
     this.flushing = this.write(batch).finally(() => {
       this.flushing = null;
       // Hits that came while this batch was written wait for the next one.
-      if (this.pendingCount() > 0 && !this.timer) this.timer = setTimeout(() => {
-        this.timer = null;
-        if (!this.flushing) this.startFlush();
-      }, FLUSH_DELAY_MS);
+      if (this.pendingCount() > 0 && !this.timer)
+        this.timer = setTimeout(() => {
+          this.timer = null;
+          if (!this.flushing) this.startFlush();
+        }, FLUSH_DELAY_MS);
     });
   }
 
@@ -172,9 +202,15 @@ export class EmailTrackingService implements OnApplicationShutdown {
             opts: { attempts: RECORD_HIT_ATTEMPTS, backoff: { type: 'exponential', delay: 2000 } },
           })),
         );
-        this.logger.warn({ err: error, hits, emails: batch.length }, 'could not record open/click hits now: queued for later (record-hit jobs)');
+        this.logger.warn(
+          { err: error, hits, emails: batch.length },
+          'could not record open/click hits now: queued for later (record-hit jobs)',
+        );
       } catch (queueError) {
-        this.logger.error({ err: error, queueErr: queueError, hits }, 'open/click hits lost: neither the database nor Redis took them');
+        this.logger.error(
+          { err: error, queueErr: queueError, hits },
+          'open/click hits lost: neither the database nor Redis took them',
+        );
       }
     }
   }
@@ -182,7 +218,10 @@ export class EmailTrackingService implements OnApplicationShutdown {
   private lost(n: number): void {
     if (this.lostSinceLog === 0) {
       setTimeout(() => {
-        this.logger.error({ hits: this.lostSinceLog }, 'open/click hits lost: too many waiting to be written');
+        this.logger.error(
+          { hits: this.lostSinceLog },
+          'open/click hits lost: too many waiting to be written',
+        );
         this.lostSinceLog = 0;
       }, 1000).unref();
     }

@@ -38,9 +38,15 @@ export interface EmailAttachmentRef {
 @Index('emails_project_id_contact_id_idx', ['projectId', 'contactId'])
 @Index('emails_project_id_status_idx', ['projectId', 'status'])
 @Index('emails_campaign_id_status_idx', ['campaignId', 'status'])
-@Index('emails_workflow_step_idx', ['workflowExecutionId', 'workflowStepId'], { unique: true, where: 'workflow_execution_id IS NOT NULL' })
+@Index('emails_workflow_step_idx', ['workflowExecutionId', 'workflowStepId'], {
+  unique: true,
+  where: 'workflow_execution_id IS NOT NULL',
+})
 // One record per recipient of a campaign: a resumed or repeated fan-out batch inserts nothing twice.
-@Index('emails_campaign_id_contact_id_key', ['campaignId', 'contactId'], { unique: true, where: 'campaign_id IS NOT NULL' })
+@Index('emails_campaign_id_contact_id_key', ['campaignId', 'contactId'], {
+  unique: true,
+  where: 'campaign_id IS NOT NULL',
+})
 // The list endpoint: newest first within a project.
 @Index('emails_project_id_id_idx', ['projectId', 'id'])
 // ON DELETE CASCADE from contacts looks emails up by contact_id alone.
@@ -127,7 +133,12 @@ export class Email extends BaseEntity {
   @Column({ type: 'jsonb', default: () => "'[]'" })
   attachments: EmailAttachmentRef[];
 
-  @Column({ type: 'enum', enum: EmailStatus, enumName: 'email_status', default: EmailStatus.QUEUED })
+  @Column({
+    type: 'enum',
+    enum: EmailStatus,
+    enumName: 'email_status',
+    default: EmailStatus.QUEUED,
+  })
   status: EmailStatus;
 
   @Column({ type: 'varchar', length: 998, nullable: true })

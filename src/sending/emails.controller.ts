@@ -1,7 +1,13 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
-import { ApiErrorResponses, ApiKeyProtected, ApiListSuccess, ApiOp, ApiSuccess } from '../common/openapi/decorators';
+import {
+  ApiErrorResponses,
+  ApiKeyProtected,
+  ApiListSuccess,
+  ApiOp,
+  ApiSuccess,
+} from '../common/openapi/decorators';
 import { IdParamDto } from '../common/validation/id.param';
 import { EmailResponse } from './dto/email.response';
 import { ListEmailsQueryDto } from './dto/list-emails.query';

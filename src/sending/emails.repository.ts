@@ -3,7 +3,12 @@ import type { EntityManager } from 'typeorm';
 import { newId } from '../database/id';
 import { keysetRows } from '../database/keyset-rows';
 import { preparedRows, queryRows } from '../database/query-rows';
-import { SenderRead, SenderReadColumns, senderJoin, senderReadOf } from '../domains/domains.repository';
+import {
+  SenderRead,
+  SenderReadColumns,
+  senderJoin,
+  senderReadOf,
+} from '../domains/domains.repository';
 import type { EventRow } from '../events/event.row';
 import { insertEventFrom, NewEvent } from '../events/events.repository';
 import { EmailAttachment } from './email-attachment.entity';
@@ -132,9 +137,30 @@ export interface StaleEmail {
 
 /** GET /emails items: the record without its rendered content or headers. */
 const LIST_FIELDS = [
-  'e.id', 'e.projectId', 'e.contactId', 'e.templateId', 'e.campaignId', 'e.source', 'e.toEmail', 'e.fromEmail',
-  'e.subject', 'e.status', 'e.messageId', 'e.attempts', 'e.error', 'e.dkimSigned', 'e.queuedAt', 'e.sentAt', 'e.openedAt',
-  'e.clickedAt', 'e.bouncedAt', 'e.createdAt', 'e.trackOpens', 'e.trackClicks', 'e.opens', 'e.clicks',
+  'e.id',
+  'e.projectId',
+  'e.contactId',
+  'e.templateId',
+  'e.campaignId',
+  'e.source',
+  'e.toEmail',
+  'e.fromEmail',
+  'e.subject',
+  'e.status',
+  'e.messageId',
+  'e.attempts',
+  'e.error',
+  'e.dkimSigned',
+  'e.queuedAt',
+  'e.sentAt',
+  'e.openedAt',
+  'e.clickedAt',
+  'e.bouncedAt',
+  'e.createdAt',
+  'e.trackOpens',
+  'e.trackClicks',
+  'e.opens',
+  'e.clicks',
 ];
 
 /** insertEmails: rows per statement, and bytes of JSON per statement (a jsonb value holds at most 256 MB). */
@@ -187,7 +213,15 @@ const FINISH_UPDATE = `UPDATE emails
        RETURNING id`;
 
 function finishParams(emailId: string, status: EmailStatus, fields: FinishFields): unknown[] {
-  return [emailId, status, fields.messageId ?? null, fields.error ?? null, fields.dkimSigned ?? null, fields.subject ?? null, EmailStatus.SENDING];
+  return [
+    emailId,
+    status,
+    fields.messageId ?? null,
+    fields.error ?? null,
+    fields.dkimSigned ?? null,
+    fields.subject ?? null,
+    EmailStatus.SENDING,
+  ];
 }
 
 /** The condition of an idempotency key past its lifetime, for the claim and the housekeeping alike. */
@@ -239,7 +273,13 @@ export class EmailsRepository {
 
   async insertAttachments(manager: EntityManager, rows: Partial<EmailAttachment>[]): Promise<void> {
     if (rows.length === 0) return;
-    await manager.createQueryBuilder().insert().into(EmailAttachment).values(rows).updateEntity(false).execute();
+    await manager
+      .createQueryBuilder()
+      .insert()
+      .into(EmailAttachment)
+      .values(rows)
+      .updateEntity(false)
+      .execute();
   }
 
   /** GET /emails: newest first, keyset after `afterId`, served by (project_id, id) and the status/contact indexes. */
@@ -256,7 +296,8 @@ export class EmailsRepository {
       .where('e.project_id = :projectId', { projectId });
     if (filter.status) qb.andWhere('e.status = :status', { status: filter.status });
     if (filter.contactId) qb.andWhere('e.contact_id = :contactId', { contactId: filter.contactId });
-    if (filter.campaignId) qb.andWhere('e.campaign_id = :campaignId', { campaignId: filter.campaignId });
+    if (filter.campaignId)
+      qb.andWhere('e.campaign_id = :campaignId', { campaignId: filter.campaignId });
     return keysetRows(qb, 'e.id', afterId, limit);
   }
 
@@ -297,10 +338,25 @@ export class EmailsRepository {
       [emailId],
     );
     if (rows.length === 0) return null;
-    const { senderLookup, senderId, senderDomain, senderStatus, senderSelector, senderKeySealed, ...email } = rows[0];
+    const {
+      senderLookup,
+      senderId,
+      senderDomain,
+      senderStatus,
+      senderSelector,
+      senderKeySealed,
+      ...email
+    } = rows[0];
     return {
       ...email,
-      sender: senderReadOf({ senderLookup, senderId, senderDomain, senderStatus, senderSelector, senderKeySealed }),
+      sender: senderReadOf({
+        senderLookup,
+        senderId,
+        senderDomain,
+        senderStatus,
+        senderSelector,
+        senderKeySealed,
+      }),
     };
   }
 
@@ -362,7 +418,12 @@ export class EmailsRepository {
    * batch size); ON CONFLICT on the unique (campaign_id, contact_id) skips
    * recipients who already have their email. Answers the rows inserted.
    */
-  async insertBulk(manager: EntityManager, spec: BulkRowSpec, ids: string[], recipients: Array<{ contactId: string; email: string }>): Promise<number> {
+  async insertBulk(
+    manager: EntityManager,
+    spec: BulkRowSpec,
+    ids: string[],
+    recipients: Array<{ contactId: string; email: string }>,
+  ): Promise<number> {
     const [row] = await queryRows<{ n: number }>(
       manager,
       `WITH inserted AS (
@@ -374,16 +435,33 @@ export class EmailsRepository {
          RETURNING 1)
        SELECT count(*)::int AS n FROM inserted`,
       [
-        spec.projectId, spec.campaignId, spec.contentId, spec.source, spec.marketing, spec.trackOpens, spec.trackClicks,
-        spec.from.email, spec.from.name ?? null, spec.replyTo ?? null, spec.subject, spec.priority,
-        ids, recipients.map((r) => r.contactId), recipients.map((r) => r.email),
+        spec.projectId,
+        spec.campaignId,
+        spec.contentId,
+        spec.source,
+        spec.marketing,
+        spec.trackOpens,
+        spec.trackClicks,
+        spec.from.email,
+        spec.from.name ?? null,
+        spec.replyTo ?? null,
+        spec.subject,
+        spec.priority,
+        ids,
+        recipients.map((r) => r.contactId),
+        recipients.map((r) => r.email),
       ],
     );
     return row.n;
   }
 
   /** QUEUED emails of a campaign after a contact id, in contact order (the unique (campaign_id, contact_id) index). */
-  queuedOfCampaign(manager: EntityManager, campaignId: string, afterContactId: string | null, limit: number): Promise<QueuedCampaignEmail[]> {
+  queuedOfCampaign(
+    manager: EntityManager,
+    campaignId: string,
+    afterContactId: string | null,
+    limit: number,
+  ): Promise<QueuedCampaignEmail[]> {
     return queryRows<QueuedCampaignEmail>(
       manager,
       `SELECT id, contact_id AS "contactId", priority, status FROM emails
@@ -397,7 +475,8 @@ export class EmailsRepository {
     // One counter adjustment for the whole statement instead of the row trigger's one per email
     // (migration CampaignCounterBulk): QUEUED → CANCELLED changes no other counter. The setting is
     // local to a transaction: outside one, the update and the adjustment would both count.
-    if (!manager.queryRunner?.isTransactionActive) throw new Error('cancelQueuedOfCampaign runs inside a transaction');
+    if (!manager.queryRunner?.isTransactionActive)
+      throw new Error('cancelQueuedOfCampaign runs inside a transaction');
     await manager.query(`SELECT set_config('mw.counters_by_statement', 'on', true)`);
     const [row] = await queryRows<{ n: number }>(
       manager,
@@ -420,7 +499,11 @@ export class EmailsRepository {
 
   /** The recipient unsubscribed through this email's link (first time only). */
   async markUnsubscribed(manager: EntityManager, emailId: string): Promise<void> {
-    await queryRows(manager, 'UPDATE emails SET unsubscribed_at = now() WHERE id = $1 AND unsubscribed_at IS NULL', [emailId]);
+    await queryRows(
+      manager,
+      'UPDATE emails SET unsubscribed_at = now() WHERE id = $1 AND unsubscribed_at IS NULL',
+      [emailId],
+    );
   }
 
   async attachmentContents(manager: EntityManager, ids: string[]): Promise<Map<string, Buffer>> {
@@ -440,7 +523,11 @@ export class EmailsRepository {
     status: EmailStatus.SENT | EmailStatus.FAILED | EmailStatus.BOUNCED,
     fields: FinishFields,
   ): Promise<boolean> {
-    const rows = await queryRows<{ id: string }>(manager, FINISH_UPDATE, finishParams(emailId, status, fields));
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      FINISH_UPDATE,
+      finishParams(emailId, status, fields),
+    );
     return rows.length > 0;
   }
 
@@ -478,7 +565,11 @@ export class EmailsRepository {
   }
 
   /** The attempt that just failed was the last one, or the job was lost: FAILED unless already final. */
-  async failIfOpen(manager: EntityManager, emailId: string, error: string): Promise<FailedEmail | null> {
+  async failIfOpen(
+    manager: EntityManager,
+    emailId: string,
+    error: string,
+  ): Promise<FailedEmail | null> {
     const rows = await queryRows<FailedEmail>(
       manager,
       `UPDATE emails SET status = 'FAILED', error = $2, updated_at = now()
@@ -496,8 +587,16 @@ export class EmailsRepository {
   async releaseAttachments(manager: EntityManager, refs: EmailAttachmentRef[]): Promise<void> {
     if (refs.length === 0) return;
     const ids = refs.map((r) => r.id);
-    await queryRows(manager, 'UPDATE email_attachments SET pending = pending - 1 WHERE id = ANY($1::uuid[])', [ids]);
-    await queryRows(manager, 'DELETE FROM email_attachments WHERE id = ANY($1::uuid[]) AND pending <= 0', [ids]);
+    await queryRows(
+      manager,
+      'UPDATE email_attachments SET pending = pending - 1 WHERE id = ANY($1::uuid[])',
+      [ids],
+    );
+    await queryRows(
+      manager,
+      'DELETE FROM email_attachments WHERE id = ANY($1::uuid[]) AND pending <= 0',
+      [ids],
+    );
   }
 
   /**
@@ -534,8 +633,17 @@ export class EmailsRepository {
     return rows[0] ?? null;
   }
 
-  async storeIdempotentResponse(manager: EntityManager, id: string, status: number, body: unknown): Promise<void> {
-    await manager.update(IdempotencyKey, { id }, { responseStatus: status, responseBody: body as object });
+  async storeIdempotentResponse(
+    manager: EntityManager,
+    id: string,
+    status: number,
+    body: unknown,
+  ): Promise<void> {
+    await manager.update(
+      IdempotencyKey,
+      { id },
+      { responseStatus: status, responseBody: body as object },
+    );
   }
 
   /**
@@ -552,7 +660,12 @@ export class EmailsRepository {
    * may have been accepted before the worker died (re-sending could deliver
    * it twice), so it stays SENDING for an operator to look at.
    */
-  findStaleOpen(manager: EntityManager, minutes: number, limit: number, maxAttempts: number): Promise<StaleEmail[]> {
+  findStaleOpen(
+    manager: EntityManager,
+    minutes: number,
+    limit: number,
+    maxAttempts: number,
+  ): Promise<StaleEmail[]> {
     return queryRows<StaleEmail>(
       manager,
       `(SELECT id, priority, status FROM emails

@@ -106,7 +106,8 @@ const SOURCE_PRIORITY: Record<EmailSource, number> = {
 export class EmailsService {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectQueue(QUEUES.DELIVERY) private readonly queue: Queue<DeliveryJobData, unknown, typeof DELIVERY_JOBS.DELIVER>,
+    @InjectQueue(QUEUES.DELIVERY)
+    private readonly queue: Queue<DeliveryJobData, unknown, typeof DELIVERY_JOBS.DELIVER>,
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: EmailsRepository,
     private readonly templates: TemplatesService,
@@ -128,7 +129,12 @@ export class EmailsService {
   async compose(input: ComposeEmailInput): Promise<Email> {
     const id = newId();
     const unsubscribeUrl = this.unsubscribeUrl(input.projectId, input.contact.id, id);
-    const rendered = await this.templates.render(input.content, input.contact, input.data ?? null, unsubscribeUrl);
+    const rendered = await this.templates.render(
+      input.content,
+      input.contact,
+      input.data ?? null,
+      unsubscribeUrl,
+    );
     const headers: Record<string, string> = {
       ...(input.headers ?? {}),
       ...(input.marketing ? this.unsubscribeLinks.headers(unsubscribeUrl) : {}),
@@ -174,7 +180,9 @@ export class EmailsService {
   /** Inserts composed rows and records `email.queued` for each; call inside the caller's transaction. */
   async insert(manager: EntityManager, emails: Email[]): Promise<EventRow[]> {
     await this.repository.insertEmails(manager, emails);
-    const suppressed = emails.filter((e) => e.status === EmailStatus.SUPPRESSED).flatMap((e) => e.attachments);
+    const suppressed = emails
+      .filter((e) => e.status === EmailStatus.SUPPRESSED)
+      .flatMap((e) => e.attachments);
     await this.repository.releaseAttachments(manager, suppressed);
     return this.events.recordMany(
       manager,
@@ -183,7 +191,11 @@ export class EmailsService {
         contactId: e.contactId,
         emailId: e.id,
         name: 'email.queued',
-        data: { subject: e.subject, source: e.source, ...(e.status === EmailStatus.SUPPRESSED ? { suppressed: true } : {}) },
+        data: {
+          subject: e.subject,
+          source: e.source,
+          ...(e.status === EmailStatus.SUPPRESSED ? { suppressed: true } : {}),
+        },
       })),
     );
   }
@@ -213,9 +225,18 @@ export class EmailsService {
    * Stores content shared by many emails (insertBulk), rendered at delivery
    * for each recipient. Call inside the caller's transaction.
    */
-  async createContent(manager: EntityManager, projectId: string, content: { subject: string; body: string }): Promise<string> {
+  async createContent(
+    manager: EntityManager,
+    projectId: string,
+    content: { subject: string; body: string },
+  ): Promise<string> {
     const id = newId();
-    await this.repository.insertContent(manager, { id, projectId, subject: content.subject, body: content.body });
+    await this.repository.insertContent(manager, {
+      id,
+      projectId,
+      subject: content.subject,
+      body: content.body,
+    });
     return id;
   }
 
@@ -228,7 +249,11 @@ export class EmailsService {
    * rows to delivery with enqueueOpenOfCampaign() after commit. Answers how
    * many rows were inserted. Call inside the caller's transaction.
    */
-  insertBulk(manager: EntityManager, spec: BulkEmailSpec, recipients: BulkRecipient[]): Promise<number> {
+  insertBulk(
+    manager: EntityManager,
+    spec: BulkEmailSpec,
+    recipients: BulkRecipient[],
+  ): Promise<number> {
     if (recipients.length === 0) return Promise.resolve(0);
     return this.repository.insertBulk(
       manager,
@@ -243,10 +268,22 @@ export class EmailsService {
    * (keyset over contact ids), at most `limit`. Jobs that exist are left
    * alone (job id = email id), so going over the same rows again is harmless.
    */
-  async enqueueOpenOfCampaign(campaignId: string, afterContactId: string | null, limit: number): Promise<EnqueuedBatch> {
-    const rows = await this.repository.queuedOfCampaign(this.dataSource.manager, campaignId, afterContactId, limit);
+  async enqueueOpenOfCampaign(
+    campaignId: string,
+    afterContactId: string | null,
+    limit: number,
+  ): Promise<EnqueuedBatch> {
+    const rows = await this.repository.queuedOfCampaign(
+      this.dataSource.manager,
+      campaignId,
+      afterContactId,
+      limit,
+    );
     await this.enqueue(rows);
-    return { count: rows.length, lastContactId: rows.length > 0 ? rows[rows.length - 1].contactId : null };
+    return {
+      count: rows.length,
+      lastContactId: rows.length > 0 ? rows[rows.length - 1].contactId : null,
+    };
   }
 
   /** Delivery jobs waiting for a worker (all sources): the backlog campaign feeders keep bounded. */

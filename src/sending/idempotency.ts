@@ -16,7 +16,11 @@ export function parseIdempotencyKey(header: unknown): string | null {
   const value = Array.isArray(header) ? header[0] : header;
   if (typeof value !== 'string' || !/^[\x20-\x7e]{1,255}$/.test(value)) {
     throw ApiException.badRequest('Idempotency-Key must be 1 to 255 printable ASCII characters', [
-      { field: 'Idempotency-Key', message: 'must be 1 to 255 printable ASCII characters', code: 'invalid_string' },
+      {
+        field: 'Idempotency-Key',
+        message: 'must be 1 to 255 printable ASCII characters',
+        code: 'invalid_string',
+      },
     ]);
   }
   return value;
@@ -36,7 +40,9 @@ export function canonicalJson(value: unknown): string {
 }
 
 export function requestHash(body: unknown): string {
-  return createHash('sha256').update(canonicalJson(body ?? null)).digest('hex');
+  return createHash('sha256')
+    .update(canonicalJson(body ?? null))
+    .digest('hex');
 }
 
 export function idempotencyKeyReused(): ApiException {

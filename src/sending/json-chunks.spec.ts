@@ -20,7 +20,11 @@ describe('jsonChunks (insertEmails statements)', () => {
 
   it('puts a record larger than the limit in a chunk of its own, and answers nothing for no records', () => {
     const big = { text: 'x'.repeat(1000) };
-    expect(jsonChunks([{ a: 1 }, big, { b: 2 }], 100, 100).map((c) => JSON.parse(c))).toEqual([[{ a: 1 }], [big], [{ b: 2 }]]);
+    expect(jsonChunks([{ a: 1 }, big, { b: 2 }], 100, 100).map((c) => JSON.parse(c))).toEqual([
+      [{ a: 1 }],
+      [big],
+      [{ b: 2 }],
+    ]);
     expect(jsonChunks([], 10, 10)).toEqual([]);
   });
 });

@@ -41,9 +41,24 @@ export type FailureKind = 'transient' | 'permanent';
  * one-click unsubscribe to be honoured.
  */
 const DKIM_HEADER_FIELDS = [
-  'From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc', 'MIME-Version',
-  'Content-Type', 'Content-Transfer-Encoding', 'Content-ID', 'Content-Description',
-  'In-Reply-To', 'References', 'List-Id', 'List-Unsubscribe', 'List-Unsubscribe-Post',
+  'From',
+  'Sender',
+  'Reply-To',
+  'Subject',
+  'Date',
+  'Message-ID',
+  'To',
+  'Cc',
+  'MIME-Version',
+  'Content-Type',
+  'Content-Transfer-Encoding',
+  'Content-ID',
+  'Content-Description',
+  'In-Reply-To',
+  'References',
+  'List-Id',
+  'List-Unsubscribe',
+  'List-Unsubscribe-Post',
 ].join(':');
 
 /**
@@ -102,7 +117,9 @@ export class MailTransport implements OnApplicationShutdown {
   async send(message: OutgoingMessage): Promise<TransportResult> {
     const info = await this.mailer.sendMail({
       messageId: `<${message.messageId}>`,
-      from: message.from.name ? { name: message.from.name, address: message.from.email } : message.from.email,
+      from: message.from.name
+        ? { name: message.from.name, address: message.from.email }
+        : message.from.email,
       to: message.to.name ? { name: message.to.name, address: message.to.email } : message.to.email,
       replyTo: message.replyTo ?? undefined,
       subject: message.subject,
@@ -115,13 +132,20 @@ export class MailTransport implements OnApplicationShutdown {
         content: a.content,
       })),
       dkim: message.dkim
-        ? { ...message.dkim, privateKey: this.signingKey(message.dkim.privateKey), headerFieldNames: DKIM_HEADER_FIELDS }
+        ? {
+            ...message.dkim,
+            privateKey: this.signingKey(message.dkim.privateKey),
+            headerFieldNames: DKIM_HEADER_FIELDS,
+          }
         : undefined,
       disableFileAccess: true,
       disableUrlAccess: true,
     });
-    if (this.outbox === null) return { response: String((info as { response?: string }).response ?? '') };
-    return { response: await this.writeEml(message.messageId, (info as { message: Buffer }).message) };
+    if (this.outbox === null)
+      return { response: String((info as { response?: string }).response ?? '') };
+    return {
+      response: await this.writeEml(message.messageId, (info as { message: Buffer }).message),
+    };
   }
 
   /** The parsed key of a PEM (cached); the PEM itself when it does not parse, for nodemailer to handle as before. */
@@ -134,7 +158,8 @@ export class MailTransport implements OnApplicationShutdown {
     } catch {
       return pem;
     }
-    if (this.signingKeys.size >= SIGNING_KEY_CACHE_SIZE) this.signingKeys.delete(this.signingKeys.keys().next().value as string);
+    if (this.signingKeys.size >= SIGNING_KEY_CACHE_SIZE)
+      this.signingKeys.delete(this.signingKeys.keys().next().value as string);
     this.signingKeys.set(pem, key);
     return key;
   }
@@ -174,6 +199,8 @@ export function classifyFailure(error: unknown): FailureKind {
 /** A short, secret-free description of a failure for the email record. */
 export function describeFailure(error: unknown): string {
   const e = error as NodemailerError;
-  const parts = [e?.code, e?.responseCode, e?.response ?? e?.message].filter((p) => p !== undefined && p !== '');
+  const parts = [e?.code, e?.responseCode, e?.response ?? e?.message].filter(
+    (p) => p !== undefined && p !== '',
+  );
   return parts.join(' ').slice(0, 1000) || 'unknown error';
 }

@@ -50,106 +50,134 @@ export class SendService {
     private readonly projects: ProjectsService,
   ) {}
 
-  async send(projectId: string, dto: SendEmailDto, idempotency: IdempotencyRequest | null): Promise<SendResponse> {
+  async send(
+    projectId: string,
+    dto: SendEmailDto,
+    idempotency: IdempotencyRequest | null,
+  ): Promise<SendResponse> {
     const resolved = await this.resolve(projectId, dto);
     const attachments = decodeAttachments(dto);
     await this.domains.assertCanSend(projectId, resolved.from.email);
 
     // Recipients are locked in email order, but an import chunk (two ordered passes) can still
     // close a lock cycle with a send; the transaction is then rolled back and run again.
-    const { response, emails, published } = await retryOnDeadlock(() => this.dataSource.transaction(async (manager) => {
-      const idempotencyRowId = newId();
-      if (idempotency) {
-        const stored = await this.repository.claimIdempotencyKey(
-          manager,
-          projectId,
-          idempotency.key,
-          idempotency.requestHash,
-          idempotencyRowId,
-        );
-        if (stored) {
-          if (stored.requestHash !== idempotency.requestHash) throw idempotencyKeyReused();
-          return { response: sendResponse(stored.responseBody as SendResponse), emails: [] as Email[], published: [] };
+    const { response, emails, published } = await retryOnDeadlock(() =>
+      this.dataSource.transaction(async (manager) => {
+        const idempotencyRowId = newId();
+        if (idempotency) {
+          const stored = await this.repository.claimIdempotencyKey(
+            manager,
+            projectId,
+            idempotency.key,
+            idempotency.requestHash,
+            idempotencyRowId,
+          );
+          if (stored) {
+            if (stored.requestHash !== idempotency.requestHash) throw idempotencyKeyReused();
+            return {
+              response: sendResponse(stored.responseBody as SendResponse),
+              emails: [] as Email[],
+              published: [],
+            };
+          }
         }
-      }
 
-      const refs: EmailAttachmentRef[] = attachments.map((a) => ({
-        id: newId(),
-        filename: a.filename,
-        contentType: a.contentType,
-        size: a.content.length,
-      }));
-      await this.repository.insertAttachments(
-        manager,
-        attachments.map((a, i): Partial<EmailAttachment> => ({
-          id: refs[i].id,
-          projectId,
+        const refs: EmailAttachmentRef[] = attachments.map((a) => ({
+          id: newId(),
           filename: a.filename,
           contentType: a.contentType,
-          content: a.content,
-          pending: resolved.recipients.length,
-        })),
-      );
-
-      // Contacts are locked in email order (code units, as COLLATE "C"), the order of the other
-      // multi-contact writers (track batches, each import pass), so sends cannot deadlock with
-      // one another or with track batches.
-      const contactsByEmail = new Map<string, ContactRow>();
-      const subscriptionEvents: NewEvent[] = [];
-      for (const email of resolved.recipients.map((r) => r.email).sort()) {
-        const { contact, subscriptionChanged } = await this.contacts.upsertByEmail(manager, projectId, email, {
-          subscribed: dto.subscribed,
-          defaultSubscribed: false,
-          data: dto.data,
-        });
-        contactsByEmail.set(email, contact);
-        if (subscriptionChanged) {
-          subscriptionEvents.push({
+          size: a.content.length,
+        }));
+        await this.repository.insertAttachments(
+          manager,
+          attachments.map((a, i): Partial<EmailAttachment> => ({
+            id: refs[i].id,
             projectId,
-            contactId: contact.id,
-            name: this.contacts.subscriptionEventName(contact.subscribed),
-            data: { source: 'send' },
-          });
-        }
-      }
-      const composed: Email[] = [];
-      for (const recipient of resolved.recipients) {
-        const contact = contactsByEmail.get(recipient.email) as ContactRow;
-        composed.push(
-          await this.emails.compose({
-            projectId,
-            contact,
-            toName: recipient.name ?? null,
-            source: EmailSource.TRANSACTIONAL,
-            marketing: resolved.marketing,
-            track: resolved.track,
-            templateId: resolved.templateId,
-            from: resolved.from,
-            replyTo: resolved.replyTo,
-            content: { subject: resolved.subject, body: resolved.body, format: dto.type ?? 'html' },
-            data: dto.data ?? null,
-            headers: resolved.headers,
-            attachments: refs,
-          }),
+            filename: a.filename,
+            contentType: a.contentType,
+            content: a.content,
+            pending: resolved.recipients.length,
+          })),
         );
-      }
-      const subscriptions = await this.events.recordMany(manager, subscriptionEvents);
-      const queued = await this.emails.insert(manager, composed);
-      const result = sendResponse({
-        contact: composed[0].contactId,
-        event: queued[0].id,
-        timestamp: new Date().toISOString(),
-        emails: composed.map((e) => ({ id: e.id, to: e.toEmail, contact: e.contactId, status: e.status })),
-      });
-      if (idempotency) await this.repository.storeIdempotentResponse(manager, idempotencyRowId, 200, result);
-      const emailOf = new Map(composed.map((e) => [e.contactId, e.toEmail]));
-      return {
-        response: result,
-        emails: composed,
-        // After commit, listeners (workflow triggers) hear the subscription changes and each email.queued.
-        published: [...subscriptions, ...queued].map((event) => ({ ...event, email: emailOf.get(event.contactId as string) as string })),
-      };
-    })).catch((error: unknown) => {
+
+        // Contacts are locked in email order (code units, as COLLATE "C"), the order of the other
+        // multi-contact writers (track batches, each import pass), so sends cannot deadlock with
+        // one another or with track batches.
+        const contactsByEmail = new Map<string, ContactRow>();
+        const subscriptionEvents: NewEvent[] = [];
+        for (const email of resolved.recipients.map((r) => r.email).sort()) {
+          const { contact, subscriptionChanged } = await this.contacts.upsertByEmail(
+            manager,
+            projectId,
+            email,
+            {
+              subscribed: dto.subscribed,
+              defaultSubscribed: false,
+              data: dto.data,
+            },
+          );
+          contactsByEmail.set(email, contact);
+          if (subscriptionChanged) {
+            subscriptionEvents.push({
+              projectId,
+              contactId: contact.id,
+              name: this.contacts.subscriptionEventName(contact.subscribed),
+              data: { source: 'send' },
+            });
+          }
+        }
+        const composed: Email[] = [];
+        for (const recipient of resolved.recipients) {
+          const contact = contactsByEmail.get(recipient.email) as ContactRow;
+          composed.push(
+            await this.emails.compose({
+              projectId,
+              contact,
+              toName: recipient.name ?? null,
+              source: EmailSource.TRANSACTIONAL,
+              marketing: resolved.marketing,
+              track: resolved.track,
+              templateId: resolved.templateId,
+              from: resolved.from,
+              replyTo: resolved.replyTo,
+              content: {
+                subject: resolved.subject,
+                body: resolved.body,
+                format: dto.type ?? 'html',
+              },
+              data: dto.data ?? null,
+              headers: resolved.headers,
+              attachments: refs,
+            }),
+          );
+        }
+        const subscriptions = await this.events.recordMany(manager, subscriptionEvents);
+        const queued = await this.emails.insert(manager, composed);
+        const result = sendResponse({
+          contact: composed[0].contactId,
+          event: queued[0].id,
+          timestamp: new Date().toISOString(),
+          emails: composed.map((e) => ({
+            id: e.id,
+            to: e.toEmail,
+            contact: e.contactId,
+            status: e.status,
+          })),
+        });
+        if (idempotency)
+          await this.repository.storeIdempotentResponse(manager, idempotencyRowId, 200, result);
+        const emailOf = new Map(composed.map((e) => [e.contactId, e.toEmail]));
+        return {
+          response: result,
+          emails: composed,
+          // After commit, listeners (workflow triggers) hear the subscription changes and each email.queued.
+          published: [...subscriptions, ...queued].map((event) => ({
+            ...event,
+            email: emailOf.get(event.contactId as string) as string,
+          })),
+        };
+      }),
+    ).catch((error: unknown) => {
       throw error instanceof TemplateRenderError ? renderFailure(error) : error;
     });
 
@@ -165,16 +193,28 @@ export class SendService {
     const subject = dto.subject ?? template?.subject;
     const body = dto.body ?? template?.body;
     if (!template) {
-      if (subject === undefined) errors.push({ field: 'subject', message: 'subject is required without template', code: 'required' });
-      if (body === undefined) errors.push({ field: 'body', message: 'body is required without template', code: 'required' });
+      if (subject === undefined)
+        errors.push({
+          field: 'subject',
+          message: 'subject is required without template',
+          code: 'required',
+        });
+      if (body === undefined)
+        errors.push({
+          field: 'body',
+          message: 'body is required without template',
+          code: 'required',
+        });
     }
     // The project's default sender only when neither the request nor the template names one.
-    const fallback = dto.from?.email || template?.fromEmail ? null : await this.projects.defaultSender(projectId);
+    const fallback =
+      dto.from?.email || template?.fromEmail ? null : await this.projects.defaultSender(projectId);
     const fromEmail = dto.from?.email ?? template?.fromEmail ?? fallback?.email ?? null;
     if (!fromEmail) {
       errors.push({
         field: 'from',
-        message: 'from is required when neither the template nor the project (PATCH /project {defaultFrom}) names a sender',
+        message:
+          'from is required when neither the template nor the project (PATCH /project {defaultFrom}) names a sender',
         code: 'required',
       });
     }
@@ -187,7 +227,10 @@ export class SendService {
     const seen = new Set<string>();
     const recipients = dto.to.filter((r) => !seen.has(r.email) && seen.add(r.email));
     return {
-      from: { email: fromEmail as string, name: dto.from?.name ?? dto.name ?? template?.fromName ?? fallback?.name ?? null },
+      from: {
+        email: fromEmail as string,
+        name: dto.from?.name ?? dto.name ?? template?.fromName ?? fallback?.name ?? null,
+      },
       replyTo: dto.replyTo ?? dto.reply ?? template?.replyTo ?? null,
       subject: subject as string,
       body: body as string,
@@ -225,7 +268,9 @@ function base64DecodedLength(b64: string): number {
   return Math.floor((b64.length * 3) / 4) - padding;
 }
 
-function decodeAttachments(dto: SendEmailDto): Array<{ filename: string; contentType: string; content: Buffer }> {
+function decodeAttachments(
+  dto: SendEmailDto,
+): Array<{ filename: string; contentType: string; content: Buffer }> {
   return (dto.attachments ?? []).map((a) => ({
     filename: a.filename,
     contentType: a.contentType ?? detectMimeType(a.filename.split('.').pop() ?? false),

@@ -28,13 +28,7 @@ import { UnsubscribeService } from './unsubscribe.service';
  * (compose → insert in their transaction → enqueue after commit).
  */
 @Module({
-  imports: [
-    TemplatesModule,
-    ContactsModule,
-    EventsModule,
-    DomainsModule,
-    ProjectsModule,
-  ],
+  imports: [TemplatesModule, ContactsModule, EventsModule, DomainsModule, ProjectsModule],
   controllers: [SendController, EmailsController, UnsubscribeController],
   providers: [
     EmailsRepository,

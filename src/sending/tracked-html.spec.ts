@@ -10,8 +10,13 @@ const links = {
 function hrefs(html: string): string[] {
   const out: string[] = [];
   const walk = (nodes: unknown[]) => {
-    for (const node of nodes as Array<{ name?: string; attribs?: Record<string, string>; children?: unknown[] }>) {
-      if ((node.name === 'a' || node.name === 'area') && node.attribs?.href !== undefined) out.push(node.attribs.href);
+    for (const node of nodes as Array<{
+      name?: string;
+      attribs?: Record<string, string>;
+      children?: unknown[];
+    }>) {
+      if ((node.name === 'a' || node.name === 'area') && node.attribs?.href !== undefined)
+        out.push(node.attribs.href);
       if (node.children) walk(node.children);
     }
   };
@@ -39,7 +44,9 @@ describe('addTracking', () => {
     ]);
     expect(out).toContain('class="b"');
     expect(out).toContain('<a href="mailto:a@b.c">m</a>'); // untouched bytes
-    expect(out).toMatch(/<img src="https:\/\/mail\.example\/t\/o\/OPEN" width="1" height="1"[^>]*><\/body><\/html>$/);
+    expect(out).toMatch(
+      /<img src="https:\/\/mail\.example\/t\/o\/OPEN" width="1" height="1"[^>]*><\/body><\/html>$/,
+    );
   });
 
   it('appends the pixel without a body, and tracks only what is asked', () => {
@@ -47,16 +54,24 @@ describe('addTracking', () => {
       '<p>x</p><img src="https://mail.example/t/o/OPEN" width="1" height="1" alt="" style="display:block;width:1px;height:1px;border:0">',
     );
     const html = '<p><a href="https://ex.com/">x</a></p>';
-    expect(addTracking(html, { ...links, pixelUrl: null })).toBe(`<p><a href="${links.clickUrl('https://ex.com/').replace(/&/g, '&amp;')}">x</a></p>`);
+    expect(addTracking(html, { ...links, pixelUrl: null })).toBe(
+      `<p><a href="${links.clickUrl('https://ex.com/').replace(/&/g, '&amp;')}">x</a></p>`,
+    );
     expect(addTracking(html, { ...links, pixelUrl: null, clickUrl: () => null })).toBe(html);
   });
 
   it('leaves links already tracked alone and escapes attribute values', () => {
-    const out = addTracking('<a href="https://mail.example/t/c/abc">x</a><a title="a&quot;b" href="https://e.x/?q=&quot;">y</a>', {
-      ...links,
-      pixelUrl: null,
-    });
-    expect(hrefs(out)).toEqual(['https://mail.example/t/c/abc', links.clickUrl('https://e.x/?q="')]);
+    const out = addTracking(
+      '<a href="https://mail.example/t/c/abc">x</a><a title="a&quot;b" href="https://e.x/?q=&quot;">y</a>',
+      {
+        ...links,
+        pixelUrl: null,
+      },
+    );
+    expect(hrefs(out)).toEqual([
+      'https://mail.example/t/c/abc',
+      links.clickUrl('https://e.x/?q="'),
+    ]);
     expect(out).toContain('title="a&quot;b"');
   });
 });

@@ -29,9 +29,11 @@ export function addTracking(html: string, links: TrackingLinks): string {
   const parser = new Parser(
     {
       onopentag(name, attribs) {
-        if (!links.clickUrl || (name !== 'a' && name !== 'area') || attribs.href === undefined) return;
+        if (!links.clickUrl || (name !== 'a' && name !== 'area') || attribs.href === undefined)
+          return;
         const href = attribs.href.trim();
-        if (!/^https?:\/\//i.test(href) || links.keep.some((prefix) => href.startsWith(prefix))) return;
+        if (!/^https?:\/\//i.test(href) || links.keep.some((prefix) => href.startsWith(prefix)))
+          return;
         const tracked = links.clickUrl(href);
         if (tracked === null) return;
         const start = parser.startIndex;
@@ -66,5 +68,9 @@ export function addTracking(html: string, links: TrackingLinks): string {
 }
 
 function escapeAttribute(value: string): string {
-  return value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  return value
+    .replace(/&/g, '&amp;')
+    .replace(/"/g, '&quot;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;');
 }

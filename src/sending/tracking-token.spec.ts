@@ -32,14 +32,20 @@ describe('TrackingTokens', () => {
 
   it('a token naming another URL cannot be made without the secret', () => {
     const forge = (key: string) => {
-      const payload = Buffer.concat([Buffer.from([1]), Buffer.from(parseUuid(emailId)), Buffer.from('https://evil.example/')]);
+      const payload = Buffer.concat([
+        Buffer.from([1]),
+        Buffer.from(parseUuid(emailId)),
+        Buffer.from('https://evil.example/'),
+      ]);
       const mac = createHmac('sha256', key).update(payload).digest().subarray(0, 16);
       return Buffer.concat([payload, mac]).toString('base64url');
     };
     expect(tokens.verifyClick(forge(secret))).toBeNull(); // the raw secret is not the derived key
     expect(tokens.verifyClick(forge('another-secret-another-secret-another'))).toBeNull();
     const otherApp = new TrackingTokens('another-secret-another-secret-another');
-    expect(tokens.verifyClick(otherApp.signClick(emailId, 'https://evil.example/') as string)).toBeNull();
+    expect(
+      tokens.verifyClick(otherApp.signClick(emailId, 'https://evil.example/') as string),
+    ).toBeNull();
   });
 
   it('verifies tokens of APP_SECRET_PREVIOUS after a rotation', () => {
@@ -51,7 +57,9 @@ describe('TrackingTokens', () => {
   });
 
   it('does not track links over the size limit, and refuses non-canonical or odd input', () => {
-    expect(tokens.signClick(emailId, `https://x.org/${'a'.repeat(MAX_TRACKED_URL_BYTES)}`)).toBeNull();
+    expect(
+      tokens.signClick(emailId, `https://x.org/${'a'.repeat(MAX_TRACKED_URL_BYTES)}`),
+    ).toBeNull();
     expect(tokens.verifyOpen('')).toBeNull();
     expect(tokens.verifyOpen('a.b')).toBeNull();
     expect(tokens.verifyClick('A'.repeat(10_000))).toBeNull();

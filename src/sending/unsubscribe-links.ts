@@ -22,6 +22,9 @@ export class UnsubscribeLinks {
 
   /** RFC 2369 / RFC 8058 headers of marketing mail. */
   headers(url: string): Record<string, string> {
-    return { 'List-Unsubscribe': `<${url}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
+    return {
+      'List-Unsubscribe': `<${url}>`,
+      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+    };
   }
 }

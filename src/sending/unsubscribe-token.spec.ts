@@ -10,7 +10,10 @@ describe('UnsubscribeTokens', () => {
 
   it('round-trips a signed target, with and without an email id', () => {
     expect(tokens.verify(tokens.sign(target))).toEqual(target);
-    expect(tokens.verify(tokens.sign({ ...target, emailId: null }))).toEqual({ ...target, emailId: null });
+    expect(tokens.verify(tokens.sign({ ...target, emailId: null }))).toEqual({
+      ...target,
+      emailId: null,
+    });
   });
 
   it('refuses a token whose payload or signature was changed', () => {
@@ -42,6 +45,8 @@ describe('UnsubscribeTokens', () => {
     // Signed with the new secret: verifiers that only know the old one refuse it.
     expect(tokens.verify(newToken)).toBeNull();
     // Dropping the old secret from the list ends its links.
-    expect(new UnsubscribeTokens('the-new-secret-that-is-long-enough-for-tests-03').verify(oldToken)).toBeNull();
+    expect(
+      new UnsubscribeTokens('the-new-secret-that-is-long-enough-for-tests-03').verify(oldToken),
+    ).toBeNull();
   });
 });

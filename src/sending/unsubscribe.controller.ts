@@ -21,37 +21,75 @@ export class UnsubscribeController {
   @Get(':token')
   @ApiOp('unsubscribe_page', 'The confirmation page of an unsubscribe link (HTML; changes nothing)')
   @ApiParam({ name: 'token', description: 'The signed token of the link in the email' })
-  @ApiResponse({ status: 200, description: 'The page', content: { 'text/html': { schema: { type: 'string' } } } })
-  @ApiResponse({ status: 404, description: 'A forged or altered token: a page saying the link is not valid', content: { 'text/html': { schema: { type: 'string' } } } })
-  async confirm(@Param('token') token: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
-    return page(reply, () => this.unsubscribes.describe(token), (c) =>
-      c.subscribed
-        ? `<h1>Unsubscribe</h1><p>Stop receiving marketing email at <b>${escapeHtml(c.email)}</b>?</p>
+  @ApiResponse({
+    status: 200,
+    description: 'The page',
+    content: { 'text/html': { schema: { type: 'string' } } },
+  })
+  @ApiResponse({
+    status: 404,
+    description: 'A forged or altered token: a page saying the link is not valid',
+    content: { 'text/html': { schema: { type: 'string' } } },
+  })
+  async confirm(
+    @Param('token') token: string,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<string> {
+    return page(
+      reply,
+      () => this.unsubscribes.describe(token),
+      (c) =>
+        c.subscribed
+          ? `<h1>Unsubscribe</h1><p>Stop receiving marketing email at <b>${escapeHtml(c.email)}</b>?</p>
 <form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>`
-        : `<h1>Unsubscribed</h1><p><b>${escapeHtml(c.email)}</b> does not receive marketing email.</p>`,
+          : `<h1>Unsubscribed</h1><p><b>${escapeHtml(c.email)}</b> does not receive marketing email.</p>`,
     );
   }
 
   /** RFC 8058 one-click (`List-Unsubscribe=One-Click` form body) and the page's button. */
   @Post(':token')
   @HttpCode(200)
-  @ApiOp('unsubscribe_confirm', 'Unsubscribe: RFC 8058 one-click (List-Unsubscribe=One-Click) and the page button (HTML)')
+  @ApiOp(
+    'unsubscribe_confirm',
+    'Unsubscribe: RFC 8058 one-click (List-Unsubscribe=One-Click) and the page button (HTML)',
+  )
   @ApiParam({ name: 'token', description: 'The signed token of the link in the email' })
   @ApiConsumes('application/x-www-form-urlencoded')
   @ApiBody({
     required: false,
-    schema: { type: 'object', properties: { 'List-Unsubscribe': { type: 'string', enum: ['One-Click'] } } },
+    schema: {
+      type: 'object',
+      properties: { 'List-Unsubscribe': { type: 'string', enum: ['One-Click'] } },
+    },
   })
-  @ApiResponse({ status: 200, description: 'Unsubscribed (also when already unsubscribed)', content: { 'text/html': { schema: { type: 'string' } } } })
-  @ApiResponse({ status: 404, description: 'A forged or altered token: nothing changes', content: { 'text/html': { schema: { type: 'string' } } } })
-  async unsubscribe(@Param('token') token: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
-    return page(reply, () => this.unsubscribes.unsubscribe(token), (c) =>
-      `<h1>Unsubscribed</h1><p><b>${escapeHtml(c.email)}</b> will not receive marketing email any more.</p>`,
+  @ApiResponse({
+    status: 200,
+    description: 'Unsubscribed (also when already unsubscribed)',
+    content: { 'text/html': { schema: { type: 'string' } } },
+  })
+  @ApiResponse({
+    status: 404,
+    description: 'A forged or altered token: nothing changes',
+    content: { 'text/html': { schema: { type: 'string' } } },
+  })
+  async unsubscribe(
+    @Param('token') token: string,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<string> {
+    return page(
+      reply,
+      () => this.unsubscribes.unsubscribe(token),
+      (c) =>
+        `<h1>Unsubscribed</h1><p><b>${escapeHtml(c.email)}</b> will not receive marketing email any more.</p>`,
     );
   }
 }
 
-async function page<T>(reply: FastifyReply, load: () => Promise<T>, body: (value: T) => string): Promise<string> {
+async function page<T>(
+  reply: FastifyReply,
+  load: () => Promise<T>,
+  body: (value: T) => string,
+): Promise<string> {
   reply.header('content-type', 'text/html; charset=utf-8');
   reply.header('cache-control', 'no-store');
   reply.header('x-robots-tag', 'noindex');
@@ -60,7 +98,9 @@ async function page<T>(reply: FastifyReply, load: () => Promise<T>, body: (value
   } catch (error) {
     if (!(error instanceof ApiException) || error.getStatus() !== 404) throw error;
     reply.status(404);
-    return layout('<h1>Link not valid</h1><p>This unsubscribe link is not valid. Use the link exactly as it appears in the email.</p>');
+    return layout(
+      '<h1>Link not valid</h1><p>This unsubscribe link is not valid. Use the link exactly as it appears in the email.</p>',
+    );
   }
 }
 

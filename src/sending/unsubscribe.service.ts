@@ -32,9 +32,11 @@ export class UnsubscribeService {
   /** What the confirmation page shows. Forged tokens and erased contacts are 404. */
   async describe(token: string): Promise<UnsubscribePage> {
     const target = this.verify(token);
-    const contact = await this.contacts.get(target.projectId, target.contactId).catch((error: unknown) => {
-      throw error instanceof ApiException && error.getStatus() === 404 ? notFound() : error;
-    });
+    const contact = await this.contacts
+      .get(target.projectId, target.contactId)
+      .catch((error: unknown) => {
+        throw error instanceof ApiException && error.getStatus() === 404 ? notFound() : error;
+      });
     return { email: contact.email, subscribed: contact.subscribed };
   }
 
@@ -47,14 +49,19 @@ export class UnsubscribeService {
     const outcome = await this.dataSource.transaction(async (manager) => {
       const result = await this.contacts.unsubscribe(manager, target.projectId, target.contactId, {
         emailId: target.emailId,
-        data: { source: 'unsubscribe-link', ...(target.emailId ? { emailId: target.emailId } : {}) },
+        data: {
+          source: 'unsubscribe-link',
+          ...(target.emailId ? { emailId: target.emailId } : {}),
+        },
       });
       // Counted in the email's campaign (`unsubscribed`) when this link made the change.
-      if (result.changed && target.emailId) await this.emails.markUnsubscribed(manager, target.emailId);
+      if (result.changed && target.emailId)
+        await this.emails.markUnsubscribed(manager, target.emailId);
       return result;
     });
     if (!outcome.contact) throw notFound();
-    if (outcome.event) await this.events.publish([{ ...outcome.event, email: outcome.contact.email }]);
+    if (outcome.event)
+      await this.events.publish([{ ...outcome.event, email: outcome.contact.email }]);
     return { email: outcome.contact.email, subscribed: false };
   }
 

@@ -114,7 +114,10 @@ export class TemplateRenderer {
     try {
       const output = await liquid.render(this.parse(liquid, source, part === 'body'), context);
       if (output.length > RENDER_LIMITS.outputChars) {
-        throw new TemplateRenderError(part, `rendered ${part} exceeds ${RENDER_LIMITS.outputChars} characters`);
+        throw new TemplateRenderError(
+          part,
+          `rendered ${part} exceeds ${RENDER_LIMITS.outputChars} characters`,
+        );
       }
       return output;
     } catch (error) {
@@ -148,7 +151,10 @@ const convertHtml = compile({
     { selector: 'img', format: 'skip' },
     { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
     // Headings keep their case: shouting every title reads badly in a mail client.
-    ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((h) => ({ selector: h, options: { uppercase: false } })),
+    ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((h) => ({
+      selector: h,
+      options: { uppercase: false },
+    })),
   ],
 });
 
@@ -161,10 +167,15 @@ export function htmlToText(html: string): string {
  * Track-style values `{value, persistent}` render as their value; the
  * wrapper is an instruction about storage, not part of the data.
  */
-export function unwrapDataValues(data: Record<string, unknown> | null | undefined): Record<string, unknown> {
+export function unwrapDataValues(
+  data: Record<string, unknown> | null | undefined,
+): Record<string, unknown> {
   // fromEntries defines own properties, so keys such as "__proto__" stay plain keys.
   return Object.fromEntries(
-    Object.entries(data ?? {}).map(([key, value]) => [key, isPersistenceWrapper(value) ? value.value : value]),
+    Object.entries(data ?? {}).map(([key, value]) => [
+      key,
+      isPersistenceWrapper(value) ? value.value : value,
+    ]),
   );
 }
 

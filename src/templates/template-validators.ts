@@ -11,7 +11,8 @@ const parser = new TemplateRenderer();
 export function IsLiquidTemplate(options?: ValidationOptions): PropertyDecorator {
   return constraint(
     'isLiquidTemplate',
-    (args) => `${args.property} is not valid Liquid: ${typeof args.value === 'string' ? parser.validate(args.value) : ''}`,
+    (args) =>
+      `${args.property} is not valid Liquid: ${typeof args.value === 'string' ? parser.validate(args.value) : ''}`,
     (value) => typeof value !== 'string' || parser.validate(value) === null,
     options,
   );
@@ -20,7 +21,11 @@ export function IsLiquidTemplate(options?: ValidationOptions): PropertyDecorator
 /** A subject in Liquid (templates, campaigns): one line, not blank, at most 998 characters, parses. */
 export function LiquidSubjectField(example?: string): PropertyDecorator {
   return applyDecorators(
-    ApiProperty({ description: 'Liquid; no line breaks; not only whitespace', maxLength: 998, example }),
+    ApiProperty({
+      description: 'Liquid; no line breaks; not only whitespace',
+      maxLength: 998,
+      example,
+    }),
     IsString(),
     NotBlank(),
     MaxLength(998),
@@ -32,7 +37,10 @@ export function LiquidSubjectField(example?: string): PropertyDecorator {
 /** An HTML body in Liquid (templates, campaigns): not blank, at most 1,000,000 characters, parses. */
 export function LiquidBodyField(): PropertyDecorator {
   return applyDecorators(
-    ApiProperty({ description: 'HTML with Liquid (the template render context); not only whitespace', maxLength: 1_000_000 }),
+    ApiProperty({
+      description: 'HTML with Liquid (the template render context); not only whitespace',
+      maxLength: 1_000_000,
+    }),
     IsString(),
     NotBlank(),
     MaxLength(1_000_000),

@@ -24,7 +24,10 @@ export class TemplatesController {
   constructor(private readonly templates: TemplatesService) {}
 
   @Post()
-  @ApiOp('templates_create', 'Create a template (422 invalid_template when the Liquid does not parse)')
+  @ApiOp(
+    'templates_create',
+    'Create a template (422 invalid_template when the Liquid does not parse)',
+  )
   @ApiSuccess(201, TemplateResponse)
   @ApiErrorResponses([400, 413, 422])
   create(@CurrentProject() project: CurrentProjectInfo, @Body() dto: CreateTemplateDto) {
@@ -48,10 +51,17 @@ export class TemplatesController {
   }
 
   @Patch(':id')
-  @ApiOp('templates_update', 'Update a template; from, fromName and replyTo may be cleared with null')
+  @ApiOp(
+    'templates_update',
+    'Update a template; from, fromName and replyTo may be cleared with null',
+  )
   @ApiSuccess(200, TemplateResponse)
   @ApiErrorResponses([400, 404, 413, 422])
-  update(@CurrentProject() project: CurrentProjectInfo, @Param() { id }: IdParamDto, @Body() dto: UpdateTemplateDto) {
+  update(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() { id }: IdParamDto,
+    @Body() dto: UpdateTemplateDto,
+  ) {
     return this.templates.update(project.id, id, dto);
   }
 
@@ -68,7 +78,11 @@ export class TemplatesController {
   @ApiOp('templates_preview', 'Render a template with a contact and/or data, without sending')
   @ApiSuccess(200, TemplatePreviewResponse)
   @ApiErrorResponses([400, 404, 413, 422])
-  preview(@CurrentProject() project: CurrentProjectInfo, @Param() { id }: IdParamDto, @Body() dto: PreviewTemplateDto) {
+  preview(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() { id }: IdParamDto,
+    @Body() dto: PreviewTemplateDto,
+  ) {
     return this.templates.preview(project.id, id, dto);
   }
 }

@@ -8,7 +8,11 @@ import { TemplatesService } from './templates.service';
 @Module({
   imports: [ContactsModule],
   controllers: [TemplatesController],
-  providers: [TemplatesService, TemplatesRepository, { provide: TemplateRenderer, useValue: new TemplateRenderer() }],
+  providers: [
+    TemplatesService,
+    TemplatesRepository,
+    { provide: TemplateRenderer, useValue: new TemplateRenderer() },
+  ],
   exports: [TemplatesService, TemplateRenderer],
 })
 export class TemplatesModule {}

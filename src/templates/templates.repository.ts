@@ -8,7 +8,16 @@ import { Template, TemplateType } from './template.entity';
 /** The stored fields of a new template (id, createdAt and updatedAt are the database's). */
 export type NewTemplate = Pick<
   Template,
-  'id' | 'projectId' | 'name' | 'subject' | 'body' | 'type' | 'fromEmail' | 'fromName' | 'replyTo' | 'track'
+  | 'id'
+  | 'projectId'
+  | 'name'
+  | 'subject'
+  | 'body'
+  | 'type'
+  | 'fromEmail'
+  | 'fromName'
+  | 'replyTo'
+  | 'track'
 >;
 
 export interface TemplateListFilter {
@@ -32,7 +41,9 @@ export class TemplatesRepository {
     afterId: string | null,
     limit: number,
   ): Promise<{ rows: Template[]; total: number }> {
-    const qb = manager.createQueryBuilder(Template, 't').where('t.project_id = :projectId', { projectId });
+    const qb = manager
+      .createQueryBuilder(Template, 't')
+      .where('t.project_id = :projectId', { projectId });
     if (filter.type) qb.andWhere('t.type = :type', { type: filter.type });
     if (filter.search) {
       qb.andWhere('t.name ILIKE :search', { search: containsPattern(filter.search) });
@@ -46,7 +57,10 @@ export class TemplatesRepository {
 
   /** The row, locked until the transaction ends: a PATCH cannot write back a row deleted meanwhile. */
   lockById(manager: EntityManager, projectId: string, id: string): Promise<Template | null> {
-    return manager.findOne(Template, { where: { id, projectId }, lock: { mode: 'pessimistic_write' } });
+    return manager.findOne(Template, {
+      where: { id, projectId },
+      lock: { mode: 'pessimistic_write' },
+    });
   }
 
   /** Writes a loaded (and locked) row back; answers it with the new updatedAt. */

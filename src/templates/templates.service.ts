@@ -14,7 +14,13 @@ import { PreviewTemplateDto } from './dto/preview-template.dto';
 import { UpdateTemplateDto } from './dto/update-template.dto';
 import { TemplatePreviewResponse, TemplateResponse } from './dto/template.response';
 import { Template } from './template.entity';
-import { buildRenderContext, RenderedContent, RenderSource, TemplateRenderer, TemplateRenderError } from './template-renderer';
+import {
+  buildRenderContext,
+  RenderedContent,
+  RenderSource,
+  TemplateRenderer,
+  TemplateRenderError,
+} from './template-renderer';
 import { TemplatesRepository } from './templates.repository';
 
 /** What rendering needs to know about a recipient. */
@@ -85,11 +91,20 @@ export class TemplatesService {
   }
 
   /** Renders a stored template for a contact (or a sample one) without sending anything. */
-  async preview(projectId: string, id: string, dto: PreviewTemplateDto): Promise<TemplatePreviewResponse> {
+  async preview(
+    projectId: string,
+    id: string,
+    dto: PreviewTemplateDto,
+  ): Promise<TemplatePreviewResponse> {
     const template = await this.findOrFail(projectId, id);
     const contact: RenderRecipient = dto.contactId
       ? await this.contacts.get(projectId, dto.contactId)
-      : { id: '00000000-0000-0000-0000-000000000000', email: 'preview@example.com', subscribed: true, data: {} };
+      : {
+          id: '00000000-0000-0000-0000-000000000000',
+          email: 'preview@example.com',
+          subscribed: true,
+          data: {},
+        };
     try {
       return await this.render(
         { subject: template.subject, body: template.body },
@@ -103,15 +118,27 @@ export class TemplatesService {
   }
 
   /** The stored template of this project, or 404 TEMPLATE_NOT_FOUND. `id` is a UUID (IdParamDto, the DTOs' IsUUID). */
-  async findOrFail(projectId: string, id: string, manager: EntityManager = this.dataSource.manager): Promise<Template> {
+  async findOrFail(
+    projectId: string,
+    id: string,
+    manager: EntityManager = this.dataSource.manager,
+  ): Promise<Template> {
     const row = await this.templates.findById(manager, projectId, id);
     if (!row) throw ApiException.notFound('template', id);
     return row;
   }
 
   /** Liquid text with a recipient's render context, unescaped (workflow WEBHOOK steps). */
-  renderText(source: string, contact: RenderRecipient, data: Record<string, unknown> | null, unsubscribeUrl: string): Promise<string> {
-    return this.renderer.renderText(source, buildRenderContext({ email: contact.email, contact, data, unsubscribeUrl }));
+  renderText(
+    source: string,
+    contact: RenderRecipient,
+    data: Record<string, unknown> | null,
+    unsubscribeUrl: string,
+  ): Promise<string> {
+    return this.renderer.renderText(
+      source,
+      buildRenderContext({ email: contact.email, contact, data, unsubscribeUrl }),
+    );
   }
 
   /** The Liquid parse error of a source, or null. */
@@ -126,7 +153,10 @@ export class TemplatesService {
     data: Record<string, unknown> | null,
     unsubscribeUrl: string,
   ): Promise<RenderedContent> {
-    return this.renderer.render(source, buildRenderContext({ email: contact.email, contact, data, unsubscribeUrl }));
+    return this.renderer.render(
+      source,
+      buildRenderContext({ email: contact.email, contact, data, unsubscribeUrl }),
+    );
   }
 }
 
@@ -134,7 +164,13 @@ export class TemplatesService {
 export function renderFailure(error: unknown): unknown {
   if (error instanceof TemplateRenderError) {
     return ApiException.validation(
-      [{ field: error.part, message: `${error.part} could not be rendered: ${error.message}`, code: 'invalid_template' }],
+      [
+        {
+          field: error.part,
+          message: `${error.part} could not be rendered: ${error.message}`,
+          code: 'invalid_template',
+        },
+      ],
       'The template could not be rendered',
     );
   }

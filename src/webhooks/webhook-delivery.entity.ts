@@ -39,7 +39,12 @@ export class WebhookDelivery extends BaseEntity {
   @Column({ type: 'text' })
   payload: string;
 
-  @Column({ type: 'enum', enum: WebhookDeliveryStatus, enumName: 'webhook_delivery_status', default: WebhookDeliveryStatus.PENDING })
+  @Column({
+    type: 'enum',
+    enum: WebhookDeliveryStatus,
+    enumName: 'webhook_delivery_status',
+    default: WebhookDeliveryStatus.PENDING,
+  })
   status: WebhookDeliveryStatus;
 
   @Column({ type: 'int', default: 0 })

@@ -62,7 +62,9 @@ export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
       }
     }
     if (!matched) return;
-    this.flushing ??= new Promise<void>((resolve) => setTimeout(resolve, BATCH_WINDOW_MS)).then(() => this.flush());
+    this.flushing ??= new Promise<void>((resolve) => setTimeout(resolve, BATCH_WINDOW_MS)).then(
+      () => this.flush(),
+    );
     await this.flushing;
   }
 
@@ -73,7 +75,10 @@ export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
     try {
       await this.wake(endpointIds);
     } catch (error) {
-      this.logger.warn({ err: error, endpoints: endpointIds.length }, 'could not wake the webhook endpoints; the dispatch sweep will');
+      this.logger.warn(
+        { err: error, endpoints: endpointIds.length },
+        'could not wake the webhook endpoints; the dispatch sweep will',
+      );
     }
   }
 
@@ -105,7 +110,10 @@ export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
       if (delay > 0) jobs.push(deliverJob(d.endpointId, d, delay, now));
       else dueNow.add(d.endpointId);
     }
-    await this.queue.addBulk([...[...dueNow].map((endpointId) => deliverJob(endpointId, null, 0, now)), ...jobs]);
+    await this.queue.addBulk([
+      ...[...dueNow].map((endpointId) => deliverJob(endpointId, null, 0, now)),
+      ...jobs,
+    ]);
   }
 
   private async filtersOf(projectIds: string[]): Promise<Map<string, EndpointFilter[]>> {
@@ -114,13 +122,19 @@ export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
     const missing: string[] = [];
     for (const id of projectIds) {
       const cached = this.filters.get(id);
-      if (cached && now - cached.at < (cached.endpoints.length > 0 ? FILTERS_TTL_MS : NO_ENDPOINTS_TTL_MS)) out.set(id, cached.endpoints);
+      if (
+        cached &&
+        now - cached.at < (cached.endpoints.length > 0 ? FILTERS_TTL_MS : NO_ENDPOINTS_TTL_MS)
+      )
+        out.set(id, cached.endpoints);
       else missing.push(id);
     }
     if (missing.length > 0) {
       const rows = await this.repository.filtersOf(this.dataSource.manager, missing);
       for (const id of missing) {
-        const endpoints = rows.filter((r) => r.projectId === id).map((r) => ({ id: r.endpointId, events: r.events }));
+        const endpoints = rows
+          .filter((r) => r.projectId === id)
+          .map((r) => ({ id: r.endpointId, events: r.events }));
         this.filters.set(id, { endpoints, at: now });
         out.set(id, endpoints);
       }

@@ -20,7 +20,9 @@ export function isDeliverable(name: string): boolean {
 }
 
 export function eventMatches(patterns: readonly string[], name: string): boolean {
-  return patterns.some((p) => p === '*' || p === name || (p.endsWith('*') && name.startsWith(p.slice(0, -1))));
+  return patterns.some(
+    (p) => p === '*' || p === name || (p.endsWith('*') && name.startsWith(p.slice(0, -1))),
+  );
 }
 
 /** An event filter: `*`, a name, or a prefix ending in `.*` (`email.*`). */

@@ -16,7 +16,8 @@ import { WebhooksRepository } from './webhooks.repository';
     {
       provide: WEBHOOK_SECRET_BOX,
       inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) => SecretBox.fromSecret(config.appSecret, WEBHOOK_SECRET_BOX_LABEL, config.appSecretPrevious),
+      useFactory: (config: AppConfig) =>
+        SecretBox.fromSecret(config.appSecret, WEBHOOK_SECRET_BOX_LABEL, config.appSecretPrevious),
     },
     WebhooksRepository,
     WebhookSecretsService,

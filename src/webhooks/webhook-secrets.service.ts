@@ -49,11 +49,16 @@ export class WebhookSecretsService {
           continue;
         }
         if (opened.current) result.alreadyCurrent++;
-        else resealed.push({ id: row.id, sealed: this.box.seal(opened.plaintext, row.id).toString('base64') });
+        else
+          resealed.push({
+            id: row.id,
+            sealed: this.box.seal(opened.plaintext, row.id).toString('base64'),
+          });
         opened.plaintext.fill(0);
       }
       if (unreadable.length > 0) throw new UnreadableWebhookSecretsError(unreadable);
-      for (const row of resealed) await this.repository.replaceSealedSecret(manager, row.id, row.sealed);
+      for (const row of resealed)
+        await this.repository.replaceSealedSecret(manager, row.id, row.sealed);
       result.resealed = resealed.length;
       return result;
     });

@@ -152,7 +152,11 @@ export class WebhookSender implements OnModuleDestroy {
     for (;;) {
       const failed = d.error !== null || this.stopping;
       if (!failed) {
-        while (d.claimed.length > 0 && d.inFlight < PER_ENDPOINT_IN_FLIGHT && this.inFlight < WEBHOOK_CONCURRENCY) {
+        while (
+          d.claimed.length > 0 &&
+          d.inFlight < PER_ENDPOINT_IN_FLIGHT &&
+          this.inFlight < WEBHOOK_CONCURRENCY
+        ) {
           const row = d.claimed.shift() as ClaimedDelivery;
           const lease = d.leases[0];
           if (--lease[1] === 0) d.leases.shift();
@@ -161,17 +165,23 @@ export class WebhookSender implements OnModuleDestroy {
           this.start(d, row);
         }
       }
-      const ahead = d.averageMs !== null && d.averageMs < FAST_ANSWER_MS ? CLAIM_AHEAD : CLAIM_AHEAD_SLOW;
+      const ahead =
+        d.averageMs !== null && d.averageMs < FAST_ANSWER_MS ? CLAIM_AHEAD : CLAIM_AHEAD_SLOW;
       const want = PER_ENDPOINT_IN_FLIGHT + ahead - d.inFlight - d.claimed.length;
       const mayClaim = !failed && !d.claiming && (d.again || !d.exhausted) && want > 0;
       const flushDue =
         !d.flushing &&
         d.results.length > 0 &&
-        (d.results.length >= FLUSH_AT || d.inFlight === 0 || failed || Date.now() - d.results[0].at >= FLUSH_AFTER_MS);
+        (d.results.length >= FLUSH_AT ||
+          d.inFlight === 0 ||
+          failed ||
+          Date.now() - d.results[0].at >= FLUSH_AFTER_MS);
       // The next claim rides on the recording's statement; alone only when the next wave is short of rows.
       if (flushDue) this.flush(endpointId, d, mayClaim ? want : 0);
-      else if (mayClaim && d.claimed.length < PER_ENDPOINT_IN_FLIGHT) this.flushOrClaim(endpointId, d, [], want);
-      if (!d.flushing && d.results.length > 0 && !d.timer) d.timer = setTimeout(() => ((d.timer = null), signal(d)), FLUSH_AFTER_MS);
+      else if (mayClaim && d.claimed.length < PER_ENDPOINT_IN_FLIGHT)
+        this.flushOrClaim(endpointId, d, [], want);
+      if (!d.flushing && d.results.length > 0 && !d.timer)
+        d.timer = setTimeout(() => ((d.timer = null), signal(d)), FLUSH_AFTER_MS);
       const quiet = !d.claiming && !d.flushing && d.inFlight === 0 && d.results.length === 0;
       if (quiet && failed) {
         if (d.error !== null) throw d.error;
@@ -187,20 +197,28 @@ export class WebhookSender implements OnModuleDestroy {
     this.inFlight++;
     d.sent++;
     const startedAt = Date.now();
-    (row.enabled ? this.attempt(row) : Promise.resolve(final('endpoint is disabled'))).then(
-      (outcome) => {
-        const at = Date.now();
-        d.averageMs = d.averageMs === null ? at - startedAt : 0.9 * d.averageMs + 0.1 * (at - startedAt);
-        d.results.push({ row, outcome, at });
-      },
-      (error) => this.logger.error({ err: error, deliveryId: row.id }, 'webhook attempt crashed; the sweep sends it again after the lease'),
-    ).finally(() => {
-      d.inFlight--;
-      this.inFlight--;
-      signal(d);
-      // A slot of the process is free: a drain waiting for one can go on.
-      if (this.inFlight === WEBHOOK_CONCURRENCY - 1) for (const other of this.drains.values()) if (other !== d) signal(other);
-    });
+    (row.enabled ? this.attempt(row) : Promise.resolve(final('endpoint is disabled')))
+      .then(
+        (outcome) => {
+          const at = Date.now();
+          d.averageMs =
+            d.averageMs === null ? at - startedAt : 0.9 * d.averageMs + 0.1 * (at - startedAt);
+          d.results.push({ row, outcome, at });
+        },
+        (error) =>
+          this.logger.error(
+            { err: error, deliveryId: row.id },
+            'webhook attempt crashed; the sweep sends it again after the lease',
+          ),
+      )
+      .finally(() => {
+        d.inFlight--;
+        this.inFlight--;
+        signal(d);
+        // A slot of the process is free: a drain waiting for one can go on.
+        if (this.inFlight === WEBHOOK_CONCURRENCY - 1)
+          for (const other of this.drains.values()) if (other !== d) signal(other);
+      });
   }
 
   private flush(endpointId: string, d: Drain, want: number): void {
@@ -238,35 +256,54 @@ export class WebhookSender implements OnModuleDestroy {
    * One statement for the batch and the next claim; then the next attempts'
    * jobs and, rarely, the endpoint's disabling. Answers the rows claimed.
    */
-  private async recordAndClaim(endpointId: string, batch: Result[], want: number): Promise<ClaimedDelivery[]> {
+  private async recordAndClaim(
+    endpointId: string,
+    batch: Result[],
+    want: number,
+  ): Promise<ClaimedDelivery[]> {
     const enabled = batch.some((r) => r.row.enabled);
     const { rows, failingSince, claimed } = await this.repository.recordAndClaim(
       this.dataSource.manager,
       endpointId,
       enabled,
-      batch.map((r) => ({ id: r.row.id, attempts: r.row.attempts, retries: r.row.retries, outcome: r.outcome })),
+      batch.map((r) => ({
+        id: r.row.id,
+        attempts: r.row.attempts,
+        retries: r.row.retries,
+        outcome: r.outcome,
+      })),
       want,
       CLAIM_LEASE_MS,
     );
     const retrying = rows.filter((r) => r.status === WebhookDeliveryStatus.PENDING);
     if (retrying.length > 0) await this.dispatcher.enqueue(retrying);
-    if (enabled && failingSince && Date.now() - failingSince.getTime() >= DISABLE_AFTER_FAILING_MS) {
+    if (
+      enabled &&
+      failingSince &&
+      Date.now() - failingSince.getTime() >= DISABLE_AFTER_FAILING_MS
+    ) {
       await this.disable(batch[0].row, failingSince);
     }
     return claimed;
   }
 
-  private async disable(endpoint: { projectId: string; endpointId: string; url: string }, failingSince: Date): Promise<void> {
+  private async disable(
+    endpoint: { projectId: string; endpointId: string; url: string },
+    failingSince: Date,
+  ): Promise<void> {
     const reason = `every delivery failed since ${failingSince.toISOString()}`;
-    const disabled = await this.dataSource.transaction(async (manager): Promise<EventRow | null> => {
-      if (!(await this.repository.disableEndpoint(manager, endpoint.endpointId, reason))) return null;
-      return this.events.record(manager, {
-        projectId: endpoint.projectId,
-        contactId: null,
-        name: 'webhook.disabled',
-        data: { endpointId: endpoint.endpointId, url: endpoint.url, reason },
-      });
-    });
+    const disabled = await this.dataSource.transaction(
+      async (manager): Promise<EventRow | null> => {
+        if (!(await this.repository.disableEndpoint(manager, endpoint.endpointId, reason)))
+          return null;
+        return this.events.record(manager, {
+          projectId: endpoint.projectId,
+          contactId: null,
+          name: 'webhook.disabled',
+          data: { endpointId: endpoint.endpointId, url: endpoint.url, reason },
+        });
+      },
+    );
     if (disabled) {
       this.dispatcher.invalidate(endpoint.projectId);
       await this.events.publish([{ ...disabled, email: null }]);
@@ -276,7 +313,10 @@ export class WebhookSender implements OnModuleDestroy {
   private secretOf(delivery: ClaimedDelivery): string {
     const cached = this.secrets.get(delivery.endpointId);
     if (cached && cached.sealed === delivery.secretSealed) return cached.secret;
-    const secret = this.box.openString(Buffer.from(delivery.secretSealed, 'base64'), delivery.endpointId);
+    const secret = this.box.openString(
+      Buffer.from(delivery.secretSealed, 'base64'),
+      delivery.endpointId,
+    );
     this.secrets.set(delivery.endpointId, { sealed: delivery.secretSealed, secret });
     return secret;
   }
@@ -286,7 +326,9 @@ export class WebhookSender implements OnModuleDestroy {
     try {
       secret = this.secretOf(delivery);
     } catch {
-      return final('the signing secret opens with neither APP_SECRET nor APP_SECRET_PREVIOUS: rotate the endpoint secret');
+      return final(
+        'the signing secret opens with neither APP_SECRET nor APP_SECRET_PREVIOUS: rotate the endpoint secret',
+      );
     }
     const timestamp = Math.floor(Date.now() / 1000);
     const attemptsAfter = delivery.attempts + 1;
@@ -294,7 +336,12 @@ export class WebhookSender implements OnModuleDestroy {
       const wait = this.config.webhookRetryDelaysMs[attemptsAfter - 1];
       return wait === undefined
         ? { status: WebhookDeliveryStatus.FAILED, responseStatus, lastError, nextAttemptAt: null }
-        : { status: WebhookDeliveryStatus.PENDING, responseStatus, lastError, nextAttemptAt: new Date(Date.now() + wait) };
+        : {
+            status: WebhookDeliveryStatus.PENDING,
+            responseStatus,
+            lastError,
+            nextAttemptAt: new Date(Date.now() + wait),
+          };
     };
     try {
       const res = await sendOutbound({
@@ -313,7 +360,12 @@ export class WebhookSender implements OnModuleDestroy {
         maxBodyBytes: RESPONSE_BYTES,
       });
       if (res.status >= 200 && res.status < 300) {
-        return { status: WebhookDeliveryStatus.SUCCEEDED, responseStatus: res.status, lastError: null, nextAttemptAt: null };
+        return {
+          status: WebhookDeliveryStatus.SUCCEEDED,
+          responseStatus: res.status,
+          lastError: null,
+          nextAttemptAt: null,
+        };
       }
       return retry(res.status, res.body);
     } catch (error) {
@@ -326,7 +378,12 @@ export class WebhookSender implements OnModuleDestroy {
 }
 
 function final(lastError: string): AttemptOutcome {
-  return { status: WebhookDeliveryStatus.FAILED, responseStatus: null, lastError, nextAttemptAt: null };
+  return {
+    status: WebhookDeliveryStatus.FAILED,
+    responseStatus: null,
+    lastError,
+    nextAttemptAt: null,
+  };
 }
 
 function signal(d: Drain): void {

@@ -16,7 +16,11 @@ import { CreateWebhookDto } from './dto/create-webhook.dto';
 import { DeliveryParamDto } from './dto/delivery.param';
 import { ListDeliveriesQueryDto } from './dto/list-deliveries.query';
 import { UpdateWebhookDto } from './dto/update-webhook.dto';
-import { WebhookDeliveryResponse, WebhookResponse, WebhookWithSecretResponse } from './dto/webhook.response';
+import {
+  WebhookDeliveryResponse,
+  WebhookResponse,
+  WebhookWithSecretResponse,
+} from './dto/webhook.response';
 import { WebhooksService } from './webhooks.service';
 
 @ApiTags('webhooks')
@@ -29,15 +33,24 @@ export class WebhooksController {
   @ApiOp('webhooks_list', 'List webhook endpoints, newest first')
   @ApiListSuccess(WebhookResponse)
   @ApiErrorResponses([400])
-  list(@CurrentProject() project: CurrentProjectInfo, @Query() query: PaginationQueryDto): Promise<Page<WebhookResponse>> {
+  list(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Query() query: PaginationQueryDto,
+  ): Promise<Page<WebhookResponse>> {
     return this.webhooks.list(project.id, query);
   }
 
   @Post()
-  @ApiOp('webhooks_create', 'Create an endpoint; the answer holds its signing secret, shown this once')
+  @ApiOp(
+    'webhooks_create',
+    'Create an endpoint; the answer holds its signing secret, shown this once',
+  )
   @ApiSuccess(201, WebhookWithSecretResponse)
   @ApiErrorResponses([400, 413, 422])
-  create(@CurrentProject() project: CurrentProjectInfo, @Body() dto: CreateWebhookDto): Promise<WebhookWithSecretResponse> {
+  create(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Body() dto: CreateWebhookDto,
+  ): Promise<WebhookWithSecretResponse> {
     return this.webhooks.create(project.id, dto);
   }
 
@@ -45,7 +58,10 @@ export class WebhooksController {
   @ApiOp('webhooks_get', 'Get an endpoint (never its secret)')
   @ApiSuccess(200, WebhookResponse)
   @ApiErrorResponses([400, 404])
-  get(@CurrentProject() project: CurrentProjectInfo, @Param() params: IdParamDto): Promise<WebhookResponse> {
+  get(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<WebhookResponse> {
     return this.webhooks.get(project.id, params.id);
   }
 
@@ -65,16 +81,25 @@ export class WebhooksController {
   @ApiOp('webhooks_delete', 'Delete an endpoint and its deliveries')
   @ApiDeletedSuccess()
   @ApiErrorResponses([400, 404])
-  remove(@CurrentProject() project: CurrentProjectInfo, @Param() params: IdParamDto): Promise<DeletedResponse> {
+  remove(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<DeletedResponse> {
     return this.webhooks.remove(project.id, params.id);
   }
 
   @Post(':id/rotate-secret')
   @HttpCode(200)
-  @ApiOp('webhooks_rotateSecret', 'Replace the signing secret (shown once); it signs every attempt from now on')
+  @ApiOp(
+    'webhooks_rotateSecret',
+    'Replace the signing secret (shown once); it signs every attempt from now on',
+  )
   @ApiSuccess(200, WebhookWithSecretResponse)
   @ApiErrorResponses([400, 404])
-  rotateSecret(@CurrentProject() project: CurrentProjectInfo, @Param() params: IdParamDto): Promise<WebhookWithSecretResponse> {
+  rotateSecret(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<WebhookWithSecretResponse> {
     return this.webhooks.rotateSecret(project.id, params.id);
   }
 
@@ -83,12 +108,18 @@ export class WebhooksController {
   @ApiOp('webhooks_test', 'Send a webhook.test event to this endpoint')
   @ApiSuccess(202, WebhookDeliveryResponse)
   @ApiErrorResponses([400, 404])
-  test(@CurrentProject() project: CurrentProjectInfo, @Param() params: IdParamDto): Promise<WebhookDeliveryResponse> {
+  test(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<WebhookDeliveryResponse> {
     return this.webhooks.test(project.id, params.id);
   }
 
   @Get(':id/deliveries')
-  @ApiOp('webhooks_listDeliveries', 'Deliveries to this endpoint, newest first: status, attempts, last response, next attempt')
+  @ApiOp(
+    'webhooks_listDeliveries',
+    'Deliveries to this endpoint, newest first: status, attempts, last response, next attempt',
+  )
   @ApiListSuccess(WebhookDeliveryResponse)
   @ApiErrorResponses([400, 404])
   deliveries(
@@ -104,7 +135,10 @@ export class WebhooksController {
   @ApiOp('webhooks_retryDelivery', 'Send a delivery again now (a fresh retry schedule)')
   @ApiSuccess(202, WebhookDeliveryResponse)
   @ApiErrorResponses([400, 404])
-  retry(@CurrentProject() project: CurrentProjectInfo, @Param() params: DeliveryParamDto): Promise<WebhookDeliveryResponse> {
+  retry(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: DeliveryParamDto,
+  ): Promise<WebhookDeliveryResponse> {
     return this.webhooks.retry(project.id, params.id, params.deliveryId);
   }
 }

@@ -30,7 +30,9 @@ export class WebhooksProcessor extends WorkerHost {
     super();
   }
 
-  async process(job: WebhookQueueJob): Promise<{ attempts: number; joined?: true } | { found: number }> {
+  async process(
+    job: WebhookQueueJob,
+  ): Promise<{ attempts: number; joined?: true } | { found: number }> {
     if (job.name === WEBHOOK_JOBS.DISPATCH) return this.recovery.recover();
     return this.sender.drain(job.data.endpointId);
   }

@@ -37,7 +37,11 @@ export class WebhooksRecovery extends QueueRecovery {
   }
 
   async recover(): Promise<{ found: number }> {
-    const overdue = await this.repository.overdue(this.dataSource.manager, OVERDUE_GRACE_MS, SWEEP_BATCH);
+    const overdue = await this.repository.overdue(
+      this.dataSource.manager,
+      OVERDUE_GRACE_MS,
+      SWEEP_BATCH,
+    );
     await this.dispatcher.enqueue(overdue.map((d) => ({ ...d, nextAttemptAt: null })));
     return { found: overdue.length };
   }

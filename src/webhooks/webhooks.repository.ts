@@ -42,38 +42,77 @@ export interface EndpointFilter {
   events: string[];
 }
 
-const PENDING_COLUMNS = 'id, endpoint_id AS "endpointId", retries, attempts, next_attempt_at AS "nextAttemptAt"';
+const PENDING_COLUMNS =
+  'id, endpoint_id AS "endpointId", retries, attempts, next_attempt_at AS "nextAttemptAt"';
 
 /** Every statement on webhook endpoints and deliveries. */
 @Injectable()
 export class WebhooksRepository {
-  async insertEndpoint(manager: EntityManager, fields: QueryDeepPartialEntity<WebhookEndpoint>): Promise<WebhookEndpoint> {
-    await manager.createQueryBuilder().insert().into(WebhookEndpoint).values(fields).updateEntity(false).execute();
-    return (await manager.findOne(WebhookEndpoint, { where: { id: fields.id as string } })) as WebhookEndpoint;
+  async insertEndpoint(
+    manager: EntityManager,
+    fields: QueryDeepPartialEntity<WebhookEndpoint>,
+  ): Promise<WebhookEndpoint> {
+    await manager
+      .createQueryBuilder()
+      .insert()
+      .into(WebhookEndpoint)
+      .values(fields)
+      .updateEntity(false)
+      .execute();
+    return (await manager.findOne(WebhookEndpoint, {
+      where: { id: fields.id as string },
+    })) as WebhookEndpoint;
   }
 
-  pageEndpoints(manager: EntityManager, projectId: string, afterId: string | null, limit: number): Promise<{ rows: WebhookEndpoint[]; total: number }> {
-    const qb = manager.createQueryBuilder(WebhookEndpoint, 'w').where('w.project_id = :projectId', { projectId });
+  pageEndpoints(
+    manager: EntityManager,
+    projectId: string,
+    afterId: string | null,
+    limit: number,
+  ): Promise<{ rows: WebhookEndpoint[]; total: number }> {
+    const qb = manager
+      .createQueryBuilder(WebhookEndpoint, 'w')
+      .where('w.project_id = :projectId', { projectId });
     return keysetRows(qb, 'w.id', afterId, limit);
   }
 
-  findEndpoint(manager: EntityManager, projectId: string, id: string): Promise<WebhookEndpoint | null> {
+  findEndpoint(
+    manager: EntityManager,
+    projectId: string,
+    id: string,
+  ): Promise<WebhookEndpoint | null> {
     return manager.findOne(WebhookEndpoint, { where: { id, projectId } });
   }
 
-  async updateEndpoint(manager: EntityManager, id: string, changes: QueryDeepPartialEntity<WebhookEndpoint>): Promise<WebhookEndpoint> {
-    await manager.createQueryBuilder().update(WebhookEndpoint).set(changes).where('id = :id', { id }).execute();
+  async updateEndpoint(
+    manager: EntityManager,
+    id: string,
+    changes: QueryDeepPartialEntity<WebhookEndpoint>,
+  ): Promise<WebhookEndpoint> {
+    await manager
+      .createQueryBuilder()
+      .update(WebhookEndpoint)
+      .set(changes)
+      .where('id = :id', { id })
+      .execute();
     return (await manager.findOne(WebhookEndpoint, { where: { id } })) as WebhookEndpoint;
   }
 
   /** One statement: of concurrent deletes, one gets the row. Its deliveries go with it. */
   async deleteEndpoint(manager: EntityManager, projectId: string, id: string): Promise<boolean> {
-    const rows = await queryRows(manager, 'DELETE FROM webhook_endpoints WHERE id = $1 AND project_id = $2 RETURNING id', [id, projectId]);
+    const rows = await queryRows(
+      manager,
+      'DELETE FROM webhook_endpoints WHERE id = $1 AND project_id = $2 RETURNING id',
+      [id, projectId],
+    );
     return rows.length > 0;
   }
 
   /** The enabled endpoints' filters of these projects. */
-  filtersOf(manager: EntityManager, projectIds: string[]): Promise<Array<{ projectId: string; endpointId: string; events: string[] }>> {
+  filtersOf(
+    manager: EntityManager,
+    projectIds: string[],
+  ): Promise<Array<{ projectId: string; endpointId: string; events: string[] }>> {
     return queryRows(
       manager,
       'SELECT project_id AS "projectId", id AS "endpointId", events FROM webhook_endpoints WHERE project_id = ANY($1::uuid[]) AND enabled',
@@ -82,9 +121,20 @@ export class WebhooksRepository {
   }
 
   /** A delivery that is no event of the store (`webhook.test`), for one endpoint. */
-  async insertDelivery(manager: EntityManager, fields: QueryDeepPartialEntity<WebhookDelivery>): Promise<WebhookDelivery> {
-    await manager.createQueryBuilder().insert().into(WebhookDelivery).values(fields).updateEntity(false).execute();
-    return (await manager.findOne(WebhookDelivery, { where: { id: fields.id as string } })) as WebhookDelivery;
+  async insertDelivery(
+    manager: EntityManager,
+    fields: QueryDeepPartialEntity<WebhookDelivery>,
+  ): Promise<WebhookDelivery> {
+    await manager
+      .createQueryBuilder()
+      .insert()
+      .into(WebhookDelivery)
+      .values(fields)
+      .updateEntity(false)
+      .execute();
+    return (await manager.findOne(WebhookDelivery, {
+      where: { id: fields.id as string },
+    })) as WebhookDelivery;
   }
 
   /**
@@ -137,9 +187,18 @@ export class WebhooksRepository {
     attempts: Array<{ id: string; attempts: number; retries: number; outcome: AttemptOutcome }>,
     limit: number,
     leaseMs: number,
-  ): Promise<{ rows: Array<PendingDelivery & { status: WebhookDeliveryStatus }>; failingSince: Date | null; claimed: ClaimedDelivery[] }> {
+  ): Promise<{
+    rows: Array<PendingDelivery & { status: WebhookDeliveryStatus }>;
+    failingSince: Date | null;
+    claimed: ClaimedDelivery[];
+  }> {
     const [result] = await preparedRows<{
-      recorded: Array<Omit<PendingDelivery, 'nextAttemptAt'> & { status: WebhookDeliveryStatus; nextAttemptAt: string | null }>;
+      recorded: Array<
+        Omit<PendingDelivery, 'nextAttemptAt'> & {
+          status: WebhookDeliveryStatus;
+          nextAttemptAt: string | null;
+        }
+      >;
       failingSince: Date | null;
       claimed: ClaimedDelivery[];
     }>(
@@ -191,14 +250,21 @@ export class WebhooksRepository {
       ],
     );
     return {
-      rows: result.recorded.map((r) => ({ ...r, nextAttemptAt: r.nextAttemptAt === null ? null : new Date(r.nextAttemptAt) })),
+      rows: result.recorded.map((r) => ({
+        ...r,
+        nextAttemptAt: r.nextAttemptAt === null ? null : new Date(r.nextAttemptAt),
+      })),
       failingSince: result.failingSince,
       claimed: result.claimed,
     };
   }
 
   /** Disables an enabled endpoint; false when it already was. */
-  async disableEndpoint(manager: EntityManager, endpointId: string, reason: string): Promise<boolean> {
+  async disableEndpoint(
+    manager: EntityManager,
+    endpointId: string,
+    reason: string,
+  ): Promise<boolean> {
     const rows = await queryRows(
       manager,
       `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now() WHERE id = $1 AND enabled RETURNING id`,
@@ -209,11 +275,17 @@ export class WebhooksRepository {
 
   /** Every endpoint's sealed secret, locked until the transaction ends (secrets rotate). */
   lockSealedSecrets(manager: EntityManager): Promise<Array<{ id: string; secretSealed: string }>> {
-    return queryRows(manager, 'SELECT id, secret_sealed AS "secretSealed" FROM webhook_endpoints ORDER BY id FOR UPDATE');
+    return queryRows(
+      manager,
+      'SELECT id, secret_sealed AS "secretSealed" FROM webhook_endpoints ORDER BY id FOR UPDATE',
+    );
   }
 
   async replaceSealedSecret(manager: EntityManager, id: string, sealed: string): Promise<void> {
-    await queryRows(manager, 'UPDATE webhook_endpoints SET secret_sealed = $2 WHERE id = $1', [id, sealed]);
+    await queryRows(manager, 'UPDATE webhook_endpoints SET secret_sealed = $2 WHERE id = $1', [
+      id,
+      sealed,
+    ]);
   }
 
   pageDeliveries(
@@ -223,12 +295,18 @@ export class WebhooksRepository {
     afterId: string | null,
     limit: number,
   ): Promise<{ rows: WebhookDelivery[]; total: number }> {
-    const qb = manager.createQueryBuilder(WebhookDelivery, 'd').where('d.endpoint_id = :endpointId', { endpointId });
+    const qb = manager
+      .createQueryBuilder(WebhookDelivery, 'd')
+      .where('d.endpoint_id = :endpointId', { endpointId });
     if (status) qb.andWhere('d.status = :status', { status });
     return keysetRows(qb, 'd.id', afterId, limit);
   }
 
-  findDelivery(manager: EntityManager, endpointId: string, id: string): Promise<WebhookDelivery | null> {
+  findDelivery(
+    manager: EntityManager,
+    endpointId: string,
+    id: string,
+  ): Promise<WebhookDelivery | null> {
     return manager.findOne(WebhookDelivery, { where: { id, endpointId } });
   }
 

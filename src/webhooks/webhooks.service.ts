@@ -64,7 +64,12 @@ export class WebhooksService {
   async list(projectId: string, query: PaginationQueryDto): Promise<Page<WebhookResponse>> {
     const limit = query.limit ?? 20;
     const afterId = query.cursor ? decodeCursor(query.cursor) : null;
-    const { rows, total } = await this.repository.pageEndpoints(this.dataSource.manager, projectId, afterId, limit);
+    const { rows, total } = await this.repository.pageEndpoints(
+      this.dataSource.manager,
+      projectId,
+      afterId,
+      limit,
+    );
     return pageOf(rows, limit, total, toWebhookResponse, (row) => row.id);
   }
 
@@ -88,14 +93,17 @@ export class WebhooksService {
           changes.failingSince = null;
         }
       }
-      return Object.keys(changes).length > 0 ? this.repository.updateEndpoint(manager, current.id, changes) : current;
+      return Object.keys(changes).length > 0
+        ? this.repository.updateEndpoint(manager, current.id, changes)
+        : current;
     });
     this.dispatcher.invalidate(projectId);
     return toWebhookResponse(row);
   }
 
   async remove(projectId: string, id: string): Promise<DeletedResponse> {
-    if (!(await this.repository.deleteEndpoint(this.dataSource.manager, projectId, id))) throw ApiException.notFound('webhook', id);
+    if (!(await this.repository.deleteEndpoint(this.dataSource.manager, projectId, id)))
+      throw ApiException.notFound('webhook', id);
     this.dispatcher.invalidate(projectId);
     return { id, deleted: true };
   }
@@ -105,7 +113,9 @@ export class WebhooksService {
     const secret = newWebhookSecret();
     const row = await this.dataSource.transaction(async (manager) => {
       const current = await this.find(manager, projectId, id);
-      return this.repository.updateEndpoint(manager, current.id, { secretSealed: this.seal(current.id, secret) });
+      return this.repository.updateEndpoint(manager, current.id, {
+        secretSealed: this.seal(current.id, secret),
+      });
     });
     return { ...toWebhookResponse(row), secret };
   }
@@ -121,17 +131,33 @@ export class WebhooksService {
       endpointId: endpoint.id,
       eventId: null,
       eventType: 'webhook.test',
-      payload: JSON.stringify({ type: 'webhook.test', timestamp, data: { endpointId: endpoint.id, message: 'This is a test event from Mailwright.' } }),
+      payload: JSON.stringify({
+        type: 'webhook.test',
+        timestamp,
+        data: { endpointId: endpoint.id, message: 'This is a test event from Mailwright.' },
+      }),
     });
-    await this.dispatcher.enqueue([{ id: delivery.id, endpointId: endpoint.id, retries: 0, attempts: 0, nextAttemptAt: null }]);
+    await this.dispatcher.enqueue([
+      { id: delivery.id, endpointId: endpoint.id, retries: 0, attempts: 0, nextAttemptAt: null },
+    ]);
     return toDeliveryResponse(delivery);
   }
 
-  async deliveries(projectId: string, id: string, query: ListDeliveriesQueryDto): Promise<Page<WebhookDeliveryResponse>> {
+  async deliveries(
+    projectId: string,
+    id: string,
+    query: ListDeliveriesQueryDto,
+  ): Promise<Page<WebhookDeliveryResponse>> {
     const endpoint = await this.find(this.dataSource.manager, projectId, id);
     const limit = query.limit ?? 20;
     const afterId = query.cursor ? decodeCursor(query.cursor) : null;
-    const { rows, total } = await this.repository.pageDeliveries(this.dataSource.manager, endpoint.id, query.status, afterId, limit);
+    const { rows, total } = await this.repository.pageDeliveries(
+      this.dataSource.manager,
+      endpoint.id,
+      query.status,
+      afterId,
+      limit,
+    );
     return pageOf(rows, limit, total, toDeliveryResponse, (row) => row.id);
   }
 
@@ -144,7 +170,15 @@ export class WebhooksService {
       return this.repository.retryDelivery(manager, delivery.id);
     });
     if (row.status === WebhookDeliveryStatus.PENDING) {
-      await this.dispatcher.enqueue([{ id: row.id, endpointId: row.endpointId, retries: row.retries, attempts: row.attempts, nextAttemptAt: null }]);
+      await this.dispatcher.enqueue([
+        {
+          id: row.id,
+          endpointId: row.endpointId,
+          retries: row.retries,
+          attempts: row.attempts,
+          nextAttemptAt: null,
+        },
+      ]);
     }
     return toDeliveryResponse(row);
   }
@@ -164,12 +198,20 @@ export class WebhooksService {
     const privateLiteral = isIP(host) !== 0 && !isPublicAddress(host);
     if (privateLiteral || host === 'localhost' || host.endsWith('.localhost')) {
       throw ApiException.validation([
-        { field: 'url', message: `${host} is not a public address (WEBHOOK_ALLOW_PRIVATE is off)`, code: 'custom' },
+        {
+          field: 'url',
+          message: `${host} is not a public address (WEBHOOK_ALLOW_PRIVATE is off)`,
+          code: 'custom',
+        },
       ]);
     }
   }
 
-  private async find(manager: EntityManager, projectId: string, id: string): Promise<WebhookEndpoint> {
+  private async find(
+    manager: EntityManager,
+    projectId: string,
+    id: string,
+  ): Promise<WebhookEndpoint> {
     const row = await this.repository.findEndpoint(manager, projectId, id);
     if (!row) throw ApiException.notFound('webhook', id);
     return row;

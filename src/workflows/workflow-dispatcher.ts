@@ -66,7 +66,9 @@ export class WorkflowDispatcher implements EventRecordedListener, OnModuleInit {
     const matching = withContact.filter((e) => names.get(e.projectId)?.has(e.name));
     if (matching.length === 0) return;
     this.pendingEvents.push(...matching.map((e) => e.id));
-    this.flushing ??= new Promise<void>((resolve) => setTimeout(resolve, BATCH_WINDOW_MS)).then(() => this.flush());
+    this.flushing ??= new Promise<void>((resolve) => setTimeout(resolve, BATCH_WINDOW_MS)).then(
+      () => this.flush(),
+    );
     await this.flushing;
   }
 
@@ -77,7 +79,10 @@ export class WorkflowDispatcher implements EventRecordedListener, OnModuleInit {
     try {
       await this.enqueue(await this.repository.movedByEvents(this.dataSource.manager, ids));
     } catch (error) {
-      this.logger.warn({ err: error, events: ids.length }, 'could not hand workflow executions to the queue; the recovery will');
+      this.logger.warn(
+        { err: error, events: ids.length },
+        'could not hand workflow executions to the queue; the recovery will',
+      );
     }
   }
 
@@ -88,7 +93,9 @@ export class WorkflowDispatcher implements EventRecordedListener, OnModuleInit {
     await this.queue.addBulk(
       executions.map((x) => ({
         name: WORKFLOW_JOBS.STEP,
-        data: x.direct ? { executionId: x.id, version: x.version, direct: true as const } : { executionId: x.id, version: x.version },
+        data: x.direct
+          ? { executionId: x.id, version: x.version, direct: true as const }
+          : { executionId: x.id, version: x.version },
         opts: {
           jobId: workflowStepJobId(x),
           delay: Math.max(0, (x.dueAt ? new Date(x.dueAt).getTime() : now) - now),

@@ -23,10 +23,22 @@ import { TemplateType } from '../templates/template.entity';
 import { TemplatesService } from '../templates/templates.service';
 import { WorkerShutdown } from '../queue/worker-shutdown';
 import { WorkflowDispatcher } from './workflow-dispatcher';
-import { durationMs, StepTree, UpdateContactStep, WebhookStep, WorkflowStep } from './workflow-steps';
+import {
+  durationMs,
+  StepTree,
+  UpdateContactStep,
+  WebhookStep,
+  WorkflowStep,
+} from './workflow-steps';
 import { ExecutionStatus, StepRunStatus, WorkflowExecution } from './workflow.entity';
 import { ContactRow } from '../contacts/contact.row';
-import { DueExecution, ExecutionTransition, PendingTransition, StepRun, WorkflowsRepository } from './workflows.repository';
+import {
+  DueExecution,
+  ExecutionTransition,
+  PendingTransition,
+  StepRun,
+  WorkflowsRepository,
+} from './workflows.repository';
 
 /** A step's own failure (not the infrastructure's): the step and the execution end FAILED. */
 export class StepError extends Error {}
@@ -92,7 +104,13 @@ class StepBatch {
 
   /** Where the lists stand before one execution's step (undone should the step fail). */
   mark(): number[] {
-    return [this.records.length, this.emails.length, this.after.jobs.length, this.after.emails.length, this.after.events.length];
+    return [
+      this.records.length,
+      this.emails.length,
+      this.after.jobs.length,
+      this.after.emails.length,
+      this.after.events.length,
+    ];
   }
 
   undo(executionId: string, mark: number[]): void {
@@ -209,7 +227,11 @@ export class WorkflowEngine {
    */
   private runAlone(job: StepJob): Promise<Settled> {
     if (job.direct) return settled(this.soloRuns.run(() => this.run(job)));
-    return settled(this.webhookRuns.run(() => (this.shutdown.stopping ? Promise.resolve(HANDED_BACK) : this.run(job))));
+    return settled(
+      this.webhookRuns.run(() =>
+        this.shutdown.stopping ? Promise.resolve(HANDED_BACK) : this.run(job),
+      ),
+    );
   }
 
   private queueDrain(): void {
@@ -239,7 +261,8 @@ export class WorkflowEngine {
       void this.runBatch(batch.map((entry) => entry.job))
         .then(
           // A WEBHOOK job's answer comes later (its call): the batch's slot is free before it.
-          (results) => batch.forEach((entry, i) => void Promise.resolve(results[i]).then(entry.settle)),
+          (results) =>
+            batch.forEach((entry, i) => void Promise.resolve(results[i]).then(entry.settle)),
           (error: unknown) => batch.forEach((entry) => entry.settle({ ok: false, error })),
         )
         .finally(() => {
@@ -267,8 +290,12 @@ export class WorkflowEngine {
       }));
     } catch (error) {
       // One job: a step failure the database reported is ended by run(); anything else is the job's error (retried).
-      if (jobs.length === 1) return [isStepFailure(error) ? this.runAlone(jobs[0]) : { ok: false, error }];
-      this.logger.debug({ err: error, jobs: jobs.length }, 'a batch of workflow steps failed; each runs on its own');
+      if (jobs.length === 1)
+        return [isStepFailure(error) ? this.runAlone(jobs[0]) : { ok: false, error }];
+      this.logger.debug(
+        { err: error, jobs: jobs.length },
+        'a batch of workflow steps failed; each runs on its own',
+      );
       // Answered as each one's run ends: the batch's slot is free at once (a run may make a WEBHOOK call).
       return jobs.map((job) => this.runAlone(job));
     }
@@ -313,7 +340,8 @@ export class WorkflowEngine {
       ({ batch, outcome } = await this.dataSource.transaction(async (manager) => {
         const b = new StepBatch(manager);
         const x = await this.repository.lockExecution(manager, job.executionId);
-        if (!x || x.version !== job.version || !isOpen(x.status)) return { batch: b, outcome: 'stale' };
+        if (!x || x.version !== job.version || !isOpen(x.status))
+          return { batch: b, outcome: 'stale' };
         await this.fail(b, x, (await this.whereIs(manager, x)).position, errorMessage(error));
         await this.write(b);
         return { batch: b, outcome: 'failed' };
@@ -329,8 +357,15 @@ export class WorkflowEngine {
    * left to a later batch (this one holds its share of rendered mail: it
    * writes nothing for that execution).
    */
-  private async steps(b: StepBatch, jobs: StepJob[], webhook: WebhookOutcome | null): Promise<string[]> {
-    const locked = await this.repository.lockExecutions(b.manager, jobs.map((job) => job.executionId));
+  private async steps(
+    b: StepBatch,
+    jobs: StepJob[],
+    webhook: WebhookOutcome | null,
+  ): Promise<string[]> {
+    const locked = await this.repository.lockExecutions(
+      b.manager,
+      jobs.map((job) => job.executionId),
+    );
     const due: { job: StepJob; x: WorkflowExecution; step: WorkflowStep | null }[] = [];
     const outcomes = new Map<StepJob, string>();
     for (const job of jobs) {
@@ -340,12 +375,17 @@ export class WorkflowEngine {
         continue;
       }
       const { step } = await this.whereIs(b.manager, x);
-      if (!job.direct && x.status === ExecutionStatus.RUNNING && step?.type === 'WEBHOOK') outcomes.set(job, 'look');
+      if (!job.direct && x.status === ExecutionStatus.RUNNING && step?.type === 'WEBHOOK')
+        outcomes.set(job, 'look');
       else due.push({ job, x, step });
     }
     await this.prefetch(b, due);
     for (const { job, x, step } of due) {
-      if (b.emailChars >= this.emailCharsPerBatch && x.status === ExecutionStatus.RUNNING && step?.type === 'SEND_EMAIL') {
+      if (
+        b.emailChars >= this.emailCharsPerBatch &&
+        x.status === ExecutionStatus.RUNNING &&
+        step?.type === 'SEND_EMAIL'
+      ) {
         outcomes.set(job, 'later');
         continue;
       }
@@ -369,10 +409,19 @@ export class WorkflowEngine {
    * reads (which see them): the contacts SEND_EMAIL steps render (by
    * project), CONDITION results, the trigger events' names.
    */
-  private async prefetch(b: StepBatch, due: { x: WorkflowExecution; step: WorkflowStep | null }[]): Promise<void> {
+  private async prefetch(
+    b: StepBatch,
+    due: { x: WorkflowExecution; step: WorkflowStep | null }[],
+  ): Promise<void> {
     const contacts = new Map<string, Set<string>>();
-    const conditions = new Map<string, { projectId: string; condition: ConditionGroup; executions: WorkflowExecution[] }>();
-    const updates = new Map<string, { projectId: string; step: UpdateContactStep; executions: WorkflowExecution[] }>();
+    const conditions = new Map<
+      string,
+      { projectId: string; condition: ConditionGroup; executions: WorkflowExecution[] }
+    >();
+    const updates = new Map<
+      string,
+      { projectId: string; step: UpdateContactStep; executions: WorkflowExecution[] }
+    >();
     const names: string[] = [];
     for (const { x, step } of due) {
       if (x.status !== ExecutionStatus.RUNNING || !step) continue;
@@ -389,21 +438,40 @@ export class WorkflowEngine {
       } else if (step.type === 'CONDITION') {
         const key = `${x.workflowId}/${x.workflowStamp}/${step.id}`;
         let group = conditions.get(key);
-        if (!group) conditions.set(key, (group = { projectId: x.projectId, condition: step.condition as ConditionGroup, executions: [] }));
+        if (!group)
+          conditions.set(
+            key,
+            (group = {
+              projectId: x.projectId,
+              condition: step.condition as ConditionGroup,
+              executions: [],
+            }),
+          );
         group.executions.push(x);
       }
     }
     for (const { projectId, step, executions } of updates.values()) {
       const change = { data: step.data, subscribed: step.subscribed };
-      const done = await this.contacts.applyUpdates(b.manager, projectId, executions.map((x) => x.contactId), change);
+      const done = await this.contacts.applyUpdates(
+        b.manager,
+        projectId,
+        executions.map((x) => x.contactId),
+        change,
+      );
       for (const x of executions) b.updates.set(x.id, done.get(x.contactId) ?? null);
     }
     for (const [projectId, ids] of contacts) {
-      for (const [id, row] of await this.contacts.findRows(b.manager, projectId, [...ids])) b.contacts.set(id, row);
+      for (const [id, row] of await this.contacts.findRows(b.manager, projectId, [...ids]))
+        b.contacts.set(id, row);
     }
     for (const { projectId, condition, executions } of conditions.values()) {
       if (executions.length < 2) continue;
-      const matching = await this.conditions.matchingContacts(b.manager, projectId, executions.map((x) => x.contactId), condition);
+      const matching = await this.conditions.matchingContacts(
+        b.manager,
+        projectId,
+        executions.map((x) => x.contactId),
+        condition,
+      );
       for (const x of executions) b.matches.set(x.id, matching.has(x.contactId));
     }
     if (names.length > 0) {
@@ -449,14 +517,19 @@ export class WorkflowEngine {
     const workflow = await this.repository.findForEngine(manager, x.workflowId);
     if (!workflow) return null;
     const tree = new StepTree(workflow.steps);
-    if (this.trees.size >= TREE_CACHE_SIZE) this.trees.delete(this.trees.keys().next().value as string);
+    if (this.trees.size >= TREE_CACHE_SIZE)
+      this.trees.delete(this.trees.keys().next().value as string);
     // Kept under the stamp read with the execution: a definition changed in between is read again next time.
     this.trees.set(x.workflowId, { stamp, tree });
     return tree;
   }
 
   /** One move of a locked execution. */
-  private async step(b: StepBatch, x: WorkflowExecution, webhook: WebhookOutcome | null): Promise<string> {
+  private async step(
+    b: StepBatch,
+    x: WorkflowExecution,
+    webhook: WebhookOutcome | null,
+  ): Promise<string> {
     const { tree, position, step } = await this.whereIs(b.manager, x);
     if (!tree) return 'stale';
     b.trees.set(x.id, tree);
@@ -471,7 +544,10 @@ export class WorkflowEngine {
     }
     if (x.status === ExecutionStatus.WAITING) return this.wake(b, x, tree, step);
     if (x.resumeEventId && step.type === 'WAIT_FOR_EVENT') {
-      this.record(b, x, step, StepRunStatus.COMPLETED, { branch: 'then', eventId: x.resumeEventId });
+      this.record(b, x, step, StepRunStatus.COMPLETED, {
+        branch: 'then',
+        eventId: x.resumeEventId,
+      });
       this.moveTo(b, x, tree.enter(step, 'then'));
       return 'event';
     }
@@ -482,13 +558,24 @@ export class WorkflowEngine {
   private wake(b: StepBatch, x: WorkflowExecution, tree: StepTree, step: WorkflowStep): string {
     if (step.type !== 'DELAY' && step.type !== 'WAIT_FOR_EVENT') {
       // Edited into another type while waiting: run it now.
-      this.schedule(b, x, { status: ExecutionStatus.RUNNING, currentStepId: step.id, dueAt: new Date(), waitEvent: null });
+      this.schedule(b, x, {
+        status: ExecutionStatus.RUNNING,
+        currentStepId: step.id,
+        dueAt: new Date(),
+        waitEvent: null,
+      });
       return 'retyped';
     }
     const startedAt = x.stepStartedAt ?? new Date();
-    const due = new Date(new Date(startedAt).getTime() + durationMs(step.type === 'DELAY' ? step : step.timeout));
+    const due = new Date(
+      new Date(startedAt).getTime() + durationMs(step.type === 'DELAY' ? step : step.timeout),
+    );
     if (due.getTime() - Date.now() > EARLY_MS) {
-      this.schedule(b, x, { status: ExecutionStatus.WAITING, dueAt: due, waitEvent: step.type === 'WAIT_FOR_EVENT' ? step.event : null });
+      this.schedule(b, x, {
+        status: ExecutionStatus.WAITING,
+        dueAt: due,
+        waitEvent: step.type === 'WAIT_FOR_EVENT' ? step.event : null,
+      });
       return 'rescheduled';
     }
     if (step.type === 'DELAY') {
@@ -501,11 +588,21 @@ export class WorkflowEngine {
     return 'timeout';
   }
 
-  private async execute(b: StepBatch, x: WorkflowExecution, tree: StepTree, step: WorkflowStep, webhook: WebhookOutcome | null): Promise<string> {
+  private async execute(
+    b: StepBatch,
+    x: WorkflowExecution,
+    tree: StepTree,
+    step: WorkflowStep,
+    webhook: WebhookOutcome | null,
+  ): Promise<string> {
     switch (step.type) {
       case 'DELAY': {
         this.record(b, x, step, StepRunStatus.WAITING, null);
-        this.schedule(b, x, { status: ExecutionStatus.WAITING, currentStepId: step.id, dueAt: new Date(Date.now() + durationMs(step)) });
+        this.schedule(b, x, {
+          status: ExecutionStatus.WAITING,
+          currentStepId: step.id,
+          dueAt: new Date(Date.now() + durationMs(step)),
+        });
         return 'waiting';
       }
       case 'WAIT_FOR_EVENT': {
@@ -519,17 +616,32 @@ export class WorkflowEngine {
         return 'waiting';
       }
       case 'CONDITION': {
-        const result = b.matches.get(x.id) ?? (await this.conditions.matchesContact(b.manager, x.projectId, x.contactId, step.condition as ConditionGroup));
-        this.record(b, x, step, StepRunStatus.COMPLETED, { result, branch: result ? 'then' : 'else' });
+        const result =
+          b.matches.get(x.id) ??
+          (await this.conditions.matchesContact(
+            b.manager,
+            x.projectId,
+            x.contactId,
+            step.condition as ConditionGroup,
+          ));
+        this.record(b, x, step, StepRunStatus.COMPLETED, {
+          result,
+          branch: result ? 'then' : 'else',
+        });
         this.moveTo(b, x, tree.enter(step, result ? 'then' : 'else'));
         return 'condition';
       }
       case 'UPDATE_CONTACT': {
         const change = { data: step.data, subscribed: step.subscribed };
-        const updated = b.updates.has(x.id) ? b.updates.get(x.id) : await this.contacts.applyUpdate(b.manager, x.projectId, x.contactId, change);
+        const updated = b.updates.has(x.id)
+          ? b.updates.get(x.id)
+          : await this.contacts.applyUpdate(b.manager, x.projectId, x.contactId, change);
         if (!updated) throw new StepError('the contact no longer exists');
         b.after.events.push({ rows: updated.events, email: updated.row.email });
-        this.record(b, x, step, StepRunStatus.COMPLETED, { data: updated.row.data, subscribed: updated.row.subscribed });
+        this.record(b, x, step, StepRunStatus.COMPLETED, {
+          data: updated.row.data,
+          subscribed: updated.row.subscribed,
+        });
         this.moveTo(b, x, tree.next(step.id));
         return 'updated';
       }
@@ -548,15 +660,26 @@ export class WorkflowEngine {
     }
   }
 
-  private async sendEmail(b: StepBatch, x: WorkflowExecution, stepId: string, templateId: string): Promise<string> {
+  private async sendEmail(
+    b: StepBatch,
+    x: WorkflowExecution,
+    stepId: string,
+    templateId: string,
+  ): Promise<string> {
     // Every read inside the step's transaction goes through its manager: a second connection per
     // step would let as many concurrent steps as the pool has connections wait on each other forever.
     const manager = b.manager;
-    const template = await b.once(`template/${x.projectId}/${templateId}`, () => this.templates.findOrFail(x.projectId, templateId, manager));
+    const template = await b.once(`template/${x.projectId}/${templateId}`, () =>
+      this.templates.findOrFail(x.projectId, templateId, manager),
+    );
     if (!template.fromEmail) throw new StepError(`template ${templateId} has no from address`);
     const fromEmail = template.fromEmail;
-    await b.once(`sender/${x.projectId}/${fromEmail}`, () => this.domains.assertCanSend(x.projectId, fromEmail, manager));
-    const contact = b.contacts.get(x.contactId) ?? (await this.contacts.findRow(manager, x.projectId, x.contactId));
+    await b.once(`sender/${x.projectId}/${fromEmail}`, () =>
+      this.domains.assertCanSend(x.projectId, fromEmail, manager),
+    );
+    const contact =
+      b.contacts.get(x.contactId) ??
+      (await this.contacts.findRow(manager, x.projectId, x.contactId));
     if (!contact) throw new StepError('the contact no longer exists');
     const email = await this.emails.compose({
       projectId: x.projectId,
@@ -590,31 +713,56 @@ export class WorkflowEngine {
    * reaches a contact, so all of it is. Passing a track's merged values again
    * would put the trigger's old values over the contact's newer ones.
    */
-  private async sendData(b: StepBatch | null, x: WorkflowExecution): Promise<Record<string, unknown>> {
+  private async sendData(
+    b: StepBatch | null,
+    x: WorkflowExecution,
+  ): Promise<Record<string, unknown>> {
     if (eventOnlyData(x)) return x.data ?? {};
     if (x.triggerEventId) {
       const manager = b?.manager ?? this.dataSource.manager;
       const known = b?.triggerNames.get(x.triggerEventId);
-      const name = known !== undefined ? known : await this.events.nameOf(manager, x.triggerEventId);
+      const name =
+        known !== undefined ? known : await this.events.nameOf(manager, x.triggerEventId);
       if (name !== null && isReservedEventName(name)) return x.data;
     }
-    return Object.fromEntries(Object.entries(x.data ?? {}).filter(([, value]) => isPersistenceWrapper(value) && !value.persistent));
+    return Object.fromEntries(
+      Object.entries(x.data ?? {}).filter(
+        ([, value]) => isPersistenceWrapper(value) && !value.persistent,
+      ),
+    );
   }
 
-  private async webhookResult(b: StepBatch, x: WorkflowExecution, tree: StepTree, step: WebhookStep, webhook: WebhookOutcome | null): Promise<string> {
+  private async webhookResult(
+    b: StepBatch,
+    x: WorkflowExecution,
+    tree: StepTree,
+    step: WebhookStep,
+    webhook: WebhookOutcome | null,
+  ): Promise<string> {
     if (!webhook || webhook.stepId !== step.id) {
       // The definition changed between the call and the lock: run the step again with a fresh job.
-      this.schedule(b, x, { status: ExecutionStatus.RUNNING, currentStepId: step.id, dueAt: new Date() });
+      this.schedule(b, x, {
+        status: ExecutionStatus.RUNNING,
+        currentStepId: step.id,
+        dueAt: new Date(),
+      });
       return 'again';
     }
     const attempts = x.stepAttempts + 1;
     if (webhook.kind === 'answered' && webhook.status < 500) {
-      this.record(b, x, step, StepRunStatus.COMPLETED, { status: webhook.status, body: webhook.body, attempts });
+      this.record(b, x, step, StepRunStatus.COMPLETED, {
+        status: webhook.status,
+        body: webhook.body,
+        attempts,
+      });
       this.moveTo(b, x, tree.next(step.id));
       return 'webhook';
     }
     const error = webhook.kind === 'answered' ? `answered ${webhook.status}` : webhook.error;
-    const output = webhook.kind === 'answered' ? { status: webhook.status, body: webhook.body, attempts } : { attempts };
+    const output =
+      webhook.kind === 'answered'
+        ? { status: webhook.status, body: webhook.body, attempts }
+        : { attempts };
     const delays = this.config.workflowRetryDelaysMs;
     if (webhook.kind === 'refused' || attempts > delays.length) {
       this.record(b, x, step, StepRunStatus.FAILED, output, error);
@@ -633,16 +781,29 @@ export class WorkflowEngine {
 
   private async callWebhook(x: WorkflowExecution, step: WebhookStep): Promise<WebhookOutcome> {
     try {
-      const contact = await this.contacts.findRow(this.dataSource.manager, x.projectId, x.contactId);
-      if (!contact) return { kind: 'refused', error: 'the contact no longer exists', stepId: step.id };
+      const contact = await this.contacts.findRow(
+        this.dataSource.manager,
+        x.projectId,
+        x.contactId,
+      );
+      if (!contact)
+        return { kind: 'refused', error: 'the contact no longer exists', stepId: step.id };
       const unsubscribeUrl = this.emails.unsubscribeUrl(x.projectId, contact.id, null);
       const data = await this.sendData(null, x);
       const headers: Record<string, string> = {};
       for (const [name, value] of Object.entries(step.headers ?? {})) {
-        headers[name] = (await this.templates.renderText(value, contact, data, unsubscribeUrl)).replace(/[\r\n\0]/g, ' ');
+        headers[name] = (
+          await this.templates.renderText(value, contact, data, unsubscribeUrl)
+        ).replace(/[\r\n\0]/g, ' ');
       }
-      const body = step.body !== undefined ? await this.templates.renderText(step.body, contact, data, unsubscribeUrl) : undefined;
-      if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+      const body =
+        step.body !== undefined
+          ? await this.templates.renderText(step.body, contact, data, unsubscribeUrl)
+          : undefined;
+      if (
+        body !== undefined &&
+        !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')
+      ) {
         headers['content-type'] = 'application/json';
       }
       headers['user-agent'] ??= 'Mailwright-Workflows/1';
@@ -673,7 +834,15 @@ export class WorkflowEngine {
     error: string | null = null,
   ): void {
     // Written with the transition that follows (or on its own, should none follow).
-    b.runs.set(x.id, { executionId: x.id, stepId: step.id, type: step.type, status, output, error, finished: status !== StepRunStatus.WAITING });
+    b.runs.set(x.id, {
+      executionId: x.id,
+      stepId: step.id,
+      type: step.type,
+      status,
+      output,
+      error,
+      finished: status !== StepRunStatus.WAITING,
+    });
   }
 
   /** The step record still waiting for a transition, to be written on its own. */
@@ -702,7 +871,13 @@ export class WorkflowEngine {
     if (step?.type === 'DELAY' || step?.type === 'WAIT_FOR_EVENT') {
       this.flushRun(b, x.id);
       const waitEvent = step.type === 'WAIT_FOR_EVENT' ? step.event : null;
-      this.record(b, x, step, StepRunStatus.WAITING, waitEvent === null ? null : { event: waitEvent });
+      this.record(
+        b,
+        x,
+        step,
+        StepRunStatus.WAITING,
+        waitEvent === null ? null : { event: waitEvent },
+      );
       this.schedule(b, x, {
         status: ExecutionStatus.WAITING,
         currentStepId: step.id,
@@ -713,7 +888,14 @@ export class WorkflowEngine {
       });
       return;
     }
-    this.schedule(b, x, { status: ExecutionStatus.RUNNING, currentStepId: next, dueAt: new Date(), waitEvent: null, resumeEventId: null, stepAttempts: 0 });
+    this.schedule(b, x, {
+      status: ExecutionStatus.RUNNING,
+      currentStepId: next,
+      dueAt: new Date(),
+      waitEvent: null,
+      resumeEventId: null,
+      stepAttempts: 0,
+    });
   }
 
   /** The execution's transition (written at the end of the batch), and its next job once committed. */
@@ -723,29 +905,65 @@ export class WorkflowEngine {
     // The step the job will run, as the definition read in this transaction has it.
     const stepId = to.currentStepId !== undefined ? to.currentStepId : x.currentStepId;
     const step = stepId ? b.trees.get(x.id)?.get(stepId) : undefined;
-    b.after.jobs.push(step && step.type !== 'WEBHOOK' ? { id: x.id, version, dueAt: to.dueAt, direct: true } : { id: x.id, version, dueAt: to.dueAt });
+    b.after.jobs.push(
+      step && step.type !== 'WEBHOOK'
+        ? { id: x.id, version, dueAt: to.dueAt, direct: true }
+        : { id: x.id, version, dueAt: to.dueAt },
+    );
   }
 
-  private finish(b: StepBatch, x: WorkflowExecution, status: ExecutionStatus, exitReason: string | null): void {
+  private finish(
+    b: StepBatch,
+    x: WorkflowExecution,
+    status: ExecutionStatus,
+    exitReason: string | null,
+  ): void {
     b.transitions.set(x.id, {
       execution: x,
-      to: { status, dueAt: null, waitEvent: null, resumeEventId: null, finishedAt: new Date(), exitReason },
+      to: {
+        status,
+        dueAt: null,
+        waitEvent: null,
+        resumeEventId: null,
+        finishedAt: new Date(),
+        exitReason,
+      },
       run: this.takeRun(b, x.id),
     });
   }
 
   /** The step (when known) and the execution end FAILED; `workflow.execution.failed` is recorded for the project. */
-  private async fail(b: StepBatch, x: WorkflowExecution, stepId: string | null, error: string): Promise<void> {
+  private async fail(
+    b: StepBatch,
+    x: WorkflowExecution,
+    stepId: string | null,
+    error: string,
+  ): Promise<void> {
     if (stepId) {
       // This step's own record (a failure of the step itself): whatever it had recorded is replaced.
       b.runs.delete(x.id);
       const tree = b.trees.get(x.id) ?? (await this.treeOf(b.manager, x));
       const step = tree?.get(stepId) ?? null;
-      b.records.push({ executionId: x.id, stepId, type: step?.type ?? 'UNKNOWN', status: StepRunStatus.FAILED, output: null, error, finished: true });
+      b.records.push({
+        executionId: x.id,
+        stepId,
+        type: step?.type ?? 'UNKNOWN',
+        status: StepRunStatus.FAILED,
+        output: null,
+        error,
+        finished: true,
+      });
     }
     b.transitions.set(x.id, {
       execution: x,
-      to: { status: ExecutionStatus.FAILED, dueAt: null, waitEvent: null, resumeEventId: null, finishedAt: new Date(), exitReason: error.slice(0, 100) },
+      to: {
+        status: ExecutionStatus.FAILED,
+        dueAt: null,
+        waitEvent: null,
+        resumeEventId: null,
+        finishedAt: new Date(),
+        exitReason: error.slice(0, 100),
+      },
       run: this.takeRun(b, x.id),
     });
     const event = await this.events.record(b.manager, {
@@ -755,18 +973,30 @@ export class WorkflowEngine {
       data: { workflowId: x.workflowId, executionId: x.id, stepId, error: error.slice(0, 500) },
     });
     b.after.events.push({ rows: [event], email: null });
-    this.logger.warn({ executionId: x.id, workflowId: x.workflowId, stepId, error }, 'workflow execution failed');
+    this.logger.warn(
+      { executionId: x.id, workflowId: x.workflowId, stepId, error },
+      'workflow execution failed',
+    );
   }
 
   /** The batch's writes, at the end of its transaction: emails (with `email.queued`), step records, transitions. */
   private async write(b: StepBatch): Promise<void> {
     for (const executionId of [...b.runs.keys()]) this.flushRun(b, executionId);
     if (b.emails.length > 0) {
-      const queued = await this.emails.insert(b.manager, b.emails.map((e) => e.email));
+      const queued = await this.emails.insert(
+        b.manager,
+        b.emails.map((e) => e.email),
+      );
       const addresses = new Map(b.emails.map((e) => [e.email.id, e.address]));
-      for (const row of queued) b.after.events.push({ rows: [row], email: row.emailId ? (addresses.get(row.emailId) ?? null) : null });
+      for (const row of queued)
+        b.after.events.push({
+          rows: [row],
+          email: row.emailId ? (addresses.get(row.emailId) ?? null) : null,
+        });
     }
-    const moved = await this.repository.writeSteps(b.manager, b.records, [...b.transitions.values()]);
+    const moved = await this.repository.writeSteps(b.manager, b.records, [
+      ...b.transitions.values(),
+    ]);
     if (moved.size < b.transitions.size) {
       // Moved within this transaction by an event another step recorded (the events trigger ended its wait):
       // the trigger's move stands, and the dispatcher adds its job once the event is published.
@@ -778,14 +1008,18 @@ export class WorkflowEngine {
   private async afterCommit(after: AfterCommit): Promise<void> {
     if (after.emails.length > 0) await this.emails.enqueue(after.emails);
     await this.dispatcher.enqueue(after.jobs);
-    const events = after.events.flatMap(({ rows, email }) => rows.map((row) => ({ ...row, email })));
+    const events = after.events.flatMap(({ rows, email }) =>
+      rows.map((row) => ({ ...row, email })),
+    );
     if (events.length > 0) await this.events.publish(events);
   }
 }
 
 /** The execution's data holds only the send's own values (`{value, persistent: false}`): the trigger's name does not matter. */
 function eventOnlyData(x: WorkflowExecution): boolean {
-  return Object.values(x.data ?? {}).every((value) => isPersistenceWrapper(value) && !value.persistent);
+  return Object.values(x.data ?? {}).every(
+    (value) => isPersistenceWrapper(value) && !value.persistent,
+  );
 }
 
 async function settled(promise: Promise<string>): Promise<Settled> {
@@ -806,7 +1040,12 @@ function isOpen(status: ExecutionStatus): boolean {
  * Anything else (the database or Redis unreachable) is retried by the job.
  */
 function isStepFailure(error: unknown): boolean {
-  if (error instanceof StepError || error instanceof ApiException || error instanceof TemplateRenderError) return true;
+  if (
+    error instanceof StepError ||
+    error instanceof ApiException ||
+    error instanceof TemplateRenderError
+  )
+    return true;
   if (error instanceof QueryFailedError) {
     const state = sqlState(error) ?? '';
     return ['22', '23', '42', '2B', '0A'].some((cls) => state.startsWith(cls));

@@ -106,7 +106,8 @@ export interface StepWait {
 /** A DELAY's or a WAIT_FOR_EVENT's wait; null for a step nobody waits at. */
 export function waitOf(step: WorkflowStep): StepWait | null {
   if (step.type === 'DELAY') return { durationMs: durationMs(step), event: null };
-  if (step.type === 'WAIT_FOR_EVENT') return { durationMs: durationMs(step.timeout), event: step.event };
+  if (step.type === 'WAIT_FOR_EVENT')
+    return { durationMs: durationMs(step.timeout), event: step.event };
   return null;
 }
 
@@ -174,17 +175,26 @@ function givenIds(input: unknown, out = new Set<string>()): Set<string> {
  * So a client that resends the steps without their ids keeps every execution
  * where it is; one that inserts or reorders steps sends the ids.
  */
-export function checkSteps(input: unknown, previous: readonly WorkflowStep[] = [], path = 'steps'): StepsCheck {
+export function checkSteps(
+  input: unknown,
+  previous: readonly WorkflowStep[] = [],
+  path = 'steps',
+): StepsCheck {
   const errors: FieldError[] = [];
   const refs: StepReferences = { templates: [], conditions: [], liquid: [] };
   const seen = new Set<string>();
   const given = givenIds(input);
   let count = 0;
-  const err = (field: string, message: string, code: FieldError['code'] = 'custom') => errors.push({ field, message, code });
+  const err = (field: string, message: string, code: FieldError['code'] = 'custom') =>
+    errors.push({ field, message, code });
 
   const duration = (value: unknown, at: string): StepDuration | null => {
     if (!isObject(value)) {
-      err(at, `${at} must be an object {amount, unit}`, value === undefined ? 'required' : 'invalid_type');
+      err(
+        at,
+        `${at} must be an object {amount, unit}`,
+        value === undefined ? 'required' : 'invalid_type',
+      );
       return null;
     }
     const extra = Object.keys(value).filter((k) => k !== 'amount' && k !== 'unit');
@@ -195,11 +205,19 @@ export function checkSteps(input: unknown, previous: readonly WorkflowStep[] = [
     const { amount, unit } = value;
     let ok = true;
     if (typeof amount !== 'number' || !Number.isInteger(amount) || amount < 1) {
-      err(`${at}.amount`, 'amount must be a positive integer', amount === undefined ? 'required' : 'invalid_type');
+      err(
+        `${at}.amount`,
+        'amount must be a positive integer',
+        amount === undefined ? 'required' : 'invalid_type',
+      );
       ok = false;
     }
     if (typeof unit !== 'string' || !(unit in UNIT_MS)) {
-      err(`${at}.unit`, 'unit must be one of seconds, minutes, hours, days', unit === undefined ? 'required' : 'invalid_enum_value');
+      err(
+        `${at}.unit`,
+        'unit must be one of seconds, minutes, hours, days',
+        unit === undefined ? 'required' : 'invalid_enum_value',
+      );
       ok = false;
     }
     if (!ok) return null;
@@ -211,7 +229,13 @@ export function checkSteps(input: unknown, previous: readonly WorkflowStep[] = [
     return d;
   };
 
-  const list = (value: unknown, at: string, depth: number, required: boolean, before: readonly WorkflowStep[] = []): WorkflowStep[] => {
+  const list = (
+    value: unknown,
+    at: string,
+    depth: number,
+    required: boolean,
+    before: readonly WorkflowStep[] = [],
+  ): WorkflowStep[] => {
     if (value === undefined && !required) return [];
     if (!Array.isArray(value)) {
       err(at, `${at} must be an array of steps`, value === undefined ? 'required' : 'invalid_type');
@@ -229,24 +253,36 @@ export function checkSteps(input: unknown, previous: readonly WorkflowStep[] = [
     return out;
   };
 
-  const one = (raw: unknown, at: string, depth: number, stored: WorkflowStep | undefined): WorkflowStep | null => {
+  const one = (
+    raw: unknown,
+    at: string,
+    depth: number,
+    stored: WorkflowStep | undefined,
+  ): WorkflowStep | null => {
     count++;
-    if (count === STEP_LIMITS.maxSteps + 1) err(path, `At most ${STEP_LIMITS.maxSteps} steps`, 'too_big');
+    if (count === STEP_LIMITS.maxSteps + 1)
+      err(path, `At most ${STEP_LIMITS.maxSteps} steps`, 'too_big');
     if (!isObject(raw)) {
       err(at, 'A step must be an object', 'invalid_type');
       return null;
     }
     const type = raw.type;
     if (typeof type !== 'string' || !STEP_TYPES.includes(type as StepType)) {
-      err(`${at}.type`, `type must be one of ${STEP_TYPES.join(', ')}`, type === undefined ? 'required' : 'invalid_enum_value');
+      err(
+        `${at}.type`,
+        `type must be one of ${STEP_TYPES.join(', ')}`,
+        type === undefined ? 'required' : 'invalid_enum_value',
+      );
       return null;
     }
     const extra = Object.keys(raw).filter((k) => !ALLOWED_KEYS[type as StepType].includes(k));
-    if (extra.length > 0) err(at, `Unknown field(s) for ${type}: ${extra.join(', ')}`, 'unrecognized_keys');
+    if (extra.length > 0)
+      err(at, `Unknown field(s) for ${type}: ${extra.join(', ')}`, 'unrecognized_keys');
     // The stored step at this place, when it is the same kind of step: its id and its branches to match against.
     const same = stored?.type === type ? stored : undefined;
     let id: string;
-    if (raw.id === undefined) id = same && !given.has(same.id) && !seen.has(same.id) ? same.id : newStepId();
+    if (raw.id === undefined)
+      id = same && !given.has(same.id) && !seen.has(same.id) ? same.id : newStepId();
     else if (typeof raw.id !== 'string' || !STEP_ID.test(raw.id)) {
       err(`${at}.id`, 'id must be 1..64 of A-Z a-z 0-9 _ -', 'invalid_string');
       id = newStepId();
@@ -257,8 +293,15 @@ export function checkSteps(input: unknown, previous: readonly WorkflowStep[] = [
     switch (type as StepType) {
       case 'SEND_EMAIL': {
         const templateId = raw.templateId;
-        if (typeof templateId !== 'string' || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(templateId)) {
-          err(`${at}.templateId`, 'templateId must be a template id', templateId === undefined ? 'required' : 'invalid_string');
+        if (
+          typeof templateId !== 'string' ||
+          !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(templateId)
+        ) {
+          err(
+            `${at}.templateId`,
+            'templateId must be a template id',
+            templateId === undefined ? 'required' : 'invalid_string',
+          );
           return null;
         }
         refs.templates.push({ path: `${at}.templateId`, templateId: templateId.toLowerCase() });
@@ -271,7 +314,11 @@ export function checkSteps(input: unknown, previous: readonly WorkflowStep[] = [
       case 'WAIT_FOR_EVENT': {
         const event = raw.event;
         if (typeof event !== 'string' || !EVENT_NAME.test(event) || event.trim() !== event) {
-          err(`${at}.event`, 'event must be an event name (1..100 characters, no line breaks)', event === undefined ? 'required' : 'invalid_string');
+          err(
+            `${at}.event`,
+            'event must be an event name (1..100 characters, no line breaks)',
+            event === undefined ? 'required' : 'invalid_string',
+          );
         }
         const timeout = duration(raw.timeout, `${at}.timeout`);
         const branches = same?.type === 'WAIT_FOR_EVENT' ? same : undefined;
@@ -281,25 +328,35 @@ export function checkSteps(input: unknown, previous: readonly WorkflowStep[] = [
         return { id, type: 'WAIT_FOR_EVENT', event, timeout, then: thenSteps, else: elseSteps };
       }
       case 'CONDITION': {
-        if (raw.condition === undefined || raw.condition === null) err(`${at}.condition`, 'condition is required', 'required');
+        if (raw.condition === undefined || raw.condition === null)
+          err(`${at}.condition`, 'condition is required', 'required');
         else refs.conditions.push({ path: `${at}.condition`, condition: raw.condition });
         const branches = same?.type === 'CONDITION' ? same : undefined;
         const thenSteps = list(raw.then, `${at}.then`, depth + 1, true, branches?.then);
         const elseSteps = list(raw.else, `${at}.else`, depth + 1, true, branches?.else);
-        return { id, type: 'CONDITION', condition: raw.condition, then: thenSteps, else: elseSteps };
+        return {
+          id,
+          type: 'CONDITION',
+          condition: raw.condition,
+          then: thenSteps,
+          else: elseSteps,
+        };
       }
       case 'UPDATE_CONTACT': {
         const step: UpdateContactStep = { id, type: 'UPDATE_CONTACT' };
         if (raw.data !== undefined) {
           if (!isObject(raw.data)) err(`${at}.data`, 'data must be an object', 'invalid_type');
-          else if (Buffer.byteLength(JSON.stringify(raw.data)) > STEP_LIMITS.maxValueBytes) err(`${at}.data`, 'data is too large', 'too_big');
+          else if (Buffer.byteLength(JSON.stringify(raw.data)) > STEP_LIMITS.maxValueBytes)
+            err(`${at}.data`, 'data is too large', 'too_big');
           else step.data = raw.data;
         }
         if (raw.subscribed !== undefined) {
-          if (typeof raw.subscribed !== 'boolean') err(`${at}.subscribed`, 'subscribed must be a boolean', 'invalid_type');
+          if (typeof raw.subscribed !== 'boolean')
+            err(`${at}.subscribed`, 'subscribed must be a boolean', 'invalid_type');
           else step.subscribed = raw.subscribed;
         }
-        if (raw.data === undefined && raw.subscribed === undefined) err(at, 'UPDATE_CONTACT needs data or subscribed', 'required');
+        if (raw.data === undefined && raw.subscribed === undefined)
+          err(at, 'UPDATE_CONTACT needs data or subscribed', 'required');
         return step;
       }
       case 'WEBHOOK': {
@@ -311,31 +368,51 @@ export function checkSteps(input: unknown, previous: readonly WorkflowStep[] = [
         } catch {
           parsed = null;
         }
-        if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || /[\r\n]/.test(String(url))) {
-          err(`${at}.url`, 'url must be an http(s) URL of at most 2048 characters', url === undefined ? 'required' : 'invalid_string');
+        if (
+          !parsed ||
+          (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') ||
+          /[\r\n]/.test(String(url))
+        ) {
+          err(
+            `${at}.url`,
+            'url must be an http(s) URL of at most 2048 characters',
+            url === undefined ? 'required' : 'invalid_string',
+          );
         } else step.url = url as string;
         const method = raw.method ?? 'POST';
         if (typeof method !== 'string' || !['POST', 'PUT', 'PATCH', 'GET'].includes(method)) {
           err(`${at}.method`, 'method must be one of POST, PUT, PATCH, GET', 'invalid_enum_value');
         } else step.method = method as WebhookMethod;
         if (raw.headers !== undefined) {
-          if (!isObject(raw.headers)) err(`${at}.headers`, 'headers must be an object of strings', 'invalid_type');
+          if (!isObject(raw.headers))
+            err(`${at}.headers`, 'headers must be an object of strings', 'invalid_type');
           else {
             const entries = Object.entries(raw.headers);
-            if (entries.length > STEP_LIMITS.maxHeaders) err(`${at}.headers`, `At most ${STEP_LIMITS.maxHeaders} headers`, 'too_big');
+            if (entries.length > STEP_LIMITS.maxHeaders)
+              err(`${at}.headers`, `At most ${STEP_LIMITS.maxHeaders} headers`, 'too_big');
             for (const [name, value] of entries) {
               if (!HEADER_NAME.test(name) || FORBIDDEN_HEADERS.has(name.toLowerCase())) {
                 err(`${at}.headers.${name}`, 'Not an allowed header name', 'invalid_string');
-              } else if (typeof value !== 'string' || /[\r\n\0]/.test(value) || value.length > 8192) {
-                err(`${at}.headers.${name}`, 'A header value is a string without line breaks (at most 8192 characters)', 'invalid_string');
+              } else if (
+                typeof value !== 'string' ||
+                /[\r\n\0]/.test(value) ||
+                value.length > 8192
+              ) {
+                err(
+                  `${at}.headers.${name}`,
+                  'A header value is a string without line breaks (at most 8192 characters)',
+                  'invalid_string',
+                );
               } else refs.liquid.push({ path: `${at}.headers.${name}`, source: value });
             }
             step.headers = raw.headers as Record<string, string>;
           }
         }
         if (raw.body !== undefined) {
-          if (typeof raw.body !== 'string') err(`${at}.body`, 'body must be a string (Liquid)', 'invalid_type');
-          else if (Buffer.byteLength(raw.body) > STEP_LIMITS.maxValueBytes) err(`${at}.body`, 'body is too large', 'too_big');
+          if (typeof raw.body !== 'string')
+            err(`${at}.body`, 'body must be a string (Liquid)', 'invalid_type');
+          else if (Buffer.byteLength(raw.body) > STEP_LIMITS.maxValueBytes)
+            err(`${at}.body`, 'body is too large', 'too_big');
           else {
             if (step.method === 'GET') err(`${at}.body`, 'A GET request has no body', 'custom');
             refs.liquid.push({ path: `${at}.body`, source: raw.body });

@@ -1,4 +1,12 @@
-import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import {
+  Column,
+  Entity,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  PrimaryColumn,
+  UpdateDateColumn,
+} from 'typeorm';
 import { BaseEntity } from '../database/base.entity';
 import { Project } from '../projects/project.entity';
 import { Segment } from '../segments/segment.entity';
@@ -38,7 +46,9 @@ export enum StepRunStatus {
  */
 @Entity('workflows')
 @Index('workflows_project_id_id_idx', ['projectId', 'id'])
-@Index('workflows_trigger_idx', ['projectId', 'triggerName'], { where: 'enabled AND deleted_at IS NULL' })
+@Index('workflows_trigger_idx', ['projectId', 'triggerName'], {
+  where: 'enabled AND deleted_at IS NULL',
+})
 export class Workflow extends BaseEntity {
   @Column('uuid')
   projectId: string;
@@ -104,11 +114,17 @@ export class Workflow extends BaseEntity {
   where: `status IN ('RUNNING', 'WAITING')`,
 })
 @Index('workflow_executions_due_idx', ['dueAt'], { where: `status IN ('RUNNING', 'WAITING')` })
-@Index('workflow_executions_waiting_idx', ['contactId', 'waitEvent'], { where: `status = 'WAITING' AND wait_event IS NOT NULL` })
+@Index('workflow_executions_waiting_idx', ['contactId', 'waitEvent'], {
+  where: `status = 'WAITING' AND wait_event IS NOT NULL`,
+})
 // ON DELETE CASCADE from contacts looks executions up by contact_id alone.
 @Index('workflow_executions_contact_id_idx', ['contactId'])
-@Index('workflow_executions_trigger_event_idx', ['triggerEventId'], { where: 'trigger_event_id IS NOT NULL' })
-@Index('workflow_executions_resume_event_idx', ['resumeEventId'], { where: 'resume_event_id IS NOT NULL' })
+@Index('workflow_executions_trigger_event_idx', ['triggerEventId'], {
+  where: 'trigger_event_id IS NOT NULL',
+})
+@Index('workflow_executions_resume_event_idx', ['resumeEventId'], {
+  where: 'resume_event_id IS NOT NULL',
+})
 export class WorkflowExecution extends BaseEntity {
   @Column('uuid')
   projectId: string;
@@ -127,7 +143,12 @@ export class WorkflowExecution extends BaseEntity {
   @JoinColumn({ name: 'contact_id' })
   contact?: unknown;
 
-  @Column({ type: 'enum', enum: ExecutionStatus, enumName: 'workflow_execution_status', default: ExecutionStatus.RUNNING })
+  @Column({
+    type: 'enum',
+    enum: ExecutionStatus,
+    enumName: 'workflow_execution_status',
+    default: ExecutionStatus.RUNNING,
+  })
   status: ExecutionStatus;
 
   @Column({ type: 'varchar', length: 64, nullable: true })

@@ -32,7 +32,10 @@ export class WorkflowsController {
   @ApiOp('workflows_list', 'List workflows, newest first (filters enabled, search)')
   @ApiListSuccess(WorkflowResponse)
   @ApiErrorResponses([400])
-  list(@CurrentProject() project: CurrentProjectInfo, @Query() query: ListWorkflowsQueryDto): Promise<Page<WorkflowResponse>> {
+  list(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Query() query: ListWorkflowsQueryDto,
+  ): Promise<Page<WorkflowResponse>> {
     return this.workflows.list(project.id, query);
   }
 
@@ -40,7 +43,10 @@ export class WorkflowsController {
   @ApiOp('workflows_create', 'Create a workflow (disabled unless enabled: true)')
   @ApiSuccess(201, WorkflowResponse)
   @ApiErrorResponses([400, 413, 422])
-  create(@CurrentProject() project: CurrentProjectInfo, @Body() dto: CreateWorkflowDto): Promise<WorkflowResponse> {
+  create(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Body() dto: CreateWorkflowDto,
+  ): Promise<WorkflowResponse> {
     return this.workflows.create(project.id, dto);
   }
 
@@ -48,7 +54,10 @@ export class WorkflowsController {
   @ApiOp('workflows_get', 'Get a workflow with its executions by status')
   @ApiSuccess(200, WorkflowResponse)
   @ApiErrorResponses([400, 404])
-  get(@CurrentProject() project: CurrentProjectInfo, @Param() params: IdParamDto): Promise<WorkflowResponse> {
+  get(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<WorkflowResponse> {
     return this.workflows.get(project.id, params.id);
   }
 
@@ -68,7 +77,10 @@ export class WorkflowsController {
   @ApiOp('workflows_delete', 'Delete a workflow and cancel its running executions')
   @ApiDeletedSuccess()
   @ApiErrorResponses([400, 404])
-  remove(@CurrentProject() project: CurrentProjectInfo, @Param() params: IdParamDto): Promise<DeletedResponse> {
+  remove(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<DeletedResponse> {
     return this.workflows.remove(project.id, params.id);
   }
 
@@ -88,7 +100,9 @@ export class WorkflowsController {
   @HttpCode(202)
   @ApiOp('workflows_startExecution', 'Start an execution for a contact (contactId or email)')
   @ApiSuccess(202, ExecutionResponse)
-  @ApiErrorResponses([400, 404, 409, 422], { 409: 'CONFLICT: the workflow is disabled, or the contact may not enter again' })
+  @ApiErrorResponses([400, 404, 409, 422], {
+    409: 'CONFLICT: the workflow is disabled, or the contact may not enter again',
+  })
   start(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: IdParamDto,
@@ -100,8 +114,13 @@ export class WorkflowsController {
   @Get(':id/executions/:executionId')
   @ApiOp('workflows_getExecution', 'Get one execution with its steps')
   @ApiSuccess(200, ExecutionResponse)
-  @ApiErrorResponses([400, 404], { 404: 'WORKFLOW_NOT_FOUND: no such workflow in this project, or no such execution of it' })
-  execution(@CurrentProject() project: CurrentProjectInfo, @Param() params: ExecutionIdParamDto): Promise<ExecutionResponse> {
+  @ApiErrorResponses([400, 404], {
+    404: 'WORKFLOW_NOT_FOUND: no such workflow in this project, or no such execution of it',
+  })
+  execution(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: ExecutionIdParamDto,
+  ): Promise<ExecutionResponse> {
     return this.workflows.execution(project.id, params.id, params.executionId);
   }
 
@@ -113,7 +132,10 @@ export class WorkflowsController {
     404: 'WORKFLOW_NOT_FOUND: no such workflow in this project, or no such execution of it',
     409: 'CONFLICT: the execution has already finished',
   })
-  cancel(@CurrentProject() project: CurrentProjectInfo, @Param() params: ExecutionIdParamDto): Promise<ExecutionResponse> {
+  cancel(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: ExecutionIdParamDto,
+  ): Promise<ExecutionResponse> {
     return this.workflows.cancel(project.id, params.id, params.executionId);
   }
 }

@@ -15,8 +15,22 @@ import { WorkflowsService } from './workflows.service';
 
 /** Automation: workflows, their executions, the engine that runs one step per job, and the triggers' dispatch. */
 @Module({
-  imports: [SendingModule, ConditionsModule, ContactsModule, DomainsModule, EventsModule, SegmentsModule],
+  imports: [
+    SendingModule,
+    ConditionsModule,
+    ContactsModule,
+    DomainsModule,
+    EventsModule,
+    SegmentsModule,
+  ],
   controllers: [WorkflowsController],
-  providers: [WorkflowsRepository, WorkflowsService, WorkflowDispatcher, WorkflowEngine, WorkflowsProcessor, WorkflowsRecovery],
+  providers: [
+    WorkflowsRepository,
+    WorkflowsService,
+    WorkflowDispatcher,
+    WorkflowEngine,
+    WorkflowsProcessor,
+    WorkflowsRecovery,
+  ],
 })
 export class WorkflowsModule {}

@@ -31,7 +31,11 @@ export class WorkflowsProcessor extends WorkerHost {
 
   async process(job: WorkflowQueueJob, token?: string): Promise<unknown> {
     if (job.name === WORKFLOW_JOBS.RECOVER) return this.recovery.recover();
-    const outcome = await this.engine.submit({ executionId: job.data.executionId, version: job.data.version, direct: job.data.direct === true });
+    const outcome = await this.engine.submit({
+      executionId: job.data.executionId,
+      version: job.data.version,
+      direct: job.data.direct === true,
+    });
     if (outcome === HANDED_BACK && token) {
       // The process is stopping: the job goes back to the queue untouched, for another worker or the next start.
       await job.moveToDelayed(Date.now(), token);
@@ -43,6 +47,9 @@ export class WorkflowsProcessor extends WorkerHost {
   @OnWorkerEvent('failed')
   onFailed(job: WorkflowQueueJob | undefined, error: Error): void {
     if (!job || job.name !== WORKFLOW_JOBS.STEP) return;
-    this.logger.warn({ err: error, executionId: job.data.executionId, attempt: job.attemptsMade }, 'workflow step failed; it is retried');
+    this.logger.warn(
+      { err: error, executionId: job.data.executionId, attempt: job.attemptsMade },
+      'workflow step failed; it is retried',
+    );
   }
 }

@@ -45,8 +45,15 @@ export class WorkflowsRecovery extends QueueRecovery {
   private after: OverdueKey | null = null;
 
   async recover(): Promise<{ found: number }> {
-    const overdue = await this.repository.overdue(this.dataSource.manager, OVERDUE_GRACE_MS, this.pageSize, this.after);
-    await this.dispatcher.enqueue(overdue.map((x) => ({ id: x.id, version: x.version, dueAt: null })));
+    const overdue = await this.repository.overdue(
+      this.dataSource.manager,
+      OVERDUE_GRACE_MS,
+      this.pageSize,
+      this.after,
+    );
+    await this.dispatcher.enqueue(
+      overdue.map((x) => ({ id: x.id, version: x.version, dueAt: null })),
+    );
     this.after = overdue.length < this.pageSize ? null : overdue[overdue.length - 1].key;
     return { found: overdue.length };
   }

@@ -23,7 +23,10 @@ export interface ExecutionListFilter {
   contactId?: string;
 }
 
-export type ExecutionCounts = Record<'running' | 'waiting' | 'completed' | 'exited' | 'failed' | 'cancelled', number>;
+export type ExecutionCounts = Record<
+  'running' | 'waiting' | 'completed' | 'exited' | 'failed' | 'cancelled',
+  number
+>;
 
 /** An execution whose next job should exist: its id and version make the job id. */
 /** Where a page of overdue executions ended (its last row): `dueAt` as Postgres wrote it, to the microsecond. */
@@ -136,7 +139,13 @@ const WRITE_STEPS = `WITH moved AS (
 export class WorkflowsRepository {
   async insert(manager: EntityManager, fields: Partial<Workflow>): Promise<Workflow> {
     const id = newId();
-    await manager.createQueryBuilder().insert().into(Workflow).values({ ...fields, id } as never).updateEntity(false).execute();
+    await manager
+      .createQueryBuilder()
+      .insert()
+      .into(Workflow)
+      .values({ ...fields, id } as never)
+      .updateEntity(false)
+      .execute();
     return (await this.findById(manager, fields.projectId as string, id)) as Workflow;
   }
 
@@ -189,8 +198,10 @@ export class WorkflowsRepository {
     const qb = manager
       .createQueryBuilder(Workflow, 'w')
       .where('w.project_id = :projectId AND w.deleted_at IS NULL', { projectId });
-    if (filter.enabled !== undefined) qb.andWhere('w.enabled = :enabled', { enabled: filter.enabled });
-    if (filter.search) qb.andWhere('w.name ILIKE :search', { search: containsPattern(filter.search) });
+    if (filter.enabled !== undefined)
+      qb.andWhere('w.enabled = :enabled', { enabled: filter.enabled });
+    if (filter.search)
+      qb.andWhere('w.name ILIKE :search', { search: containsPattern(filter.search) });
     return keysetRows(qb, 'w.id', afterId, limit);
   }
 
@@ -233,13 +244,25 @@ export class WorkflowsRepository {
    * are another feature's table: this read is the one exception, made in the
    * workflow's transaction.
    */
-  async segmentExists(manager: EntityManager, projectId: string, segmentId: string): Promise<boolean> {
-    const rows = await queryRows(manager, `SELECT 1 FROM segments WHERE id = $1 AND project_id = $2`, [segmentId, projectId]);
+  async segmentExists(
+    manager: EntityManager,
+    projectId: string,
+    segmentId: string,
+  ): Promise<boolean> {
+    const rows = await queryRows(
+      manager,
+      `SELECT 1 FROM segments WHERE id = $1 AND project_id = $2`,
+      [segmentId, projectId],
+    );
     return rows.length > 0;
   }
 
   /** Open executions at a step no longer in the definition end EXITED (step_removed). */
-  async exitRemovedSteps(manager: EntityManager, workflowId: string, keptStepIds: string[]): Promise<number> {
+  async exitRemovedSteps(
+    manager: EntityManager,
+    workflowId: string,
+    keptStepIds: string[],
+  ): Promise<number> {
     const rows = await queryRows(
       manager,
       `UPDATE workflow_executions SET status = 'EXITED', exit_reason = 'step_removed', finished_at = now(), due_at = NULL,
@@ -257,7 +280,12 @@ export class WorkflowsRepository {
    * waiting for `wait.event`; with no wait (the step is no longer a DELAY or a
    * WAIT_FOR_EVENT) RUNNING and due now. Each gets a new version; answers them.
    */
-  rescheduleWaiting(manager: EntityManager, workflowId: string, stepId: string, wait: { durationMs: number; event: string | null } | null): Promise<DueExecution[]> {
+  rescheduleWaiting(
+    manager: EntityManager,
+    workflowId: string,
+    stepId: string,
+    wait: { durationMs: number; event: string | null } | null,
+  ): Promise<DueExecution[]> {
     return queryRows<DueExecution>(
       manager,
       `UPDATE workflow_executions x
@@ -267,7 +295,13 @@ export class WorkflowsRepository {
                          + make_interval(secs => $4::double precision / 1000)) END
         WHERE x.workflow_id = $1 AND x.status = 'WAITING' AND x.current_step_id = $2
         RETURNING x.id, x.version, x.due_at AS "dueAt"`,
-      [workflowId, stepId, wait ? ExecutionStatus.WAITING : ExecutionStatus.RUNNING, wait?.durationMs ?? null, wait?.event ?? null],
+      [
+        workflowId,
+        stepId,
+        wait ? ExecutionStatus.WAITING : ExecutionStatus.RUNNING,
+        wait?.durationMs ?? null,
+        wait?.event ?? null,
+      ],
     );
   }
 
@@ -281,9 +315,13 @@ export class WorkflowsRepository {
     return rows[0].n;
   }
 
-  async countsOf(manager: EntityManager, workflowIds: string[]): Promise<Map<string, ExecutionCounts>> {
+  async countsOf(
+    manager: EntityManager,
+    workflowIds: string[],
+  ): Promise<Map<string, ExecutionCounts>> {
     const out = new Map<string, ExecutionCounts>();
-    for (const id of workflowIds) out.set(id, { running: 0, waiting: 0, completed: 0, exited: 0, failed: 0, cancelled: 0 });
+    for (const id of workflowIds)
+      out.set(id, { running: 0, waiting: 0, completed: 0, exited: 0, failed: 0, cancelled: 0 });
     if (workflowIds.length === 0) return out;
     const rows = await queryRows<{ workflowId: string; status: ExecutionStatus; n: number }>(
       manager,
@@ -291,7 +329,9 @@ export class WorkflowsRepository {
         WHERE workflow_id = ANY($1::uuid[]) GROUP BY 1, 2`,
       [workflowIds],
     );
-    for (const r of rows) (out.get(r.workflowId) as ExecutionCounts)[r.status.toLowerCase() as keyof ExecutionCounts] = r.n;
+    for (const r of rows)
+      (out.get(r.workflowId) as ExecutionCounts)[r.status.toLowerCase() as keyof ExecutionCounts] =
+        r.n;
     return out;
   }
 
@@ -303,14 +343,27 @@ export class WorkflowsRepository {
    */
   async insertExecution(
     manager: EntityManager,
-    fields: { projectId: string; workflowId: string; contactId: string; data: Record<string, unknown>; allowReentry: boolean },
+    fields: {
+      projectId: string;
+      workflowId: string;
+      contactId: string;
+      data: Record<string, unknown>;
+      allowReentry: boolean;
+    },
   ): Promise<DueExecution | null> {
     const rows = await queryRows<DueExecution>(
       manager,
       `INSERT INTO workflow_executions (id, project_id, workflow_id, contact_id, status, version, due_at, data, once_key)
        VALUES ($1, $2, $3, $4, 'RUNNING', 0, now(), $5, $6)
        ON CONFLICT DO NOTHING RETURNING id, version, due_at AS "dueAt"`,
-      [newId(), fields.projectId, fields.workflowId, fields.contactId, JSON.stringify(fields.data), fields.allowReentry ? null : fields.contactId],
+      [
+        newId(),
+        fields.projectId,
+        fields.workflowId,
+        fields.contactId,
+        JSON.stringify(fields.data),
+        fields.allowReentry ? null : fields.contactId,
+      ],
     );
     return rows[0] ?? null;
   }
@@ -328,7 +381,10 @@ export class WorkflowsRepository {
    * whole table, which grew with every step (3.3 ms per call at 40,000 step
    * records, 0.3 ms planned afresh).
    */
-  async lockExecutions(manager: EntityManager, ids: string[]): Promise<Map<string, WorkflowExecution>> {
+  async lockExecutions(
+    manager: EntityManager,
+    ids: string[],
+  ): Promise<Map<string, WorkflowExecution>> {
     const rows = await queryRows<WorkflowExecution>(manager, ENGINE_LOCK, [ids]);
     return new Map(rows.map((x) => [x.id, x]));
   }
@@ -339,7 +395,12 @@ export class WorkflowsRepository {
     return rows[0] ?? null;
   }
 
-  async findExecution(manager: EntityManager, projectId: string, workflowId: string, id: string): Promise<WorkflowExecution | null> {
+  async findExecution(
+    manager: EntityManager,
+    projectId: string,
+    workflowId: string,
+    id: string,
+  ): Promise<WorkflowExecution | null> {
     const rows = await queryRows<WorkflowExecution>(
       manager,
       `SELECT ${EXECUTION_COLUMNS} FROM workflow_executions x WHERE x.id = $1 AND x.workflow_id = $2 AND x.project_id = $3`,
@@ -355,7 +416,9 @@ export class WorkflowsRepository {
     afterId: string | null,
     limit: number,
   ): Promise<{ rows: WorkflowExecution[]; total: number }> {
-    const qb = manager.createQueryBuilder(WorkflowExecution, 'x').where('x.workflow_id = :workflowId', { workflowId });
+    const qb = manager
+      .createQueryBuilder(WorkflowExecution, 'x')
+      .where('x.workflow_id = :workflowId', { workflowId });
     if (filter.status) qb.andWhere('x.status = :status', { status: filter.status });
     if (filter.contactId) qb.andWhere('x.contact_id = :contactId', { contactId: filter.contactId });
     return keysetRows(qb, 'x.id', afterId, limit);
@@ -372,7 +435,11 @@ export class WorkflowsRepository {
   }
 
   /** One transition of a locked execution (writeSteps of one); answers the new version. */
-  async transition(manager: EntityManager, execution: WorkflowExecution, to: ExecutionTransition): Promise<number> {
+  async transition(
+    manager: EntityManager,
+    execution: WorkflowExecution,
+    to: ExecutionTransition,
+  ): Promise<number> {
     // The caller holds the row's lock: the version read with it is current.
     await this.writeSteps(manager, [], [{ execution, to, run: null }]);
     return execution.version + 1;
@@ -387,7 +454,11 @@ export class WorkflowsRepository {
    * transition; one whose execution was moved meanwhile (see WRITE_STEPS) is
    * not written. Answers the ids of the executions moved.
    */
-  async writeSteps(manager: EntityManager, records: StepRun[], transitions: PendingTransition[]): Promise<Set<string>> {
+  async writeSteps(
+    manager: EntityManager,
+    records: StepRun[],
+    transitions: PendingTransition[],
+  ): Promise<Set<string>> {
     const runs = new Map<string, StepRun>();
     for (const run of [...records, ...transitions.flatMap((t) => (t.run ? [t.run] : []))]) {
       const key = `${run.executionId}/${run.stepId}`;
@@ -426,7 +497,11 @@ export class WorkflowsRepository {
   }
 
   /** Cancels every open execution of a workflow (delete); answers them. */
-  cancelOpenOfWorkflow(manager: EntityManager, workflowId: string, reason: string): Promise<DueExecution[]> {
+  cancelOpenOfWorkflow(
+    manager: EntityManager,
+    workflowId: string,
+    reason: string,
+  ): Promise<DueExecution[]> {
     return queryRows<DueExecution>(
       manager,
       `UPDATE workflow_executions SET status = 'CANCELLED', finished_at = now(), due_at = NULL, wait_event = NULL,
@@ -452,7 +527,12 @@ export class WorkflowsRepository {
    * never added, or waits behind a backlog), oldest first, from after `after`
    * (an earlier page's last row) when given.
    */
-  overdue(manager: EntityManager, graceMs: number, limit: number, after: OverdueKey | null = null): Promise<{ id: string; version: number; key: OverdueKey }[]> {
+  overdue(
+    manager: EntityManager,
+    graceMs: number,
+    limit: number,
+    after: OverdueKey | null = null,
+  ): Promise<{ id: string; version: number; key: OverdueKey }[]> {
     // The key keeps due_at's microseconds (a Date would drop them: a page of rows sharing one due_at, as the
     // executions one statement started do, would then come back again and again).
     return queryRows<{ id: string; version: number; key: OverdueKey }>(

@@ -18,14 +18,23 @@ import { UpdateWorkflowDto } from './dto/update-workflow.dto';
 import { toWorkflowResponse, WorkflowResponse } from './dto/workflow.response';
 import { WorkflowDispatcher } from './workflow-dispatcher';
 import { checkSteps, StepTree, waitOf, WorkflowStep } from './workflow-steps';
-import { ExecutionStatus, Workflow, WorkflowExecution, WorkflowTriggerType } from './workflow.entity';
+import {
+  ExecutionStatus,
+  Workflow,
+  WorkflowExecution,
+  WorkflowTriggerType,
+} from './workflow.entity';
 import { DueExecution, WorkflowsRepository } from './workflows.repository';
 
 /**
  * The event name that starts a workflow of this trigger (the events trigger joins on it). A segment id is
  * lowercased, as membership events spell it (an id sent in capitals would otherwise name no event ever).
  */
-export function triggerNameOf(trigger: { type: WorkflowTriggerType; event?: string | null; segmentId?: string | null }): string | null {
+export function triggerNameOf(trigger: {
+  type: WorkflowTriggerType;
+  event?: string | null;
+  segmentId?: string | null;
+}): string | null {
   switch (trigger.type) {
     case WorkflowTriggerType.EVENT:
       return trigger.event ?? null;
@@ -64,8 +73,11 @@ export class WorkflowsService {
         description: dto.description ?? null,
         enabled: dto.enabled ?? false,
         triggerType: dto.trigger.type,
-        triggerEvent: dto.trigger.type === WorkflowTriggerType.EVENT ? (dto.trigger.event as string) : null,
-        triggerSegmentId: isSegmentTrigger(dto.trigger.type) ? (dto.trigger.segmentId as string).toLowerCase() : null,
+        triggerEvent:
+          dto.trigger.type === WorkflowTriggerType.EVENT ? (dto.trigger.event as string) : null,
+        triggerSegmentId: isSegmentTrigger(dto.trigger.type)
+          ? (dto.trigger.segmentId as string).toLowerCase()
+          : null,
         triggerName: triggerNameOf(dto.trigger),
         allowReentry: dto.allowReentry ?? false,
         steps,
@@ -87,8 +99,17 @@ export class WorkflowsService {
       afterId,
       limit,
     );
-    const counts = await this.repository.countsOf(this.dataSource.manager, rows.map((r) => r.id));
-    return pageOf(rows, limit, total, (row) => toWorkflowResponse(row, counts.get(row.id) as never), (row) => row.id);
+    const counts = await this.repository.countsOf(
+      this.dataSource.manager,
+      rows.map((r) => r.id),
+    );
+    return pageOf(
+      rows,
+      limit,
+      total,
+      (row) => toWorkflowResponse(row, counts.get(row.id) as never),
+      (row) => row.id,
+    );
   }
 
   async get(projectId: string, id: string): Promise<WorkflowResponse> {
@@ -112,7 +133,15 @@ export class WorkflowsService {
         event: current.triggerEvent ?? undefined,
         segmentId: current.triggerSegmentId ?? undefined,
       };
-      const steps = await this.checkDefinition(manager, projectId, trigger, dto.steps ?? current.steps, current.steps, !dto.trigger, !dto.steps);
+      const steps = await this.checkDefinition(
+        manager,
+        projectId,
+        trigger,
+        dto.steps ?? current.steps,
+        current.steps,
+        !dto.trigger,
+        !dto.steps,
+      );
       const fields: Partial<Workflow> = {};
       if (dto.name !== undefined) fields.name = dto.name;
       if (dto.description !== undefined) fields.description = dto.description;
@@ -120,8 +149,11 @@ export class WorkflowsService {
       if (dto.allowReentry !== undefined) fields.allowReentry = dto.allowReentry;
       if (dto.trigger) {
         fields.triggerType = trigger.type;
-        fields.triggerEvent = trigger.type === WorkflowTriggerType.EVENT ? (trigger.event as string) : null;
-        fields.triggerSegmentId = isSegmentTrigger(trigger.type) ? (trigger.segmentId as string).toLowerCase() : null;
+        fields.triggerEvent =
+          trigger.type === WorkflowTriggerType.EVENT ? (trigger.event as string) : null;
+        fields.triggerSegmentId = isSegmentTrigger(trigger.type)
+          ? (trigger.segmentId as string).toLowerCase()
+          : null;
         fields.triggerName = triggerNameOf(trigger);
       }
       if (dto.steps) {
@@ -171,7 +203,8 @@ export class WorkflowsService {
   async remove(projectId: string, id: string): Promise<DeletedResponse> {
     await this.dataSource.transaction(async (manager) => {
       const current = await this.repository.lockById(manager, projectId, id);
-      if (!current || !(await this.repository.softDelete(manager, projectId, id))) throw ApiException.notFound('workflow', id);
+      if (!current || !(await this.repository.softDelete(manager, projectId, id)))
+        throw ApiException.notFound('workflow', id);
       await this.repository.cancelOpenOfWorkflow(manager, id, 'workflow_deleted');
       await this.syncMembership(manager, projectId);
     });
@@ -184,9 +217,19 @@ export class WorkflowsService {
     const started = await this.dataSource.transaction(async (manager) => {
       const workflow = await this.findOrFail(manager, projectId, id);
       if ((dto.contactId === undefined) === (dto.email === undefined)) {
-        throw ApiException.validation([{ field: 'contactId', message: 'Give exactly one of contactId and email', code: 'custom' }]);
+        throw ApiException.validation([
+          {
+            field: 'contactId',
+            message: 'Give exactly one of contactId and email',
+            code: 'custom',
+          },
+        ]);
       }
-      if (!workflow.enabled) throw ApiException.conflict(`Workflow ${id} is disabled`, 'Enable it with PATCH /workflows/{id} {enabled: true}.');
+      if (!workflow.enabled)
+        throw ApiException.conflict(
+          `Workflow ${id} is disabled`,
+          'Enable it with PATCH /workflows/{id} {enabled: true}.',
+        );
       // The start's data is taken as a track's: merged into the contact (the steps read it there, as
       // it is when they run), `{value, persistent: false}` values kept on the execution for rendering.
       let contactId: string;
@@ -194,12 +237,21 @@ export class WorkflowsService {
         const persisted = persistedValues(dto.data);
         const contact =
           Object.keys(persisted).length > 0
-            ? (await this.contacts.applyUpdate(manager, projectId, dto.contactId, { data: persisted }))?.row
+            ? (
+                await this.contacts.applyUpdate(manager, projectId, dto.contactId, {
+                  data: persisted,
+                })
+              )?.row
             : await this.contacts.findRow(manager, projectId, dto.contactId);
         if (!contact) throw ApiException.notFound('contact', dto.contactId);
         contactId = contact.id;
       } else {
-        const { contact } = await this.contacts.upsertByEmail(manager, projectId, dto.email as string, { defaultSubscribed: true, data: dto.data });
+        const { contact } = await this.contacts.upsertByEmail(
+          manager,
+          projectId,
+          dto.email as string,
+          { defaultSubscribed: true, data: dto.data },
+        );
         contactId = contact.id;
       }
       const execution = await this.repository.insertExecution(manager, {
@@ -222,7 +274,11 @@ export class WorkflowsService {
     return this.execution(projectId, id, started.id);
   }
 
-  async listExecutions(projectId: string, id: string, query: ListExecutionsQueryDto): Promise<Page<ExecutionResponse>> {
+  async listExecutions(
+    projectId: string,
+    id: string,
+    query: ListExecutionsQueryDto,
+  ): Promise<Page<ExecutionResponse>> {
     await this.findOrFail(this.dataSource.manager, projectId, id);
     const limit = query.limit ?? 20;
     const afterId = query.cursor ? decodeCursor(query.cursor) : null;
@@ -233,15 +289,36 @@ export class WorkflowsService {
       afterId,
       limit,
     );
-    const steps = await this.repository.stepsOf(this.dataSource.manager, rows.slice(0, limit).map((r) => r.id));
-    return pageOf(rows, limit, total, (row) => toExecutionResponse(row, steps.filter((s) => s.executionId === row.id)), (row) => row.id);
+    const steps = await this.repository.stepsOf(
+      this.dataSource.manager,
+      rows.slice(0, limit).map((r) => r.id),
+    );
+    return pageOf(
+      rows,
+      limit,
+      total,
+      (row) =>
+        toExecutionResponse(
+          row,
+          steps.filter((s) => s.executionId === row.id),
+        ),
+      (row) => row.id,
+    );
   }
 
   async execution(projectId: string, id: string, executionId: string): Promise<ExecutionResponse> {
     await this.findOrFail(this.dataSource.manager, projectId, id);
-    const row = await this.repository.findExecution(this.dataSource.manager, projectId, id, executionId);
+    const row = await this.repository.findExecution(
+      this.dataSource.manager,
+      projectId,
+      id,
+      executionId,
+    );
     if (!row) throw executionNotFound(id, executionId);
-    return toExecutionResponse(row, await this.repository.stepsOf(this.dataSource.manager, [row.id]));
+    return toExecutionResponse(
+      row,
+      await this.repository.stepsOf(this.dataSource.manager, [row.id]),
+    );
   }
 
   /** 200 with the execution; 409 when it has already finished. */
@@ -266,7 +343,11 @@ export class WorkflowsService {
     return this.execution(projectId, id, executionId);
   }
 
-  private async findOrFail(manager: EntityManager, projectId: string, id: string): Promise<Workflow> {
+  private async findOrFail(
+    manager: EntityManager,
+    projectId: string,
+    id: string,
+  ): Promise<Workflow> {
     const row = await this.repository.findById(manager, projectId, id);
     if (!row) throw ApiException.notFound('workflow', id);
     return row;
@@ -279,7 +360,11 @@ export class WorkflowsService {
 
   /** The segments enabled workflows of the project enter or leave on have their membership kept. */
   private async syncMembership(manager: EntityManager, projectId: string): Promise<void> {
-    await this.membership.keep(manager, projectId, await this.repository.keptSegments(manager, projectId));
+    await this.membership.keep(
+      manager,
+      projectId,
+      await this.repository.keptSegments(manager, projectId),
+    );
   }
 
   /**
@@ -304,38 +389,85 @@ export class WorkflowsService {
     errors.push(...stepErrors);
     if (!stepsUnchanged && stepErrors.length === 0) {
       for (const ref of refs.templates) {
-        const template = await this.templates.findOrFail(projectId, ref.templateId, manager).catch(() => null);
-        if (!template) errors.push({ field: ref.path, message: `Unknown template ${ref.templateId}`, code: 'custom' });
+        const template = await this.templates
+          .findOrFail(projectId, ref.templateId, manager)
+          .catch(() => null);
+        if (!template)
+          errors.push({
+            field: ref.path,
+            message: `Unknown template ${ref.templateId}`,
+            code: 'custom',
+          });
         else if (!template.fromEmail) {
-          errors.push({ field: ref.path, message: `Template ${ref.templateId} has no from address; a SEND_EMAIL step needs one`, code: 'custom' });
+          errors.push({
+            field: ref.path,
+            message: `Template ${ref.templateId} has no from address; a SEND_EMAIL step needs one`,
+            code: 'custom',
+          });
         }
       }
       for (const ref of refs.conditions) {
-        errors.push(...(await this.conditions.validate(manager, ref.condition, { projectId, path: ref.path })));
+        errors.push(
+          ...(await this.conditions.validate(manager, ref.condition, {
+            projectId,
+            path: ref.path,
+          })),
+        );
       }
       for (const ref of refs.liquid) {
         const problem = this.templates.liquidError(ref.source);
-        if (problem) errors.push({ field: ref.path, message: `Liquid does not parse: ${problem}`, code: 'invalid_template' });
+        if (problem)
+          errors.push({
+            field: ref.path,
+            message: `Liquid does not parse: ${problem}`,
+            code: 'invalid_template',
+          });
       }
     }
     if (errors.length > 0) throw ApiException.validation(errors);
     return steps;
   }
 
-  private async checkTrigger(manager: EntityManager, projectId: string, trigger: WorkflowTriggerDto): Promise<FieldError[]> {
+  private async checkTrigger(
+    manager: EntityManager,
+    projectId: string,
+    trigger: WorkflowTriggerDto,
+  ): Promise<FieldError[]> {
     const errors: FieldError[] = [];
     if (trigger.type === WorkflowTriggerType.EVENT) {
-      if (!trigger.event) errors.push({ field: 'trigger.event', message: 'An EVENT trigger names its event', code: 'required' });
+      if (!trigger.event)
+        errors.push({
+          field: 'trigger.event',
+          message: 'An EVENT trigger names its event',
+          code: 'required',
+        });
     } else if (trigger.event !== undefined) {
-      errors.push({ field: 'trigger.event', message: `Only an EVENT trigger has an event`, code: 'custom' });
+      errors.push({
+        field: 'trigger.event',
+        message: `Only an EVENT trigger has an event`,
+        code: 'custom',
+      });
     }
     if (isSegmentTrigger(trigger.type)) {
-      if (!trigger.segmentId) errors.push({ field: 'trigger.segmentId', message: `A ${trigger.type} trigger names its segment`, code: 'required' });
+      if (!trigger.segmentId)
+        errors.push({
+          field: 'trigger.segmentId',
+          message: `A ${trigger.type} trigger names its segment`,
+          code: 'required',
+        });
       else if (!(await this.repository.segmentExists(manager, projectId, trigger.segmentId))) {
-        errors.push({ field: 'trigger.segmentId', message: `Unknown segment ${trigger.segmentId}`, code: 'custom' });
+        errors.push({
+          field: 'trigger.segmentId',
+          message: `Unknown segment ${trigger.segmentId}`,
+          code: 'custom',
+        });
       }
     } else if (trigger.segmentId !== undefined) {
-      errors.push({ field: 'trigger.segmentId', message: 'Only a SEGMENT_ENTRY or SEGMENT_EXIT trigger has a segment', code: 'custom' });
+      errors.push({
+        field: 'trigger.segmentId',
+        message: 'Only a SEGMENT_ENTRY or SEGMENT_EXIT trigger has a segment',
+        code: 'custom',
+      });
     }
     return errors;
   }
@@ -351,9 +483,15 @@ export class WorkflowsService {
  * workflow: a missing one is WORKFLOW_NOT_FOUND, its message naming both.
  */
 function executionNotFound(workflowId: string, executionId: string): ApiException {
-  return new ApiException(404, 'WORKFLOW_NOT_FOUND', `Execution ${executionId} of workflow ${workflowId} was not found`, {
-    suggestion: 'Check the execution id with GET /workflows/{id}/executions; ids of another project are not visible with this key.',
-  });
+  return new ApiException(
+    404,
+    'WORKFLOW_NOT_FOUND',
+    `Execution ${executionId} of workflow ${workflowId} was not found`,
+    {
+      suggestion:
+        'Check the execution id with GET /workflows/{id}/executions; ids of another project are not visible with this key.',
+    },
+  );
 }
 
 function isSegmentTrigger(type: WorkflowTriggerType): boolean {

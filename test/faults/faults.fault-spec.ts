@@ -95,15 +95,29 @@ describe('fault suite', () => {
 
   it('Redis restarted without persistence: the queues come back empty, the recovery schedulers by themselves', async () => {
     // 20 messages a second: most of the mail still waits in Redis when it restarts.
-    flush = await FaultWorld.create({ name: 'flush', persistentRedis: false, emailRatePerSecond: 20, smtpDataDelayMs: 0 });
+    flush = await FaultWorld.create({
+      name: 'flush',
+      persistentRedis: false,
+      emailRatePerSecond: 20,
+      smtpDataDelayMs: 0,
+    });
     const world = flush;
     try {
       await world.startApi();
       await world.startWorker();
       flushTx = await world.createProject('Flush transactional');
       flushCampaignProject = await world.createProject('Flush campaign');
-      await world.insertContacts(flushCampaignProject.id, FLUSH_CAMPAIGN_RECIPIENTS, 'k', 'flush-camp.example.org');
-      flushCampaignId = await world.sendCampaign(flushCampaignProject.secretKey, 'Flush', 'news@flush.example.com');
+      await world.insertContacts(
+        flushCampaignProject.id,
+        FLUSH_CAMPAIGN_RECIPIENTS,
+        'k',
+        'flush-camp.example.org',
+      );
+      flushCampaignId = await world.sendCampaign(
+        flushCampaignProject.secretKey,
+        'Flush',
+        'news@flush.example.com',
+      );
       flushLoad = new SendLoad({
         base: world.base,
         key: flushTx.secretKey,
@@ -126,7 +140,9 @@ describe('fault suite', () => {
       const epochKey = `${world.prefix}:auth:epoch`;
       const spare = await world.cli(['keys', 'create', flushTx.id, '--type', 'secret']);
       await world.cli(['keys', 'revoke', spare.key.id]);
-      const epochBefore = Number(/^\$\d+\r\n(\d+)/.exec(await world.redis.command('GET', epochKey))?.[1] ?? 0);
+      const epochBefore = Number(
+        /^\$\d+\r\n(\d+)/.exec(await world.redis.command('GET', epochKey))?.[1] ?? 0,
+      );
       const cachedKey = await world.cli(['keys', 'create', flushTx.id, '--type', 'secret']);
       expect((await world.call(cachedKey.apiKey, 'GET', '/project')).status).toBe(200);
 
@@ -162,8 +178,12 @@ describe('fault suite', () => {
       };
 
       // Health, timed from the restart.
-      const apiReadyMs = (await world.apiReady(READY_WITHIN_MS)) === null ? null : Date.now() - flushedAt;
-      const workerHealthyMs = (await world.workerHealthy(READY_WITHIN_MS, flushedAt)) === null ? null : Date.now() - flushedAt;
+      const apiReadyMs =
+        (await world.apiReady(READY_WITHIN_MS)) === null ? null : Date.now() - flushedAt;
+      const workerHealthyMs =
+        (await world.workerHealthy(READY_WITHIN_MS, flushedAt)) === null
+          ? null
+          : Date.now() - flushedAt;
 
       // Every recovery scheduler is back in the empty Redis, re-created by the running worker.
       const schedulers = await waitForSchedulers(world, READY_WITHIN_MS);
@@ -182,13 +202,16 @@ describe('fault suite', () => {
       expect(workerHealthyMs ?? Infinity).toBeLessThanOrEqual(READY_WITHIN_MS);
       expect(schedulers.missing).toEqual([]);
     } catch (error) {
-      console.error(`flush world:\n${world.outputs()}\n--- redis\n${world.redis.log().slice(-2000)}`);
+      console.error(
+        `flush world:\n${world.outputs()}\n--- redis\n${world.redis.log().slice(-2000)}`,
+      );
       throw error;
     }
   }, 300_000);
 
   it('after Redis restarted empty, a key revoked in the next 30 s is still refused at once (auth epoch)', () => {
-    if (!revokedKeyCheck) throw new Error('the flush scenario did not get to the key check (see the first test)');
+    if (!revokedKeyCheck)
+      throw new Error('the flush scenario did not get to the key check (see the first test)');
     // The API process cached the key under epoch N; the empty Redis counts revokes from 0 again, so
     // N revokes later the epoch reads N once more and the cached entry (30 s TTL) looks current.
     expect({ epochBefore: revokedKeyCheck.epochBefore, status: revokedKeyCheck.status }).toEqual({
@@ -198,7 +221,12 @@ describe('fault suite', () => {
   });
 
   it('API SIGKILL, worker SIGKILL, Redis restart (AOF) and Postgres restart under load: every email SENT, once', async () => {
-    faults = await FaultWorld.create({ name: 'faults', persistentRedis: true, emailRatePerSecond: 100_000, smtpDataDelayMs: 80 });
+    faults = await FaultWorld.create({
+      name: 'faults',
+      persistentRedis: true,
+      emailRatePerSecond: 100_000,
+      smtpDataDelayMs: 80,
+    });
     const world = faults;
     const timeline: FaultRecord[] = [];
     try {
@@ -209,7 +237,11 @@ describe('fault suite', () => {
       await world.insertContacts(campaignProject.id, CAMPAIGN_RECIPIENTS, 'c', 'camp.example.org');
 
       const loadStart = Date.now();
-      const campaignId = await world.sendCampaign(campaignProject.secretKey, 'Faults', 'news@faults.example.com');
+      const campaignId = await world.sendCampaign(
+        campaignProject.secretKey,
+        'Faults',
+        'news@faults.example.com',
+      );
       const load = new SendLoad({
         base: world.base,
         key: tx.secretKey,
@@ -226,7 +258,9 @@ describe('fault suite', () => {
       load.start();
 
       const openEmails = async (): Promise<number> => {
-        const rows = await world.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM emails WHERE status IN ('QUEUED', 'SENDING')`);
+        const rows = await world.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM emails WHERE status IN ('QUEUED', 'SENDING')`,
+        );
         return rows[0].n;
       };
 
@@ -234,7 +268,10 @@ describe('fault suite', () => {
        * One fault: `action` injects it and calls `over()` the moment the fault itself is over (the killed
        * process is gone, the server is back); health is timed from there, so a restarted process's boot counts.
        */
-      const inject = async (fault: string, action: (over: () => void) => Promise<string>): Promise<void> => {
+      const inject = async (
+        fault: string,
+        action: (over: () => void) => Promise<string>,
+      ): Promise<void> => {
         const openBefore = await openEmails();
         const at = Date.now() - loadStart;
         let overAt = 0;
@@ -246,7 +283,10 @@ describe('fault suite', () => {
         ]);
         const accepted = world.smtp.accepted;
         // Mail moves again: new messages reach the SMTP server (or nothing is left to send).
-        await pollFor(async () => world.smtp.accepted - accepted >= 200 || (await openEmails()) === 0, 60_000);
+        await pollFor(
+          async () => world.smtp.accepted - accepted >= 200 || (await openEmails()) === 0,
+          60_000,
+        );
         const record: FaultRecord = {
           fault,
           at,
@@ -282,7 +322,11 @@ describe('fault suite', () => {
         // Kill it with messages in an SMTP conversation (any source: transactional mail goes first, so with
         // the worker's 10 jobs busy with it, none of the campaign's may be SENDING at a given instant).
         const sendingNow = async () =>
-          (await world.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM emails WHERE status = 'SENDING'`))[0].n;
+          (
+            await world.db.query<{ n: number }>(
+              `SELECT count(*)::int AS n FROM emails WHERE status = 'SENDING'`,
+            )
+          )[0].n;
         await pollFor(async () => (await sendingNow()) > 0, 10_000, 5);
         const campaignSending = (await world.statusCounts(campaignProject.id)).SENDING ?? 0;
         const sending = await sendingNow();
@@ -316,27 +360,30 @@ describe('fault suite', () => {
 
       // Everything final within the bound: work goes on while mail moves, and a row whose job was
       // lost waits at most the delivery recovery's stale window.
-      const settled = await settle(
-        async () => {
-          const [txCounts, campaignCounts, status] = await Promise.all([
-            world.statusCounts(tx.id),
-            world.statusCounts(campaignProject.id),
-            world.campaignStatus(campaignId),
-          ]);
-          return {
-            done: txCounts.SENT === TX_EMAILS && campaignCounts.SENT === CAMPAIGN_RECIPIENTS && status === 'SENT',
-            final: finalCount(txCounts) + finalCount(campaignCounts),
-            summary: `tx ${JSON.stringify(txCounts)}, campaign ${status} ${JSON.stringify(campaignCounts)}`,
-          };
-        },
-        'faults',
-      );
+      const settled = await settle(async () => {
+        const [txCounts, campaignCounts, status] = await Promise.all([
+          world.statusCounts(tx.id),
+          world.statusCounts(campaignProject.id),
+          world.campaignStatus(campaignId),
+        ]);
+        return {
+          done:
+            txCounts.SENT === TX_EMAILS &&
+            campaignCounts.SENT === CAMPAIGN_RECIPIENTS &&
+            status === 'SENT',
+          final: finalCount(txCounts) + finalCount(campaignCounts),
+          summary: `tx ${JSON.stringify(txCounts)}, campaign ${status} ${JSON.stringify(campaignCounts)}`,
+        };
+      }, 'faults');
       const settledAt = Date.now();
 
       // Every transactional email: exactly the ones answered, each SENT.
       expect(await world.statusCounts(tx.id)).toEqual({ SENT: TX_EMAILS });
       expect(load.emailIds.size).toBe(TX_EMAILS);
-      const txIds = await world.db.query<{ id: string }>('SELECT id FROM emails WHERE project_id = $1', [tx.id]);
+      const txIds = await world.db.query<{ id: string }>(
+        'SELECT id FROM emails WHERE project_id = $1',
+        [tx.id],
+      );
       expect(new Set(txIds.map((r) => r.id))).toEqual(load.emailIds);
 
       // Every campaign recipient: exactly one record, SENT; the campaign SENT with the exact count.
@@ -346,7 +393,9 @@ describe('fault suite', () => {
       );
       expect(totals).toEqual({ n: CAMPAIGN_RECIPIENTS, d: CAMPAIGN_RECIPIENTS });
       expect(await world.statusCounts(campaignProject.id)).toEqual({ SENT: CAMPAIGN_RECIPIENTS });
-      const campaign = (await world.call(campaignProject.secretKey, 'GET', `/campaigns/${campaignId}`)).body.data;
+      const campaign = (
+        await world.call(campaignProject.secretKey, 'GET', `/campaigns/${campaignId}`)
+      ).body.data;
       expect({ status: campaign.status, recipientCount: campaign.recipientCount }).toEqual({
         status: 'SENT',
         recipientCount: CAMPAIGN_RECIPIENTS,
@@ -357,7 +406,10 @@ describe('fault suite', () => {
       const campaignReceived = world.deliveriesTo('@camp.example.org');
       expect(txReceived.size).toBe(TX_EMAILS);
       expect(campaignReceived.size).toBe(CAMPAIGN_RECIPIENTS);
-      const duplicates = [...txReceived.values(), ...campaignReceived.values()].reduce((sum, n) => sum + (n - 1), 0);
+      const duplicates = [...txReceived.values(), ...campaignReceived.values()].reduce(
+        (sum, n) => sum + (n - 1),
+        0,
+      );
       const workerKills = timeline.filter((f) => f.fault === 'SIGKILL worker').length;
       expect(duplicates).toBeLessThanOrEqual(DELIVERY_CONCURRENCY * workerKills);
 
@@ -366,22 +418,37 @@ describe('fault suite', () => {
       expect(workerKilledWithSending).toBeGreaterThan(0);
       // Each fault: there was work in flight, health was back within 30 s, mail moved again.
       for (const record of timeline) {
-        expect({ fault: record.fault, inFlight: record.openBefore > 0 }).toEqual({ fault: record.fault, inFlight: true });
-        expect({ fault: record.fault, apiReady: (record.apiReadyMs ?? Infinity) <= READY_WITHIN_MS }).toEqual({
+        expect({ fault: record.fault, inFlight: record.openBefore > 0 }).toEqual({
+          fault: record.fault,
+          inFlight: true,
+        });
+        expect({
+          fault: record.fault,
+          apiReady: (record.apiReadyMs ?? Infinity) <= READY_WITHIN_MS,
+        }).toEqual({
           fault: record.fault,
           apiReady: true,
         });
-        expect({ fault: record.fault, workerHealthy: (record.workerHealthyMs ?? Infinity) <= READY_WITHIN_MS }).toEqual({
+        expect({
+          fault: record.fault,
+          workerHealthy: (record.workerHealthyMs ?? Infinity) <= READY_WITHIN_MS,
+        }).toEqual({
           fault: record.fault,
           workerHealthy: true,
         });
-        expect({ fault: record.fault, moved: record.acceptedAfter > 0 }).toEqual({ fault: record.fault, moved: true });
+        expect({ fault: record.fault, moved: record.acceptedAfter > 0 }).toEqual({
+          fault: record.fault,
+          moved: true,
+        });
       }
 
       // No process died by itself; the API and the worker were started once more each, after their kill.
       expect(world.unexpectedExits()).toEqual([]);
       expect(alive(world.api) && alive(world.worker)).toBe(true);
-      expect({ api: world.startedCount('api'), worker: world.startedCount('worker') }).toEqual({ api: 2, worker: 2 });
+      expect({ api: world.startedCount('api'), worker: world.startedCount('worker') }).toEqual({
+        api: 2,
+        worker: 2,
+      });
 
       console.log(
         `faults: settled=${settled} ${Math.round((settledAt - lastFaultAt) / 1000)} s after the last fault, ` +
@@ -401,35 +468,43 @@ describe('fault suite', () => {
 
   it('after Redis restarted empty, the recovery re-adds the jobs of the committed rows: every email SENT, once', async () => {
     const world = flush;
-    if (!world || !flushedAt) throw new Error('the flush scenario did not start (see the first test)');
+    if (!world || !flushedAt)
+      throw new Error('the flush scenario did not start (see the first test)');
     try {
-      const settled = await settle(
-        async () => {
-          const [txCounts, campaignCounts, status] = await Promise.all([
-            world.statusCounts(flushTx.id),
-            world.statusCounts(flushCampaignProject.id),
-            world.campaignStatus(flushCampaignId),
-          ]);
-          return {
-            done: txCounts.SENT === FLUSH_TX_EMAILS && campaignCounts.SENT === FLUSH_CAMPAIGN_RECIPIENTS && status === 'SENT',
-            final: finalCount(txCounts) + finalCount(campaignCounts),
-            summary: `tx ${JSON.stringify(txCounts)}, campaign ${status} ${JSON.stringify(campaignCounts)}`,
-          };
-        },
-        'flush',
-      );
+      const settled = await settle(async () => {
+        const [txCounts, campaignCounts, status] = await Promise.all([
+          world.statusCounts(flushTx.id),
+          world.statusCounts(flushCampaignProject.id),
+          world.campaignStatus(flushCampaignId),
+        ]);
+        return {
+          done:
+            txCounts.SENT === FLUSH_TX_EMAILS &&
+            campaignCounts.SENT === FLUSH_CAMPAIGN_RECIPIENTS &&
+            status === 'SENT',
+          final: finalCount(txCounts) + finalCount(campaignCounts),
+          summary: `tx ${JSON.stringify(txCounts)}, campaign ${status} ${JSON.stringify(campaignCounts)}`,
+        };
+      }, 'flush');
       const settledAt = Date.now();
 
       expect(await world.statusCounts(flushTx.id)).toEqual({ SENT: FLUSH_TX_EMAILS });
-      const txIds = await world.db.query<{ id: string }>('SELECT id FROM emails WHERE project_id = $1', [flushTx.id]);
+      const txIds = await world.db.query<{ id: string }>(
+        'SELECT id FROM emails WHERE project_id = $1',
+        [flushTx.id],
+      );
       expect(new Set(txIds.map((r) => r.id))).toEqual(flushLoad.emailIds);
       const [totals] = await world.db.query<{ n: number; d: number }>(
         'SELECT count(*)::int AS n, count(DISTINCT contact_id)::int AS d FROM emails WHERE campaign_id = $1',
         [flushCampaignId],
       );
       expect(totals).toEqual({ n: FLUSH_CAMPAIGN_RECIPIENTS, d: FLUSH_CAMPAIGN_RECIPIENTS });
-      expect(await world.statusCounts(flushCampaignProject.id)).toEqual({ SENT: FLUSH_CAMPAIGN_RECIPIENTS });
-      const campaign = (await world.call(flushCampaignProject.secretKey, 'GET', `/campaigns/${flushCampaignId}`)).body.data;
+      expect(await world.statusCounts(flushCampaignProject.id)).toEqual({
+        SENT: FLUSH_CAMPAIGN_RECIPIENTS,
+      });
+      const campaign = (
+        await world.call(flushCampaignProject.secretKey, 'GET', `/campaigns/${flushCampaignId}`)
+      ).body.data;
       expect({ status: campaign.status, recipientCount: campaign.recipientCount }).toEqual({
         status: 'SENT',
         recipientCount: FLUSH_CAMPAIGN_RECIPIENTS,
@@ -440,7 +515,10 @@ describe('fault suite', () => {
       const campaignReceived = world.deliveriesTo('@flush-camp.example.org');
       expect(txReceived.size).toBe(FLUSH_TX_EMAILS);
       expect(campaignReceived.size).toBe(FLUSH_CAMPAIGN_RECIPIENTS);
-      const duplicates = [...txReceived.values(), ...campaignReceived.values()].reduce((sum, n) => sum + (n - 1), 0);
+      const duplicates = [...txReceived.values(), ...campaignReceived.values()].reduce(
+        (sum, n) => sum + (n - 1),
+        0,
+      );
       expect(duplicates).toBe(0);
 
       expect(world.unexpectedExits()).toEqual([]);
@@ -465,7 +543,9 @@ describe('fault suite', () => {
           `${campaignTimes.last?.toFixed(1)} s after the flush; ${duplicates} duplicates`,
       );
     } catch (error) {
-      console.error(`flush world:\n${world.outputs()}\n--- redis\n${world.redis.log().slice(-2000)}`);
+      console.error(
+        `flush world:\n${world.outputs()}\n--- redis\n${world.redis.log().slice(-2000)}`,
+      );
       throw error;
     } finally {
       await world.close();
@@ -508,7 +588,9 @@ async function settle(
       console.log(`${name}: settling for ${Math.round((now - began) / 1000)} s: ${summary}`);
     }
     if (now - progressAt > STUCK_AFTER_MS || now - began > SETTLE_CAP_MS) {
-      console.error(`${name}: stuck (no email became final for ${Math.round((now - progressAt) / 1000)} s): ${summary}`);
+      console.error(
+        `${name}: stuck (no email became final for ${Math.round((now - progressAt) / 1000)} s): ${summary}`,
+      );
       return false;
     }
     await sleep(STATUS_POLL_MS);
@@ -516,7 +598,11 @@ async function settle(
 }
 
 /** Polls `done` until it holds or `timeoutMs` passed; answers whether it held. */
-async function pollFor(done: () => Promise<boolean>, timeoutMs: number, intervalMs = 250): Promise<boolean> {
+async function pollFor(
+  done: () => Promise<boolean>,
+  timeoutMs: number,
+  intervalMs = 250,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await done()) return true;
@@ -526,20 +612,31 @@ async function pollFor(done: () => Promise<boolean>, timeoutMs: number, interval
 }
 
 /** Waits until every recovery scheduler exists in the world's Redis; answers the ones still missing. */
-async function waitForSchedulers(world: FaultWorld, timeoutMs: number): Promise<{ missing: string[] }> {
+async function waitForSchedulers(
+  world: FaultWorld,
+  timeoutMs: number,
+): Promise<{ missing: string[] }> {
   const queues = Object.keys(RECOVERY_SCHEDULERS).map(
-    (name) => new Queue(name, { connection: { host: '127.0.0.1', port: world.redis.port, maxRetriesPerRequest: null }, prefix: world.prefix }),
+    (name) =>
+      new Queue(name, {
+        connection: { host: '127.0.0.1', port: world.redis.port, maxRetriesPerRequest: null },
+        prefix: world.prefix,
+      }),
   );
   try {
     let missing: string[] = [];
-    await pollFor(async () => {
-      missing = [];
-      for (const queue of queues) {
-        const { id } = RECOVERY_SCHEDULERS[queue.name as keyof typeof RECOVERY_SCHEDULERS];
-        if (!(await queue.getJobScheduler(id))) missing.push(`${queue.name}:${id}`);
-      }
-      return missing.length === 0;
-    }, timeoutMs, 200);
+    await pollFor(
+      async () => {
+        missing = [];
+        for (const queue of queues) {
+          const { id } = RECOVERY_SCHEDULERS[queue.name as keyof typeof RECOVERY_SCHEDULERS];
+          if (!(await queue.getJobScheduler(id))) missing.push(`${queue.name}:${id}`);
+        }
+        return missing.length === 0;
+      },
+      timeoutMs,
+      200,
+    );
     return { missing };
   } finally {
     await Promise.all(queues.map((q) => q.close()));

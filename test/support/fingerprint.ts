@@ -5,7 +5,10 @@ import type { Client } from 'pg';
  * of the sorted rows): equal before and after a refused request means it
  * changed nothing.
  */
-export async function tableFingerprint(db: Client, tables: Record<string, string>): Promise<Record<string, string>> {
+export async function tableFingerprint(
+  db: Client,
+  tables: Record<string, string>,
+): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const [name, sql] of Object.entries(tables)) {
     const result = await db.query<{ h: string; n: string }>(

@@ -47,7 +47,10 @@ export class HttpReceiver {
   async waitFor(count: number, timeoutMs = 15_000): Promise<ReceivedRequest[]> {
     const deadline = Date.now() + timeoutMs;
     while (this.requests.length < count) {
-      if (Date.now() > deadline) throw new Error(`expected ${count} requests within ${timeoutMs} ms, got ${this.requests.length}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `expected ${count} requests within ${timeoutMs} ms, got ${this.requests.length}`,
+        );
       await new Promise((r) => setTimeout(r, 20));
     }
     return this.requests;
@@ -62,7 +65,13 @@ export class HttpReceiver {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      this.requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+      this.requests.push({
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: Date.now(),
+      });
       const answer = this.answers.shift() ?? this.fallback;
       const send = () => {
         if (res.destroyed) return;

@@ -20,7 +20,10 @@ export function freePort(): Promise<number> {
 }
 
 /** Runs the built CLI synchronously; stdout is the JSON document with --json. */
-export function runCli(args: string[], env: Record<string, string>): { status: number; stdout: string; stderr: string } {
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+): { status: number; stdout: string; stderr: string } {
   const res = spawnSync(process.execPath, [DIST_CLI, ...args], {
     env: { ...process.env, LOG_LEVEL: 'silent', ...env },
     encoding: 'utf8',

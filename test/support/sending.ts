@@ -15,7 +15,8 @@ export async function verifyDkim(raw: Buffer, dns: TestDnsServer): Promise<DKIMR
   const resolver = new dnsPromises.Resolver();
   resolver.setServers([dns.address]);
   const result = await dkimVerify(raw, {
-    resolver: (name: string, rrtype: string) => resolver.resolve(name, rrtype) as Promise<string[][] | string[]>,
+    resolver: (name: string, rrtype: string) =>
+      resolver.resolve(name, rrtype) as Promise<string[][] | string[]>,
   });
   return result.results;
 }
@@ -102,9 +103,13 @@ export async function startSendingTest(
     db: app.db,
     prefix: app.prefix,
     project,
-    send: (body, headers) => app.app.request({ method: 'POST', url: '/v1/send', key: project.secretKey, body, headers }),
-    createTemplate: (body) => app.app.request({ method: 'POST', url: '/templates', key: project.secretKey, body }),
-    contact: async (id) => (await app.app.request({ method: 'GET', url: `/contacts/${id}`, key: project.secretKey })).body.data,
+    send: (body, headers) =>
+      app.app.request({ method: 'POST', url: '/v1/send', key: project.secretKey, body, headers }),
+    createTemplate: (body) =>
+      app.app.request({ method: 'POST', url: '/templates', key: project.secretKey, body }),
+    contact: async (id) =>
+      (await app.app.request({ method: 'GET', url: `/contacts/${id}`, key: project.secretKey }))
+        .body.data,
     close: async () => {
       await app.close();
       await smtp.close();
@@ -118,7 +123,11 @@ export async function startSendingTest(
  * then insert in a transaction) but without their jobs: the test decides
  * whether and when they are enqueued, or leaves them to the recovery.
  */
-export function insertEmailsWithoutJobs(t: SendingTest, to: string, sources: EmailSource[]): Promise<Email[]> {
+export function insertEmailsWithoutJobs(
+  t: SendingTest,
+  to: string,
+  sources: EmailSource[],
+): Promise<Email[]> {
   const emails = t.app.app.get(EmailsService);
   return t.app.app.get(DataSource).transaction(async (manager) => {
     const { contact } = await t.app.app

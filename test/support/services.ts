@@ -20,7 +20,9 @@ export class ServiceCluster {
   ) {}
 
   /** An API process on a free loopback port, answered once /health/ready is 200. */
-  async startApi(extra: Record<string, string> = {}): Promise<{ proc: ServiceProcess; base: string }> {
+  async startApi(
+    extra: Record<string, string> = {},
+  ): Promise<{ proc: ServiceProcess; base: string }> {
     const port = await freePort();
     const proc = this.start({ APP_ROLE: 'api', HOST: '127.0.0.1', PORT: String(port), ...extra });
     const base = `http://127.0.0.1:${port}`;
@@ -29,7 +31,10 @@ export class ServiceCluster {
   }
 
   /** A worker process, answered once it logged that it started (its queue workers then run). */
-  async startWorker(extra: Record<string, string> = {}, timeoutMs = 30_000): Promise<ServiceProcess> {
+  async startWorker(
+    extra: Record<string, string> = {},
+    timeoutMs = 30_000,
+  ): Promise<ServiceProcess> {
     // The "started" line is logged at info.
     const proc = this.start({ APP_ROLE: 'worker', LOG_LEVEL: 'info', ...extra });
     const deadline = Date.now() + timeoutMs;
@@ -100,13 +105,21 @@ export async function callApi(
  * one: POST /domains, publish its records on the test DNS server (the
  * processes run with DNS_SERVERS pointing at it), POST /domains/{id}/verify.
  */
-export async function verifyDomainOverHttp(base: string, key: string, domain: string, dns: TestDnsServer): Promise<DomainBody> {
+export async function verifyDomainOverHttp(
+  base: string,
+  key: string,
+  domain: string,
+  dns: TestDnsServer,
+): Promise<DomainBody> {
   const created = await callApi(base, key, 'POST', '/domains', { domain });
-  if (created.status !== 201) throw new Error(`POST /domains answered ${created.status}: ${JSON.stringify(created.body)}`);
+  if (created.status !== 201)
+    throw new Error(`POST /domains answered ${created.status}: ${JSON.stringify(created.body)}`);
   publishDomainRecords(dns, created.body.data as DomainBody);
   const verified = await callApi(base, key, 'POST', `/domains/${created.body.data.id}/verify`);
   if (verified.status !== 200 || verified.body.data?.status !== 'VERIFIED') {
-    throw new Error(`domain ${domain} did not verify: ${verified.status} ${JSON.stringify(verified.body)}`);
+    throw new Error(
+      `domain ${domain} did not verify: ${verified.status} ${JSON.stringify(verified.body)}`,
+    );
   }
   return verified.body.data as DomainBody;
 }

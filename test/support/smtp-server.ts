@@ -1,6 +1,11 @@
 import { AddressInfo } from 'node:net';
 import { ParsedMail, simpleParser } from 'mailparser';
-import { SMTPServer, SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
+import {
+  SMTPServer,
+  SMTPServerAddress,
+  SMTPServerDataStream,
+  SMTPServerSession,
+} from 'smtp-server';
 
 export interface ReceivedMessage {
   /** Envelope sender and recipients as given in MAIL FROM / RCPT TO. */
@@ -104,7 +109,9 @@ export class TestSmtpServer {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w !== waiter);
-        reject(new Error(`expected ${count} messages within ${timeoutMs} ms, got ${this.accepted}`));
+        reject(
+          new Error(`expected ${count} messages within ${timeoutMs} ms, got ${this.accepted}`),
+        );
       }, timeoutMs);
       const waiter = {
         count,
@@ -138,7 +145,9 @@ export class TestSmtpServer {
     if (!rule) return null;
     rule.fired++;
     this.refusals.push(`${rule.code} ${stage} ${recipient}`);
-    const error = new Error(rule.message ?? (rule.code >= 500 ? 'Mailbox unavailable' : 'Try again later')) as Error & {
+    const error = new Error(
+      rule.message ?? (rule.code >= 500 ? 'Mailbox unavailable' : 'Try again later'),
+    ) as Error & {
       responseCode: number;
     };
     error.responseCode = rule.code;
@@ -154,7 +163,8 @@ export class TestSmtpServer {
     stream.on('data', (chunk: Buffer) => chunks.push(chunk));
     stream.on('end', () => {
       const recipients = session.envelope.rcptTo.map((r: SMTPServerAddress) => r.address);
-      const refusal = recipients.map((r) => this.scripted('DATA', r)).find((e) => e !== null) ?? null;
+      const refusal =
+        recipients.map((r) => this.scripted('DATA', r)).find((e) => e !== null) ?? null;
       if (refusal) return callback(refusal);
       const raw = Buffer.concat(chunks);
       const mailFrom = session.envelope.mailFrom;
@@ -175,7 +185,10 @@ export class TestSmtpServer {
       };
       if (this.dataDelayMs > 0) {
         const proceed = record;
-        return void setTimeout(() => (this.parse ? this.parseAndRecord(raw, message, proceed, callback) : proceed()), this.dataDelayMs);
+        return void setTimeout(
+          () => (this.parse ? this.parseAndRecord(raw, message, proceed, callback) : proceed()),
+          this.dataDelayMs,
+        );
       }
       if (!this.parse) return record();
       this.parseAndRecord(raw, message, record, callback);
@@ -197,6 +210,8 @@ export class TestSmtpServer {
   }
 }
 
-export async function startTestSmtpServer(options?: TestSmtpServerOptions): Promise<TestSmtpServer> {
+export async function startTestSmtpServer(
+  options?: TestSmtpServerOptions,
+): Promise<TestSmtpServer> {
   return new TestSmtpServer(options).start();
 }

@@ -9,6 +9,9 @@ export class CampaignTestEmail {
 }
 
 export class CampaignTestResponse {
-  @ApiProperty({ type: [CampaignTestEmail], description: 'One email record per address (GET /emails/{id}); not counted in the campaign' })
+  @ApiProperty({
+    type: [CampaignTestEmail],
+    description: 'One email record per address (GET /emails/{id}); not counted in the campaign',
+  })
   emails: CampaignTestEmail[];
 }

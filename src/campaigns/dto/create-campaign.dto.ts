@@ -1,7 +1,22 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsBoolean, IsDefined, IsEmail, IsEnum, IsOptional, IsString, IsUUID, MaxLength } from 'class-validator';
-import { NameField, NullableDisplayNameField, NullableEmailField, OptionalNotNull, toNormalizedEmail } from '../../common/validation/validators';
+import {
+  IsBoolean,
+  IsDefined,
+  IsEmail,
+  IsEnum,
+  IsOptional,
+  IsString,
+  IsUUID,
+  MaxLength,
+} from 'class-validator';
+import {
+  NameField,
+  NullableDisplayNameField,
+  NullableEmailField,
+  OptionalNotNull,
+  toNormalizedEmail,
+} from '../../common/validation/validators';
 import { CONDITION_SCHEMA } from '../../segments/dto/condition-schema';
 import { LiquidBodyField, LiquidSubjectField } from '../../templates/template-validators';
 import { AudienceType } from '../campaign.entity';
@@ -27,7 +42,10 @@ export class CreateCampaignDto {
   @LiquidBodyField()
   body: string;
 
-  @ApiProperty({ format: 'email', description: 'Sender; its domain must be verified while REQUIRE_VERIFIED_SENDER holds' })
+  @ApiProperty({
+    format: 'email',
+    description: 'Sender; its domain must be verified while REQUIRE_VERIFIED_SENDER holds',
+  })
   @Transform(toNormalizedEmail)
   @IsEmail()
   @MaxLength(320)
@@ -43,12 +61,21 @@ export class CreateCampaignDto {
   @IsEnum(AudienceType)
   audienceType: AudienceType;
 
-  @ApiPropertyOptional({ type: String, format: 'uuid', nullable: true, description: 'Required for SEGMENT: a segment of this project' })
+  @ApiPropertyOptional({
+    type: String,
+    format: 'uuid',
+    nullable: true,
+    description: 'Required for SEGMENT: a segment of this project',
+  })
   @IsOptional()
   @IsUUID()
   segmentId?: string | null;
 
-  @ApiPropertyOptional({ ...CONDITION_SCHEMA, nullable: true, description: `Required for FILTERED. ${CONDITION_SCHEMA.description}` })
+  @ApiPropertyOptional({
+    ...CONDITION_SCHEMA,
+    nullable: true,
+    description: `Required for FILTERED. ${CONDITION_SCHEMA.description}`,
+  })
   @IsOptional()
   @IsDefined()
   audienceFilter?: unknown;
@@ -58,7 +85,9 @@ export class CreateCampaignDto {
   @IsBoolean()
   trackOpens?: boolean;
 
-  @ApiPropertyOptional({ description: 'Links rewritten through the click redirect (true when absent)' })
+  @ApiPropertyOptional({
+    description: 'Links rewritten through the click redirect (true when absent)',
+  })
   @OptionalNotNull()
   @IsBoolean()
   trackClicks?: boolean;

@@ -6,7 +6,8 @@ export class SendCampaignDto {
     type: String,
     format: 'date-time',
     nullable: true,
-    description: 'Omitted, null or in the past: send now. Future (at most one year ahead): SCHEDULED until then.',
+    description:
+      'Omitted, null or in the past: send now. Future (at most one year ahead): SCHEDULED until then.',
   })
   @IsOptional()
   @IsDateString({ strict: true })

@@ -69,7 +69,10 @@ export class ApiKeyCache {
     try {
       // A new value, not a counter: after Redis restarts empty a counter would count the same
       // values again, and an entry cached under one of them would be trusted again.
-      await this.redis.set(this.epochKey, `${Date.now().toString(36)}.${randomBytes(8).toString('hex')}`);
+      await this.redis.set(
+        this.epochKey,
+        `${Date.now().toString(36)}.${randomBytes(8).toString('hex')}`,
+      );
     } catch (error) {
       // Entries elsewhere then expire by TTL at the latest.
       this.logger.warn({ err: error }, 'could not bump the auth epoch in Redis');

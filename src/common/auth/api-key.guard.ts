@@ -22,8 +22,10 @@ export class ApiKeyGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const mode =
-      this.reflector.getAllAndOverride<AuthMode>(AUTH_MODE_KEY, [context.getHandler(), context.getClass()]) ??
-      'secret';
+      this.reflector.getAllAndOverride<AuthMode>(AUTH_MODE_KEY, [
+        context.getHandler(),
+        context.getClass(),
+      ]) ?? 'secret';
     if (mode === 'none') return true;
 
     const http = context.switchToHttp();
@@ -42,12 +44,20 @@ export class ApiKeyGuard implements CanActivate {
     const gate = await this.rateLimits.gate(ip, knownProject);
     // An address over its failed-auth budget learns nothing about the key it sent.
     if (gate.ipBlocked) {
-      throw tooManyRequests(reply, gate.ipBlocked, 'Too many failed authentication attempts from this address');
+      throw tooManyRequests(
+        reply,
+        gate.ipBlocked,
+        'Too many failed authentication attempts from this address',
+      );
     }
     const auth = keyHash ? await this.authenticator.authenticate(keyHash, gate.epoch) : null;
     if (!match) {
       await this.rateLimits.recordAuthFailure(ip);
-      throw new ApiException(401, 'MISSING_API_KEY', 'Missing API key: send "Authorization: Bearer <key>"');
+      throw new ApiException(
+        401,
+        'MISSING_API_KEY',
+        'Missing API key: send "Authorization: Bearer <key>"',
+      );
     }
     if (!auth) {
       await this.rateLimits.recordAuthFailure(ip);
@@ -64,14 +74,19 @@ export class ApiKeyGuard implements CanActivate {
     reply.header('RateLimit-Limit', String(budget.limit));
     reply.header('RateLimit-Remaining', String(budget.remaining));
     reply.header('RateLimit-Reset', String(budget.resetSeconds));
-    if (!budget.allowed) throw tooManyRequests(reply, budget, 'Rate limit exceeded for this project');
+    if (!budget.allowed)
+      throw tooManyRequests(reply, budget, 'Rate limit exceeded for this project');
 
     request.auth = auth;
     return true;
   }
 }
 
-function tooManyRequests(reply: FastifyReply, state: RateLimitState, message: string): ApiException {
+function tooManyRequests(
+  reply: FastifyReply,
+  state: RateLimitState,
+  message: string,
+): ApiException {
   reply.header('Retry-After', String(state.resetSeconds));
   return new ApiException(429, 'RATE_LIMIT_EXCEEDED', message);
 }

@@ -8,7 +8,8 @@ export class Semaphore {
   private readonly waiters: (() => void)[] = [];
 
   constructor(private readonly limit: number) {
-    if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new RangeError(`limit must be a positive integer, got ${limit}`);
   }
 
   async run<T>(task: () => Promise<T>): Promise<T> {

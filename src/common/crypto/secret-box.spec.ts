@@ -56,7 +56,10 @@ describe('SecretBox', () => {
     expect(rotated.unseal(old, 'row-1').current).toBe(false);
 
     const fresh = rotated.seal('payload', 'row-1');
-    expect(rotated.unseal(fresh, 'row-1')).toEqual({ plaintext: Buffer.from('payload'), current: true });
+    expect(rotated.unseal(fresh, 'row-1')).toEqual({
+      plaintext: Buffer.from('payload'),
+      current: true,
+    });
     // Sealed under the new secret: the old secret alone no longer opens it.
     expect(() => box.open(fresh, 'row-1')).toThrow('does not open');
     // A previous secret does not loosen the other checks.

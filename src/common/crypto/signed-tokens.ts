@@ -38,7 +38,9 @@ export class SignedTokens {
     if (raw.toString('base64url') !== token) return null;
     const payload = raw.subarray(0, raw.length - MAC_BYTES);
     const given = raw.subarray(raw.length - MAC_BYTES);
-    return this.keys.some((key) => timingSafeEqual(mac(payload, key), given)) ? payload.subarray(1) : null;
+    return this.keys.some((key) => timingSafeEqual(mac(payload, key), given))
+      ? payload.subarray(1)
+      : null;
   }
 }
 

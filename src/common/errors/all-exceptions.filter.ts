@@ -2,7 +2,10 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiException, FieldError } from './api-exception';
 import { codeForStatus, defaultSuggestion } from './error-codes';
-import { flattenValidationErrors, RequestValidationException } from '../validation/validation-errors';
+import {
+  flattenValidationErrors,
+  RequestValidationException,
+} from '../validation/validation-errors';
 
 export interface ErrorEnvelope {
   success: false;
@@ -30,7 +33,11 @@ export interface Rendered {
 }
 
 /** What an unexpected error is answered with (logged first, with the request id). */
-export const INTERNAL_ERROR: Rendered = { status: 500, code: 'INTERNAL_ERROR', message: 'An unexpected error occurred' };
+export const INTERNAL_ERROR: Rendered = {
+  status: 500,
+  code: 'INTERNAL_ERROR',
+  message: 'An unexpected error occurred',
+};
 
 /** Fastify's own errors (body parsing, limits) carry a code and a statusCode. */
 interface FrameworkError {
@@ -62,7 +69,11 @@ function fromFramework(error: FrameworkError): Rendered | null {
       if (error.statusCode === 400) {
         return { status: 400, code: 'BAD_REQUEST', message: 'Malformed request body' };
       }
-      return { status: error.statusCode, code: codeForStatus(error.statusCode), message: 'Request rejected' };
+      return {
+        status: error.statusCode,
+        code: codeForStatus(error.statusCode),
+        message: 'Request rejected',
+      };
   }
 }
 
@@ -103,7 +114,11 @@ function render(exception: unknown): Rendered | null {
     return null;
   }
   if (exception instanceof SyntaxError) {
-    return { status: 400, code: 'BAD_REQUEST', message: 'Malformed request: the body is not valid JSON' };
+    return {
+      status: 400,
+      code: 'BAD_REQUEST',
+      message: 'Malformed request: the body is not valid JSON',
+    };
   }
   if (exception && typeof exception === 'object') return fromFramework(exception as FrameworkError);
   return null;
@@ -126,7 +141,10 @@ function validationSummary(rendered: Rendered): string {
  * (src/common/http/framework-errors.ts) do, before any route ran.
  */
 export function buildErrorEnvelope(rendered: Rendered, requestId: string): ErrorEnvelope {
-  const final = rendered.code === 'VALIDATION_ERROR' ? { ...rendered, message: validationSummary(rendered) } : rendered;
+  const final =
+    rendered.code === 'VALIDATION_ERROR'
+      ? { ...rendered, message: validationSummary(rendered) }
+      : rendered;
   return {
     success: false,
     message: final.message,
@@ -172,7 +190,11 @@ export class AllExceptionsFilter implements ExceptionFilter {
 }
 
 /** Answers `rendered` as the envelope (its extra headers, the request id): the filter's answer, for routes it does not see. */
-export function sendErrorEnvelope(reply: FastifyReply, rendered: Rendered, requestId: string): void {
+export function sendErrorEnvelope(
+  reply: FastifyReply,
+  rendered: Rendered,
+  requestId: string,
+): void {
   for (const [name, value] of Object.entries(rendered.headers ?? {})) reply.header(name, value);
   void reply
     .status(rendered.status)

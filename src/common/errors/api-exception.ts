@@ -45,7 +45,9 @@ export class ApiException extends HttpException {
       404,
       `${upper}_NOT_FOUND`,
       id ? `${capitalise(resource)} ${id} was not found` : `${capitalise(resource)} was not found`,
-      { suggestion: `Check the ${resource} id; ids of another project are not visible with this key.` },
+      {
+        suggestion: `Check the ${resource} id; ids of another project are not visible with this key.`,
+      },
     );
   }
 

@@ -1,11 +1,15 @@
 /** Default guidance per error code; every error envelope carries a non-empty suggestion. */
 export const DEFAULT_SUGGESTIONS: Record<string, string> = {
-  BAD_REQUEST: 'Check the request syntax, content type and query parameters against the API reference at /docs.',
+  BAD_REQUEST:
+    'Check the request syntax, content type and query parameters against the API reference at /docs.',
   MISSING_API_KEY: 'Send the header "Authorization: Bearer <API key>".',
-  INVALID_API_KEY: 'Check the API key; it may have been revoked. Create a new one with the CLI if needed.',
+  INVALID_API_KEY:
+    'Check the API key; it may have been revoked. Create a new one with the CLI if needed.',
   FORBIDDEN: 'Public (pk_) keys may only call POST /v1/track; use a secret (sk_) key.',
-  PROJECT_DISABLED: 'This project is disabled; an operator can enable it with "projects enable <id>".',
-  DOMAIN_NOT_VERIFIED: 'Add the sender domain with POST /domains and publish its DNS records until it is VERIFIED.',
+  PROJECT_DISABLED:
+    'This project is disabled; an operator can enable it with "projects enable <id>".',
+  DOMAIN_NOT_VERIFIED:
+    'Add the sender domain with POST /domains and publish its DNS records until it is VERIFIED.',
   ROUTE_NOT_FOUND: 'Check the method and path against the API reference at /docs.',
   CONFLICT: 'The resource already exists or its current state does not allow this operation.',
   IDEMPOTENCY_KEY_REUSED: 'Use a new Idempotency-Key for a different request body.',
@@ -18,7 +22,8 @@ export const DEFAULT_SUGGESTIONS: Record<string, string> = {
 
 export function defaultSuggestion(code: string): string {
   if (DEFAULT_SUGGESTIONS[code]) return DEFAULT_SUGGESTIONS[code];
-  if (code.endsWith('_NOT_FOUND')) return 'Check the id; resources of another project are not visible with this key.';
+  if (code.endsWith('_NOT_FOUND'))
+    return 'Check the id; resources of another project are not visible with this key.';
   return 'Check the request against the API reference at /docs.';
 }
 

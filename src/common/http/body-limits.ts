@@ -12,4 +12,7 @@ export const ROUTE_BODY_LIMITS: Record<string, number> = {
  * keyed as ROUTE_BODY_LIMITS). Everywhere else a form body is a wrong content
  * type (400), not a second way to send the fields.
  */
-export const FORM_BODY_ROUTES: ReadonlySet<string> = new Set(['POST /unsubscribe/:token', 'POST /admin/login']);
+export const FORM_BODY_ROUTES: ReadonlySet<string> = new Set([
+  'POST /unsubscribe/:token',
+  'POST /admin/login',
+]);

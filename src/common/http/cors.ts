@@ -1,11 +1,22 @@
 import fastifyCors, { FastifyCorsOptions, FastifyCorsOptionsDelegateCallback } from '@fastify/cors';
-import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+} from 'fastify';
 
 /** Paths a browser may call from any origin: public (`pk_`) keys exist for exactly this. */
 const PUBLIC_BROWSER_PATHS: ReadonlySet<string> = new Set(['/v1/track']);
 
 /** Headers a browser script may read from our answers (request id, rate-limit state). */
-const EXPOSED_HEADERS = ['X-Request-Id', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After'];
+const EXPOSED_HEADERS = [
+  'X-Request-Id',
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+  'Retry-After',
+];
 
 /** A day: browsers cap it lower (Chrome 2 h) and ask again. */
 const PREFLIGHT_MAX_AGE_SECONDS = 86_400;
@@ -28,7 +39,11 @@ export function corsOptions(allowedOrigins: readonly string[]): FastifyCorsOptio
   const publicOptions: FastifyCorsOptions = { ...common, origin: '*', methods: ['POST'] };
   const secretOptions: FastifyCorsOptions =
     allowedOrigins.length > 0
-      ? { ...common, origin: [...allowedOrigins], methods: ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE'] }
+      ? {
+          ...common,
+          origin: [...allowedOrigins],
+          methods: ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE'],
+        }
       : { origin: false };
   const delegator: FastifyCorsOptionsDelegateCallback = (request, callback) => {
     callback(null, PUBLIC_BROWSER_PATHS.has(pathOf(request)) ? publicOptions : secretOptions);
@@ -42,7 +57,11 @@ function pathOf(request: FastifyRequest): string {
   return query === -1 ? url : url.slice(0, query);
 }
 
-type RequestHook = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void;
+type RequestHook = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+) => void;
 
 /**
  * Registers @fastify/cors with `corsOptions`, run only for requests a browser
@@ -62,13 +81,16 @@ export function registerCors(fastify: FastifyInstance, allowedOrigins: readonly 
     get(target, prop) {
       if (prop === 'addHook') {
         return (name: string, hook: RequestHook) => {
-          if (name !== 'onRequest' || corsHook) throw new Error(`@fastify/cors added an unexpected ${name} hook`);
+          if (name !== 'onRequest' || corsHook)
+            throw new Error(`@fastify/cors added an unexpected ${name} hook`);
           corsHook = hook;
           return capture;
         };
       }
       const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      return typeof value === 'function'
+        ? (value as (...args: unknown[]) => unknown).bind(target)
+        : value;
     },
   });
   fastifyCors(capture, corsOptions(allowedOrigins), (error) => {

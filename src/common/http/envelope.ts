@@ -14,11 +14,16 @@ export function RawResponse(): ClassDecorator & MethodDecorator {
       ? [descriptor.value]
       : Object.getOwnPropertyNames((target as { prototype: object }).prototype)
           .filter((name) => name !== 'constructor')
-          .map((name) => ((target as { prototype: Record<string, unknown> }).prototype)[name]);
+          .map((name) => (target as { prototype: Record<string, unknown> }).prototype[name]);
     for (const handler of handlers) {
       if (typeof handler !== 'function') continue;
-      const config = (Reflect.getMetadata(FASTIFY_ROUTE_CONFIG_METADATA, handler) as object | undefined) ?? {};
-      Reflect.defineMetadata(FASTIFY_ROUTE_CONFIG_METADATA, { ...config, [RAW_RESPONSE]: true }, handler);
+      const config =
+        (Reflect.getMetadata(FASTIFY_ROUTE_CONFIG_METADATA, handler) as object | undefined) ?? {};
+      Reflect.defineMetadata(
+        FASTIFY_ROUTE_CONFIG_METADATA,
+        { ...config, [RAW_RESPONSE]: true },
+        handler,
+      );
     }
   };
 }
@@ -43,5 +48,11 @@ export function registerSuccessEnvelope(fastify: FastifyInstance): void {
 }
 
 function isNestRoute(url: string | undefined): boolean {
-  return url !== undefined && url !== '/openapi.json' && url !== '/openapi.yaml' && !url.startsWith('/docs') && !url.startsWith('/admin/');
+  return (
+    url !== undefined &&
+    url !== '/openapi.json' &&
+    url !== '/openapi.yaml' &&
+    !url.startsWith('/docs') &&
+    !url.startsWith('/admin/')
+  );
 }

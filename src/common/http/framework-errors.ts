@@ -26,7 +26,11 @@ export const MAX_PARAM_LENGTH = 100;
 function renderFrameworkError(code: string | undefined, statusCode: number | undefined): Rendered {
   switch (code) {
     case 'FST_ERR_BAD_URL':
-      return { status: 400, code: 'BAD_REQUEST', message: 'The request path is not valid percent-encoding' };
+      return {
+        status: 400,
+        code: 'BAD_REQUEST',
+        message: 'The request path is not valid percent-encoding',
+      };
     case 'FST_ERR_MAX_PARAM_LENGTH':
       return {
         status: 414,
@@ -42,7 +46,11 @@ function renderFrameworkError(code: string | undefined, statusCode: number | und
 }
 
 /** Fastify's `frameworkErrors`: router refusals (bad percent-encoding, over-long parameters). */
-export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+export function frameworkErrors(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
   const rendered = renderFrameworkError(error.code, error.statusCode);
   void reply
     .status(rendered.status)
@@ -58,7 +66,8 @@ function renderClientError(code: string | undefined): Rendered {
         status: 431,
         code: 'BAD_REQUEST',
         message: 'The request line and headers are larger than 16 KB',
-        suggestion: 'Send a shorter URL (use a request body or fewer query parameters) and smaller headers.',
+        suggestion:
+          'Send a shorter URL (use a request body or fewer query parameters) and smaller headers.',
       };
     case 'HPE_INVALID_METHOD':
       return {
@@ -80,7 +89,11 @@ function renderClientError(code: string | undefined): Rendered {
  * be parsed, so the answer is written to the socket by hand, and the
  * connection closes.
  */
-export function clientErrorHandler(this: FastifyInstance, error: Error & { code?: string }, socket: Duplex): void {
+export function clientErrorHandler(
+  this: FastifyInstance,
+  error: Error & { code?: string },
+  socket: Duplex,
+): void {
   if (error.code === 'ECONNRESET' || !socket.writable) return;
   // A response already under way on this socket (a pipelined request): writing another would corrupt it.
   if ((socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
@@ -90,7 +103,10 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & { code?
   const requestId = randomUUID();
   const rendered = renderClientError(error.code);
   const body = JSON.stringify(buildErrorEnvelope(rendered, requestId));
-  this.log.info({ requestId, statusCode: rendered.status, code: error.code }, 'request refused by the HTTP parser');
+  this.log.info(
+    { requestId, statusCode: rendered.status, code: error.code },
+    'request refused by the HTTP parser',
+  );
   socket.end(
     [
       `HTTP/1.1 ${rendered.status} ${STATUS_CODES[rendered.status] ?? 'Bad Request'}`,

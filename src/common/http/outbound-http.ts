@@ -44,7 +44,11 @@ export function isPublicAddress(address: string): boolean {
   return ipaddr.process(address).range() === 'unicast';
 }
 
-type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+type LookupCallback = (
+  error: NodeJS.ErrnoException | null,
+  address: string | LookupAddress[],
+  family?: number,
+) => void;
 
 /**
  * dns.lookup that refuses non-public answers: the address checked is the one
@@ -57,7 +61,12 @@ function guardedLookup(hostname: string, options: LookupOptions, callback: Looku
     const list = addresses as LookupAddress[];
     const blocked = list.find((a) => !isPublicAddress(a.address));
     if (blocked || list.length === 0) {
-      return callback(refused(`${hostname} resolves to ${blocked?.address ?? 'nothing'}, which is not a public address`), '');
+      return callback(
+        refused(
+          `${hostname} resolves to ${blocked?.address ?? 'nothing'}, which is not a public address`,
+        ),
+        '',
+      );
     }
     if (options.all) return callback(null, list);
     callback(null, list[0].address, list[0].family);
@@ -103,17 +112,26 @@ export function sendOutbound(request: OutboundRequest): Promise<OutboundResponse
       {
         ...target.options,
         method: request.method,
-        headers: request.body !== undefined ? { ...request.headers, 'content-length': Buffer.byteLength(request.body) } : request.headers,
+        headers:
+          request.body !== undefined
+            ? { ...request.headers, 'content-length': Buffer.byteLength(request.body) }
+            : request.headers,
         lookup: request.allowPrivate ? undefined : (guardedLookup as unknown as typeof dnsLookup),
       },
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {
-          if (size < request.maxBodyBytes) chunks.push(chunk.subarray(0, request.maxBodyBytes - size));
+          if (size < request.maxBodyBytes)
+            chunks.push(chunk.subarray(0, request.maxBodyBytes - size));
           size += chunk.length;
         });
-        res.on('end', () => settle(null, { status: res.statusCode ?? 0, body: chunks.length === 0 ? '' : Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () =>
+          settle(null, {
+            status: res.statusCode ?? 0,
+            body: chunks.length === 0 ? '' : Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
         res.on('error', (error) => settle(error));
       },
     );
@@ -125,7 +143,13 @@ export function sendOutbound(request: OutboundRequest): Promise<OutboundResponse
     }, request.timeoutMs);
     req.on('error', (error: Error) => {
       // The guard's refusal reaches here wrapped by the socket: keep its type.
-      settle(error instanceof RefusedTargetError ? error : error.cause instanceof RefusedTargetError ? error.cause : error);
+      settle(
+        error instanceof RefusedTargetError
+          ? error
+          : error.cause instanceof RefusedTargetError
+            ? error.cause
+            : error,
+      );
     });
     req.end(request.body);
   });
@@ -151,7 +175,8 @@ function targetOf(raw: string): Target {
   } catch {
     throw new RefusedTargetError('not a valid URL');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new RefusedTargetError(`${url.protocol} URLs are not allowed`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new RefusedTargetError(`${url.protocol} URLs are not allowed`);
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const https_ = url.protocol === 'https:';
   const target: Target = {
@@ -164,7 +189,9 @@ function targetOf(raw: string): Target {
       port: url.port || (https_ ? 443 : 80),
       path: `${url.pathname}${url.search}`,
       agent: agents[url.protocol as 'http:' | 'https:'],
-      ...(url.username || url.password ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` } : {}),
+      ...(url.username || url.password
+        ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` }
+        : {}),
     },
   };
   if (targets.size >= TARGETS_CACHED) targets.clear();

@@ -41,7 +41,8 @@ export function createRootLogger(config: AppConfig, stream?: pino.DestinationStr
     },
     destination,
   );
-  if (!stream) process.once('exit', () => (destination as ReturnType<typeof pino.destination>).flushSync());
+  if (!stream)
+    process.once('exit', () => (destination as ReturnType<typeof pino.destination>).flushSync());
   return logger;
 }
 
@@ -78,7 +79,10 @@ export class PinoNestLogger implements LoggerService {
     if (!this.pino.isLevelEnabled(level)) return;
     const rest = [...params];
     // Nest appends the logger's context as the last argument.
-    const context = rest.length > 0 && typeof rest[rest.length - 1] === 'string' ? (rest.pop() as string) : undefined;
+    const context =
+      rest.length > 0 && typeof rest[rest.length - 1] === 'string'
+        ? (rest.pop() as string)
+        : undefined;
     if (message instanceof Error) {
       this.pino[level]({ context, err: message }, message.message);
     } else if (typeof message === 'object' && message !== null) {
@@ -107,16 +111,23 @@ export const REQUEST_ID_LOG_LABEL = 'requestId';
  * Anything else (another level, other options or bindings) goes through
  * `child()`.
  */
-export function requestChildLogger(logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
+export function requestChildLogger(
+  logger: FastifyBaseLogger,
+  bindings: Bindings,
+  options: ChildLoggerOptions,
+): FastifyBaseLogger {
   const keys = Object.keys(bindings);
   // Fastify passes the route's log level (the server's unless the route sets one) and nothing else.
-  const plain = Object.keys(options).every((key) => key === 'level') && (options.level === undefined || options.level === logger.level);
+  const plain =
+    Object.keys(options).every((key) => key === 'level') &&
+    (options.level === undefined || options.level === logger.level);
   if (keys.length !== 1 || keys[0] !== REQUEST_ID_LOG_LABEL || !plain) {
     return logger.child(bindings, options);
   }
   const parent = logger as unknown as Record<symbol, string>;
   const child = Object.create(logger) as FastifyBaseLogger & Record<symbol, string>;
-  child[pino.symbols.chindingsSym] = `${parent[pino.symbols.chindingsSym]},"${REQUEST_ID_LOG_LABEL}":${JSON.stringify(String(bindings[REQUEST_ID_LOG_LABEL]))}`;
+  child[pino.symbols.chindingsSym] =
+    `${parent[pino.symbols.chindingsSym]},"${REQUEST_ID_LOG_LABEL}":${JSON.stringify(String(bindings[REQUEST_ID_LOG_LABEL]))}`;
   return child;
 }
 

@@ -49,7 +49,11 @@ export class AppMetrics {
   instrument(fastify: FastifyInstance): void {
     fastify.addHook('onResponse', (request, reply, done) => {
       this.httpDuration.observe(
-        { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+        {
+          method: request.method,
+          route: request.routeOptions.url ?? 'unmatched',
+          status: String(reply.statusCode),
+        },
         reply.elapsedTime / 1000,
       );
       done();

@@ -119,7 +119,10 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
 
 /** One error response as a document object, for path items written by hand (raw routes). */
 export function errorResponseObject(status: ErrorStatus, description?: string): ResponseObject {
-  return { description: description ?? ERROR_DESCRIPTIONS[status], content: { 'application/json': { schema: ref(ErrorEnvelopeResponse) } } };
+  return {
+    description: description ?? ERROR_DESCRIPTIONS[status],
+    content: { 'application/json': { schema: ref(ErrorEnvelopeResponse) } },
+  };
 }
 
 /**

@@ -86,7 +86,10 @@ export function operationIdFor(controllerKey: string, methodKey: string): string
  * request bodies (the validation pipe refuses unknown fields). Routes that are
  * Fastify's own (no decorators) pass their path items as `rawRoutePaths`.
  */
-export function buildOpenApiDocument(app: INestApplication, rawRoutePaths: PathsObject = {}): OpenAPIObject {
+export function buildOpenApiDocument(
+  app: INestApplication,
+  rawRoutePaths: PathsObject = {},
+): OpenAPIObject {
   const builder = new DocumentBuilder()
     .setTitle('Mailwright API')
     .setDescription(DESCRIPTION)
@@ -173,7 +176,12 @@ const BAD_PATH_ID =
  */
 function documentBadPathIds(op: OperationObject): void {
   const uuidInPath = (op.parameters ?? []).some(
-    (p) => !('$ref' in p) && p.in === 'path' && !!p.schema && !('$ref' in p.schema) && p.schema.format === 'uuid',
+    (p) =>
+      !('$ref' in p) &&
+      p.in === 'path' &&
+      !!p.schema &&
+      !('$ref' in p.schema) &&
+      p.schema.format === 'uuid',
   );
   if (!uuidInPath || op.responses['400']) return;
   const responses: OperationObject['responses'] = {
@@ -249,18 +257,25 @@ function nameWildcardParameters(document: OpenAPIObject): void {
   for (const key of Object.keys(document.paths)) {
     if (!key.endsWith('/{path}')) continue;
     const item = document.paths[key];
-    const ops = METHODS.map((m) => item[m] as OperationObject | undefined).filter((op): op is OperationObject => !!op);
+    const ops = METHODS.map((m) => item[m] as OperationObject | undefined).filter(
+      (op): op is OperationObject => !!op,
+    );
     const names = new Set(
       ops.flatMap((op) =>
         (op.parameters ?? [])
-          .filter((p): p is ParameterObject => 'in' in p && p.in === 'path' && /^\w+$/.test(p.name) && p.name !== 'path')
+          .filter(
+            (p): p is ParameterObject =>
+              'in' in p && p.in === 'path' && /^\w+$/.test(p.name) && p.name !== 'path',
+          )
           .map((p) => p.name),
       ),
     );
     if (names.size !== 1) continue;
     const [name] = [...names];
     for (const op of ops) {
-      op.parameters = (op.parameters ?? []).filter((p) => !('in' in p && p.in === 'path' && !names.has(p.name)));
+      op.parameters = (op.parameters ?? []).filter(
+        (p) => !('in' in p && p.in === 'path' && !names.has(p.name)),
+      );
     }
     delete document.paths[key];
     document.paths[`${key.slice(0, -'{path}'.length)}{${name}}`] = item;

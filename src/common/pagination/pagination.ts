@@ -11,7 +11,9 @@ export class PaginationQueryDto {
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 20 })
   @IsOptional()
   // Only plain decimal digits become a number: Number() would also take "1e2", "0x10" or " 5".
-  @Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^\d{1,6}$/.test(value) ? Number(value) : value))
+  @Transform(({ value }: { value: unknown }) =>
+    typeof value === 'string' && /^\d{1,6}$/.test(value) ? Number(value) : value,
+  )
   @IsInt()
   @Min(1)
   @Max(100)
@@ -39,7 +41,9 @@ export function encodeCursor(lastId: string): string {
 }
 
 export function decodeCursor(cursor: string): string {
-  const decoded = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  const decoded = /^[A-Za-z0-9_-]+$/.test(cursor)
+    ? Buffer.from(cursor, 'base64url').toString('utf8')
+    : '';
   const [version, id] = decoded.split(':');
   if (version !== CURSOR_VERSION || !id || !isUuid(id)) {
     throw ApiException.badRequest('The cursor is not valid; use nextCursor from a previous page', [

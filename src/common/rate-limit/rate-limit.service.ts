@@ -96,7 +96,11 @@ export class RateLimitService {
     const keys = [this.ipKey(ip), RateLimitService.epochKey(this.prefix)];
     if (knownProjectId) keys.push(this.projectKey(knownProjectId));
     try {
-      const [fails, failsTtl, epoch, count, ttl] = await this.redis.mwAuthGate(keys.length, ...keys, WINDOW_MS);
+      const [fails, failsTtl, epoch, count, ttl] = await this.redis.mwAuthGate(
+        keys.length,
+        ...keys,
+        WINDOW_MS,
+      );
       const failLimit = this.config.authFailureLimitPerMinute;
       return {
         ipBlocked: fails > failLimit ? state(false, failLimit, fails, failsTtl) : null,

@@ -8,7 +8,10 @@ import { IsUUID } from 'class-validator';
  * A route with a second id declares its own DTO with that parameter's name.
  */
 export class IdParamDto {
-  @ApiProperty({ format: 'uuid', description: 'A UUID; anything else is a 400 naming the parameter' })
+  @ApiProperty({
+    format: 'uuid',
+    description: 'A UUID; anything else is a 400 naming the parameter',
+  })
   @IsUUID('all')
   id: string;
 }

@@ -30,7 +30,11 @@ export function hasUnstorableText(value: string): boolean {
  * ValidationPipe deletes `constructor` and `prototype`, Fastify's parser
  * refuses `__proto__`). Refusing them explicitly beats silently losing them.
  */
-export const RESERVED_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+export const RESERVED_KEYS: ReadonlySet<string> = new Set([
+  '__proto__',
+  'constructor',
+  'prototype',
+]);
 
 function joinPath(parent: string, key: string | number): string {
   if (typeof key === 'number') return `${parent}[${key}]`;
@@ -76,7 +80,11 @@ export function findJsonTextProblem(value: unknown, prefix = ''): FieldError | n
       const path = joinPath(item.path, key);
       if (hasUnstorableText(key)) return unstorable(path);
       if (RESERVED_KEYS.has(key)) {
-        return { field: path, message: `the key "${key}" is reserved and not accepted`, code: 'invalid_string' };
+        return {
+          field: path,
+          message: `the key "${key}" is reserved and not accepted`,
+          code: 'invalid_string',
+        };
       }
       stack.push({ value: child, path, depth, top: item.top || path });
     }

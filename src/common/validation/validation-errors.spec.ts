@@ -72,6 +72,8 @@ describe('validation errors', () => {
 
   it('reports unknown keys inside nested objects with their full path', async () => {
     const errors = await errorsFor({ subject: 's', to: [{ email: 'a@b.co', phone: '1' }] });
-    expect(errors).toEqual([expect.objectContaining({ field: 'to[0].phone', code: 'unrecognized_keys' })]);
+    expect(errors).toEqual([
+      expect.objectContaining({ field: 'to[0].phone', code: 'unrecognized_keys' }),
+    ]);
   });
 });

@@ -77,7 +77,10 @@ function pickConstraint(error: ValidationError): FieldError | null {
   if (names.length === 0) return null;
   if (error.value === undefined || error.value === null) {
     if (!names.includes('whitelistValidation')) {
-      const message = error.value === null ? `${error.property} must not be null` : `${error.property} is required`;
+      const message =
+        error.value === null
+          ? `${error.property} must not be null`
+          : `${error.property} is required`;
       return { field: '', message, code: 'required' };
     }
   }

@@ -30,7 +30,12 @@ export class AppValidationPipe extends ValidationPipe {
         ? metadata.type
         : 'custom';
     // No body at all reads as {} (every field then "required"); a JSON null, array or scalar is malformed.
-    if (location === 'body' && this.isDto(metadata) && value !== undefined && !isPlainObject(value)) {
+    if (
+      location === 'body' &&
+      this.isDto(metadata) &&
+      value !== undefined &&
+      !isPlainObject(value)
+    ) {
       throw ApiException.badRequest('The request body must be a JSON object');
     }
     // Before class-transformer walks the value: unbounded nesting would overflow its

@@ -1,7 +1,15 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsEmail, IsNotEmpty, IsOptional, IsString, MaxLength, ValidateIf, ValidationOptions } from 'class-validator';
+import {
+  IsEmail,
+  IsNotEmpty,
+  IsOptional,
+  IsString,
+  MaxLength,
+  ValidateIf,
+  ValidationOptions,
+} from 'class-validator';
 import { constraint } from './constraint';
 import { normalizeEmail } from './email';
 import { isPlainObject, jsonByteSize } from './json-text';
@@ -111,7 +119,9 @@ export const MAX_NAME_LENGTH = 200;
  * A resource's name (templates, segments, projects): trimmed, then 1..200
  * characters. On an update (`optional`) it may be left out, but null is a 422.
  */
-export function NameField(options: { optional?: boolean; example?: string } = {}): PropertyDecorator {
+export function NameField(
+  options: { optional?: boolean; example?: string } = {},
+): PropertyDecorator {
   const doc = { maxLength: MAX_NAME_LENGTH, example: options.example };
   return applyDecorators(
     ...(options.optional ? [ApiPropertyOptional(doc), OptionalNotNull()] : [ApiProperty(doc)]),

@@ -1,4 +1,4 @@
-import { MigrationInterface, QueryRunner } from "typeorm";
+import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * Segments, plus the SQL helper the condition compiler uses for dates kept
@@ -9,10 +9,10 @@ import { MigrationInterface, QueryRunner } from "typeorm";
  * does not depend on the session time zone.
  */
 export class Segments1795248537491 implements MigrationInterface {
-    name = 'Segments1795248537491'
+  name = 'Segments1795248537491';
 
-    public async up(queryRunner: QueryRunner): Promise<void> {
-        await queryRunner.query(`
+  public async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`
             CREATE TABLE "segments" (
                 "id" uuid NOT NULL,
                 "created_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
@@ -27,17 +27,17 @@ export class Segments1795248537491 implements MigrationInterface {
                 CONSTRAINT "PK_beff1eec19679fe8ad4f291f04e" PRIMARY KEY ("id")
             )
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "segments_project_id_id_idx" ON "segments" ("project_id", "id")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "segments_segment_refs_idx" ON "segments" USING gin ("segment_refs")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             ALTER TABLE "segments"
             ADD CONSTRAINT "FK_ca5d1f0049115a81dc6df7216b8" FOREIGN KEY ("project_id") REFERENCES "projects"("id") ON DELETE CASCADE ON UPDATE NO ACTION
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE OR REPLACE FUNCTION "mailwright_try_timestamptz"(v text) RETURNS timestamptz
             LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
             DECLARE
@@ -61,24 +61,23 @@ export class Segments1795248537491 implements MigrationInterface {
             END
             $$
         `);
-    }
+  }
 
-    public async down(queryRunner: QueryRunner): Promise<void> {
-        await queryRunner.query(`
+  public async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`
             DROP FUNCTION IF EXISTS "mailwright_try_timestamptz"(text)
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             ALTER TABLE "segments" DROP CONSTRAINT "FK_ca5d1f0049115a81dc6df7216b8"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."segments_segment_refs_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."segments_project_id_id_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TABLE "segments"
         `);
-    }
-
+  }
 }

@@ -1,10 +1,10 @@
-import { MigrationInterface, QueryRunner } from "typeorm";
+import { MigrationInterface, QueryRunner } from 'typeorm';
 
 export class Sending1795248735870 implements MigrationInterface {
-    name = 'Sending1795248735870'
+  name = 'Sending1795248735870';
 
-    public async up(queryRunner: QueryRunner): Promise<void> {
-        await queryRunner.query(`
+  public async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`
             CREATE TABLE "email_attachments" (
                 "id" uuid NOT NULL,
                 "created_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
@@ -16,13 +16,13 @@ export class Sending1795248735870 implements MigrationInterface {
                 CONSTRAINT "PK_e11a47d59e6c93a48cd3832ab94" PRIMARY KEY ("id")
             )
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "IDX_f282d1f0c96894b166f99bd925" ON "email_attachments" ("project_id")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE TYPE "public"."email_source" AS ENUM('TRANSACTIONAL', 'CAMPAIGN', 'WORKFLOW')
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE TYPE "public"."email_status" AS ENUM(
                 'QUEUED',
                 'SENDING',
@@ -32,7 +32,7 @@ export class Sending1795248735870 implements MigrationInterface {
                 'SUPPRESSED'
             )
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE TABLE "emails" (
                 "id" uuid NOT NULL,
                 "created_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
@@ -67,22 +67,22 @@ export class Sending1795248735870 implements MigrationInterface {
                 CONSTRAINT "PK_a54dcebef8d05dca7e839749571" PRIMARY KEY ("id")
             )
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "emails_project_id_id_idx" ON "emails" ("project_id", "id")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "emails_contact_id_idx" ON "emails" ("contact_id")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "emails_campaign_id_status_idx" ON "emails" ("campaign_id", "status")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "emails_project_id_status_idx" ON "emails" ("project_id", "status")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "emails_project_id_contact_id_idx" ON "emails" ("project_id", "contact_id")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE TABLE "idempotency_keys" (
                 "id" uuid NOT NULL,
                 "created_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
@@ -94,16 +94,16 @@ export class Sending1795248735870 implements MigrationInterface {
                 CONSTRAINT "PK_8ad20779ad0411107a56e53d0f6" PRIMARY KEY ("id")
             )
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "idempotency_keys_created_at_idx" ON "idempotency_keys" ("created_at")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE UNIQUE INDEX "idempotency_keys_project_id_key_key" ON "idempotency_keys" ("project_id", "key")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE TYPE "public"."template_type" AS ENUM('TRANSACTIONAL', 'MARKETING')
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE TABLE "templates" (
                 "id" uuid NOT NULL,
                 "created_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
@@ -119,73 +119,72 @@ export class Sending1795248735870 implements MigrationInterface {
                 CONSTRAINT "PK_515948649ce0bbbe391de702ae5" PRIMARY KEY ("id")
             )
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "IDX_54e5c9fc0c740b2bd65f0160b5" ON "templates" ("project_id")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "IDX_1be561cd0bd0f282b8faec4b31" ON "templates" ("project_id", "type")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             ALTER TABLE "emails"
             ADD CONSTRAINT "FK_18e630371ededf594f21a818635" FOREIGN KEY ("contact_id") REFERENCES "contacts"("id") ON DELETE CASCADE ON UPDATE NO ACTION
         `);
-    }
+  }
 
-    public async down(queryRunner: QueryRunner): Promise<void> {
-        await queryRunner.query(`
+  public async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`
             ALTER TABLE "emails" DROP CONSTRAINT "FK_18e630371ededf594f21a818635"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."IDX_1be561cd0bd0f282b8faec4b31"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."IDX_54e5c9fc0c740b2bd65f0160b5"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TABLE "templates"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TYPE "public"."template_type"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."idempotency_keys_project_id_key_key"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."idempotency_keys_created_at_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TABLE "idempotency_keys"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."emails_project_id_contact_id_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."emails_project_id_status_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."emails_campaign_id_status_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."emails_contact_id_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."emails_project_id_id_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TABLE "emails"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TYPE "public"."email_status"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TYPE "public"."email_source"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."IDX_f282d1f0c96894b166f99bd925"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TABLE "email_attachments"
         `);
-    }
-
+  }
 }

@@ -5,7 +5,9 @@ export class SendingRecovery1795250265735 implements MigrationInterface {
   name = 'SendingRecovery1795250265735';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`CREATE INDEX "emails_queued_at_queued_idx" ON "emails" ("queued_at") WHERE status = 'QUEUED'`);
+    await queryRunner.query(
+      `CREATE INDEX "emails_queued_at_queued_idx" ON "emails" ("queued_at") WHERE status = 'QUEUED'`,
+    );
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {

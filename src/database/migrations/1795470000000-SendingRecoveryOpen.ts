@@ -8,7 +8,9 @@ export class SendingRecoveryOpen1795470000000 implements MigrationInterface {
   name = 'SendingRecoveryOpen1795470000000';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`CREATE INDEX "emails_updated_at_sending_idx" ON "emails" ("updated_at") WHERE status = 'SENDING'`);
+    await queryRunner.query(
+      `CREATE INDEX "emails_updated_at_sending_idx" ON "emails" ("updated_at") WHERE status = 'SENDING'`,
+    );
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {

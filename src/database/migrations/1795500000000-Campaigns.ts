@@ -10,8 +10,12 @@ export class Campaigns1795500000000 implements MigrationInterface {
   name = 'Campaigns1795500000000';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`CREATE TYPE "public"."campaign_audience_type" AS ENUM('ALL', 'SEGMENT', 'FILTERED')`);
-    await queryRunner.query(`CREATE TYPE "public"."campaign_status" AS ENUM('DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED')`);
+    await queryRunner.query(
+      `CREATE TYPE "public"."campaign_audience_type" AS ENUM('ALL', 'SEGMENT', 'FILTERED')`,
+    );
+    await queryRunner.query(
+      `CREATE TYPE "public"."campaign_status" AS ENUM('DRAFT', 'SCHEDULED', 'SENDING', 'SENT', 'CANCELLED')`,
+    );
     await queryRunner.query(`
       CREATE TABLE "campaigns" (
         "id" uuid NOT NULL,
@@ -41,8 +45,12 @@ export class Campaigns1795500000000 implements MigrationInterface {
         "updated_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
         CONSTRAINT "PK_831e3fcd4fc45b4e4c3f57a9ee4" PRIMARY KEY ("id")
       )`);
-    await queryRunner.query(`CREATE INDEX "campaigns_open_idx" ON "campaigns" ("status") WHERE status IN ('SCHEDULED', 'SENDING')`);
-    await queryRunner.query(`CREATE INDEX "campaigns_project_id_id_idx" ON "campaigns" ("project_id", "id")`);
+    await queryRunner.query(
+      `CREATE INDEX "campaigns_open_idx" ON "campaigns" ("status") WHERE status IN ('SCHEDULED', 'SENDING')`,
+    );
+    await queryRunner.query(
+      `CREATE INDEX "campaigns_project_id_id_idx" ON "campaigns" ("project_id", "id")`,
+    );
     await queryRunner.query(`
       CREATE TABLE "campaign_counters" (
         "campaign_id" uuid NOT NULL,
@@ -73,7 +81,9 @@ export class Campaigns1795500000000 implements MigrationInterface {
     await queryRunner.query(`ALTER TABLE "emails" ALTER COLUMN "html" DROP NOT NULL`);
     await queryRunner.query(`ALTER TABLE "emails" ALTER COLUMN "text" DROP NOT NULL`);
     await queryRunner.query(`ALTER TABLE "events" ALTER COLUMN "contact_id" DROP NOT NULL`);
-    await queryRunner.query(`ALTER TYPE "public"."email_status" ADD VALUE IF NOT EXISTS 'CANCELLED'`);
+    await queryRunner.query(
+      `ALTER TYPE "public"."email_status" ADD VALUE IF NOT EXISTS 'CANCELLED'`,
+    );
     await queryRunner.query(`
       CREATE UNIQUE INDEX "emails_campaign_id_contact_id_key" ON "emails" ("campaign_id", "contact_id")
       WHERE campaign_id IS NOT NULL`);
@@ -160,7 +170,9 @@ export class Campaigns1795500000000 implements MigrationInterface {
     await queryRunner.query(`DROP TRIGGER emails_campaign_counters_insert ON emails`);
     await queryRunner.query(`DROP FUNCTION campaign_counters_on_change()`);
     await queryRunner.query(`DROP FUNCTION campaign_counters_on_insert()`);
-    await queryRunner.query(`ALTER TABLE "emails" DROP CONSTRAINT "FK_f7be72c08a424961ea2d8484c15"`);
+    await queryRunner.query(
+      `ALTER TABLE "emails" DROP CONSTRAINT "FK_f7be72c08a424961ea2d8484c15"`,
+    );
     await queryRunner.query(`DROP INDEX "public"."emails_campaign_id_contact_id_key"`);
     // The CANCELLED email status stays (Postgres cannot drop an enum value); such rows become FAILED.
     await queryRunner.query(`UPDATE emails SET status = 'FAILED' WHERE status::text = 'CANCELLED'`);

@@ -1,10 +1,10 @@
-import { MigrationInterface, QueryRunner } from "typeorm";
+import { MigrationInterface, QueryRunner } from 'typeorm';
 
 export class Webhooks1795520000000 implements MigrationInterface {
-    name = 'Webhooks1795520000000'
+  name = 'Webhooks1795520000000';
 
-    public async up(queryRunner: QueryRunner): Promise<void> {
-        await queryRunner.query(`
+  public async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`
             CREATE TABLE "webhook_endpoints" (
                 "id" uuid NOT NULL,
                 "created_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
@@ -20,13 +20,13 @@ export class Webhooks1795520000000 implements MigrationInterface {
                 CONSTRAINT "PK_054c4cfb95223732f5939d2d546" PRIMARY KEY ("id")
             )
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "webhook_endpoints_project_id_id_idx" ON "webhook_endpoints" ("project_id", "id")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE TYPE "public"."webhook_delivery_status" AS ENUM('PENDING', 'SUCCEEDED', 'FAILED')
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE TABLE "webhook_deliveries" (
                 "id" uuid NOT NULL,
                 "created_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
@@ -46,50 +46,50 @@ export class Webhooks1795520000000 implements MigrationInterface {
                 CONSTRAINT "PK_535dd409947fb6d8fc6dfc0112a" PRIMARY KEY ("id")
             )
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "webhook_deliveries_endpoint_id_id_idx" ON "webhook_deliveries" ("endpoint_id", "id")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "webhook_deliveries_event_id_idx" ON "webhook_deliveries" ("event_id")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             ALTER TABLE "webhook_endpoints"
             ADD CONSTRAINT "FK_0ab4ea705a813fdebcc2b12ef2f" FOREIGN KEY ("project_id") REFERENCES "projects"("id") ON DELETE CASCADE ON UPDATE NO ACTION
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             ALTER TABLE "webhook_deliveries"
             ADD CONSTRAINT "FK_0b882c26a9b91c26e6e86b4867c" FOREIGN KEY ("endpoint_id") REFERENCES "webhook_endpoints"("id") ON DELETE CASCADE ON UPDATE NO ACTION
         `);
-        // Hand-written: a UUIDv7 generator for rows written by SQL (newest-first lists order by id),
-        // the dispatch sweep's partial index, and the outbox trigger.
-        await queryRunner.query(`
+    // Hand-written: a UUIDv7 generator for rows written by SQL (newest-first lists order by id),
+    // the dispatch sweep's partial index, and the outbox trigger.
+    await queryRunner.query(`
             CREATE FUNCTION mw_uuid_v7() RETURNS uuid LANGUAGE sql VOLATILE AS $$
               SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
                        PLACING substring(int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
                        FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid
             $$
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "webhook_deliveries_pending_idx" ON "webhook_deliveries" ("next_attempt_at") WHERE status = 'PENDING'
         `);
-        // Which events leave the system, and whether an endpoint's filter takes one.
-        await queryRunner.query(`
+    // Which events leave the system, and whether an endpoint's filter takes one.
+    await queryRunner.query(`
             CREATE FUNCTION webhook_deliverable(name text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
               SELECT starts_with(name, 'email.') OR starts_with(name, 'contact.')
                   OR name IN ('campaign.started', 'campaign.sent', 'campaign.cancelled', 'domain.verified',
                               'domain.failed', 'workflow.execution.failed', 'webhook.disabled')
             $$
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE FUNCTION webhook_event_matches(patterns text[], name text) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
               SELECT EXISTS (SELECT 1 FROM unnest(patterns) AS p
                               WHERE p = '*' OR p = name OR (right(p, 1) = '*' AND starts_with(name, left(p, -1))))
             $$
         `);
-        // The outbox: every INSERT into events (one statement per track batch, per send, per
-        // delivery status change) writes the deliveries of the project's enabled endpoints whose
-        // filter matches, in the same transaction. With no endpoint it is one empty join.
-        await queryRunner.query(`
+    // The outbox: every INSERT into events (one statement per track batch, per send, per
+    // delivery status change) writes the deliveries of the project's enabled endpoints whose
+    // filter matches, in the same transaction. With no endpoint it is one empty join.
+    await queryRunner.query(`
             CREATE FUNCTION webhook_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
               INSERT INTO webhook_deliveries (id, project_id, endpoint_id, event_id, event_type, payload)
@@ -106,43 +106,42 @@ export class Webhooks1795520000000 implements MigrationInterface {
               RETURN NULL;
             END $$
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE TRIGGER events_webhook_outbox AFTER INSERT ON events
               REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION webhook_outbox()
         `);
-    }
+  }
 
-    public async down(queryRunner: QueryRunner): Promise<void> {
-        await queryRunner.query(`DROP TRIGGER events_webhook_outbox ON events`);
-        await queryRunner.query(`DROP FUNCTION webhook_outbox()`);
-        await queryRunner.query(`DROP FUNCTION webhook_event_matches(text[], text)`);
-        await queryRunner.query(`DROP FUNCTION webhook_deliverable(text)`);
-        await queryRunner.query(`DROP INDEX "public"."webhook_deliveries_pending_idx"`);
-        await queryRunner.query(`DROP FUNCTION mw_uuid_v7()`);
-        await queryRunner.query(`
+  public async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`DROP TRIGGER events_webhook_outbox ON events`);
+    await queryRunner.query(`DROP FUNCTION webhook_outbox()`);
+    await queryRunner.query(`DROP FUNCTION webhook_event_matches(text[], text)`);
+    await queryRunner.query(`DROP FUNCTION webhook_deliverable(text)`);
+    await queryRunner.query(`DROP INDEX "public"."webhook_deliveries_pending_idx"`);
+    await queryRunner.query(`DROP FUNCTION mw_uuid_v7()`);
+    await queryRunner.query(`
             ALTER TABLE "webhook_deliveries" DROP CONSTRAINT "FK_0b882c26a9b91c26e6e86b4867c"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             ALTER TABLE "webhook_endpoints" DROP CONSTRAINT "FK_0ab4ea705a813fdebcc2b12ef2f"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."webhook_deliveries_event_id_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."webhook_deliveries_endpoint_id_id_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TABLE "webhook_deliveries"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TYPE "public"."webhook_delivery_status"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."webhook_endpoints_project_id_id_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TABLE "webhook_endpoints"
         `);
-    }
-
+  }
 }

@@ -1,10 +1,10 @@
-import { MigrationInterface, QueryRunner } from "typeorm";
+import { MigrationInterface, QueryRunner } from 'typeorm';
 
 export class Workflows1795530000000 implements MigrationInterface {
-    name = 'Workflows1795530000000'
+  name = 'Workflows1795530000000';
 
-    public async up(queryRunner: QueryRunner): Promise<void> {
-        await queryRunner.query(`
+  public async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`
             CREATE TYPE "public"."workflow_trigger_type" AS ENUM(
                 'EVENT',
                 'SEGMENT_ENTRY',
@@ -12,7 +12,7 @@ export class Workflows1795530000000 implements MigrationInterface {
                 'MANUAL'
             )
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE TABLE "workflows" (
                 "id" uuid NOT NULL,
                 "created_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
@@ -31,15 +31,15 @@ export class Workflows1795530000000 implements MigrationInterface {
                 CONSTRAINT "PK_5b5757cc1cd86268019fef52e0c" PRIMARY KEY ("id")
             )
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "workflows_trigger_idx" ON "workflows" ("project_id", "trigger_name")
             WHERE enabled
                 AND deleted_at IS NULL
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "workflows_project_id_id_idx" ON "workflows" ("project_id", "id")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE TYPE "public"."workflow_execution_status" AS ENUM(
                 'RUNNING',
                 'WAITING',
@@ -49,7 +49,7 @@ export class Workflows1795530000000 implements MigrationInterface {
                 'CANCELLED'
             )
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE TABLE "workflow_executions" (
                 "id" uuid NOT NULL,
                 "created_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
@@ -73,37 +73,37 @@ export class Workflows1795530000000 implements MigrationInterface {
                 CONSTRAINT "PK_9d49b5c86c267d902145ed42c9d" PRIMARY KEY ("id")
             )
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "workflow_executions_resume_event_idx" ON "workflow_executions" ("resume_event_id")
             WHERE resume_event_id IS NOT NULL
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "workflow_executions_trigger_event_idx" ON "workflow_executions" ("trigger_event_id")
             WHERE trigger_event_id IS NOT NULL
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "workflow_executions_waiting_idx" ON "workflow_executions" ("contact_id", "wait_event")
             WHERE status = 'WAITING'
                 AND wait_event IS NOT NULL
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "workflow_executions_due_idx" ON "workflow_executions" ("due_at")
             WHERE status IN ('RUNNING', 'WAITING')
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE UNIQUE INDEX "workflow_executions_open_idx" ON "workflow_executions" ("workflow_id", "contact_id")
             WHERE status IN ('RUNNING', 'WAITING')
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE UNIQUE INDEX "workflow_executions_once_idx" ON "workflow_executions" ("workflow_id", "once_key")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "workflow_executions_workflow_id_id_idx" ON "workflow_executions" ("workflow_id", "id")
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE TYPE "public"."workflow_step_run_status" AS ENUM('COMPLETED', 'FAILED', 'SKIPPED', 'WAITING')
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE TABLE "workflow_execution_steps" (
                 "execution_id" uuid NOT NULL,
                 "step_id" character varying(64) NOT NULL,
@@ -117,39 +117,39 @@ export class Workflows1795530000000 implements MigrationInterface {
                 CONSTRAINT "PK_fb8dc973e3284087ba84a2b7ae2" PRIMARY KEY ("execution_id", "step_id")
             )
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             ALTER TABLE "emails"
             ADD "workflow_step_id" character varying(64)
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE UNIQUE INDEX "emails_workflow_step_idx" ON "emails" ("workflow_execution_id", "workflow_step_id")
             WHERE workflow_execution_id IS NOT NULL
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             ALTER TABLE "workflows"
             ADD CONSTRAINT "FK_376276dcfa299f6483d37c83ccb" FOREIGN KEY ("project_id") REFERENCES "projects"("id") ON DELETE CASCADE ON UPDATE NO ACTION
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             ALTER TABLE "workflow_executions"
             ADD CONSTRAINT "FK_6347f114eeaac28722f959f6e3f" FOREIGN KEY ("workflow_id") REFERENCES "workflows"("id") ON DELETE CASCADE ON UPDATE NO ACTION
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             ALTER TABLE "workflow_executions"
             ADD CONSTRAINT "FK_20a934d2c3399b25915d149b438" FOREIGN KEY ("contact_id") REFERENCES "contacts"("id") ON DELETE CASCADE ON UPDATE NO ACTION
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             ALTER TABLE "workflow_execution_steps"
             ADD CONSTRAINT "FK_b83a223123b7bd2949a16058197" FOREIGN KEY ("execution_id") REFERENCES "workflow_executions"("id") ON DELETE CASCADE ON UPDATE NO ACTION
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE INDEX "workflow_executions_contact_id_idx" ON "workflow_executions" ("contact_id")
         `);
-        // Hand-written: the triggers. Every INSERT into events (a track batch, a send, a delivery status
-        // change, a segment entry) starts the executions of the enabled workflows whose trigger names the
-        // event, and ends the waits of executions waiting for it, in the events' own transaction: a trigger
-        // is as durable as its event. Re-entry is the unique indexes' job (ON CONFLICT DO NOTHING).
-        // The jobs are added after commit (WorkflowDispatcher), or by the recovery when that never happened.
-        await queryRunner.query(`
+    // Hand-written: the triggers. Every INSERT into events (a track batch, a send, a delivery status
+    // change, a segment entry) starts the executions of the enabled workflows whose trigger names the
+    // event, and ends the waits of executions waiting for it, in the events' own transaction: a trigger
+    // is as durable as its event. Re-entry is the unique indexes' job (ON CONFLICT DO NOTHING).
+    // The jobs are added after commit (WorkflowDispatcher), or by the recovery when that never happened.
+    await queryRunner.query(`
             CREATE FUNCTION workflow_triggers() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
               INSERT INTO workflow_executions (id, project_id, workflow_id, contact_id, status, version, due_at,
@@ -175,79 +175,78 @@ export class Workflows1795530000000 implements MigrationInterface {
               RETURN NULL;
             END $$
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             CREATE TRIGGER events_workflow_triggers AFTER INSERT ON events
               REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION workflow_triggers()
         `);
-    }
+  }
 
-    public async down(queryRunner: QueryRunner): Promise<void> {
-        await queryRunner.query(`DROP TRIGGER events_workflow_triggers ON events`);
-        await queryRunner.query(`DROP FUNCTION workflow_triggers()`);
-        await queryRunner.query(`DROP INDEX "public"."workflow_executions_contact_id_idx"`);
-        await queryRunner.query(`
+  public async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`DROP TRIGGER events_workflow_triggers ON events`);
+    await queryRunner.query(`DROP FUNCTION workflow_triggers()`);
+    await queryRunner.query(`DROP INDEX "public"."workflow_executions_contact_id_idx"`);
+    await queryRunner.query(`
             ALTER TABLE "workflow_execution_steps" DROP CONSTRAINT "FK_b83a223123b7bd2949a16058197"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             ALTER TABLE "workflow_executions" DROP CONSTRAINT "FK_20a934d2c3399b25915d149b438"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             ALTER TABLE "workflow_executions" DROP CONSTRAINT "FK_6347f114eeaac28722f959f6e3f"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             ALTER TABLE "workflows" DROP CONSTRAINT "FK_376276dcfa299f6483d37c83ccb"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."emails_workflow_step_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             ALTER TABLE "emails" DROP COLUMN "workflow_step_id"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TABLE "workflow_execution_steps"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TYPE "public"."workflow_step_run_status"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."workflow_executions_workflow_id_id_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."workflow_executions_once_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."workflow_executions_open_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."workflow_executions_due_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."workflow_executions_waiting_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."workflow_executions_trigger_event_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."workflow_executions_resume_event_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TABLE "workflow_executions"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TYPE "public"."workflow_execution_status"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."workflows_project_id_id_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP INDEX "public"."workflows_trigger_idx"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TABLE "workflows"
         `);
-        await queryRunner.query(`
+    await queryRunner.query(`
             DROP TYPE "public"."workflow_trigger_type"
         `);
-    }
-
+  }
 }

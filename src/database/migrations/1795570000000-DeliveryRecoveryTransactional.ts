@@ -20,6 +20,8 @@ export class DeliveryRecoveryTransactional1795570000000 implements MigrationInte
 
   public async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`DROP INDEX "public"."emails_queued_at_queued_idx"`);
-    await queryRunner.query(`CREATE INDEX "emails_queued_at_queued_idx" ON "emails" ("queued_at") WHERE status = 'QUEUED'`);
+    await queryRunner.query(
+      `CREATE INDEX "emails_queued_at_queued_idx" ON "emails" ("queued_at") WHERE status = 'QUEUED'`,
+    );
   }
 }

@@ -22,7 +22,9 @@ export class WebhookClaimLease1795580000000 implements MigrationInterface {
   name = 'WebhookClaimLease1795580000000';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`ALTER TABLE "webhook_deliveries" ADD "leased_until" TIMESTAMP WITH TIME ZONE`);
+    await queryRunner.query(
+      `ALTER TABLE "webhook_deliveries" ADD "leased_until" TIMESTAMP WITH TIME ZONE`,
+    );
     await queryRunner.query(`ALTER TABLE "webhook_deliveries" SET (fillfactor = 70)`);
     await queryRunner.query(`DROP INDEX "public"."webhook_deliveries_pending_idx"`);
     await queryRunner.query(
@@ -32,9 +34,13 @@ export class WebhookClaimLease1795580000000 implements MigrationInterface {
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`CREATE INDEX "webhook_deliveries_event_id_idx" ON "webhook_deliveries" ("event_id")`);
+    await queryRunner.query(
+      `CREATE INDEX "webhook_deliveries_event_id_idx" ON "webhook_deliveries" ("event_id")`,
+    );
     await queryRunner.query(`DROP INDEX "public"."webhook_deliveries_pending_idx"`);
-    await queryRunner.query(`CREATE INDEX "webhook_deliveries_pending_idx" ON "webhook_deliveries" ("next_attempt_at") WHERE status = 'PENDING'`);
+    await queryRunner.query(
+      `CREATE INDEX "webhook_deliveries_pending_idx" ON "webhook_deliveries" ("next_attempt_at") WHERE status = 'PENDING'`,
+    );
     await queryRunner.query(`ALTER TABLE "webhook_deliveries" RESET (fillfactor)`);
     await queryRunner.query(`ALTER TABLE "webhook_deliveries" DROP COLUMN "leased_until"`);
   }

@@ -27,7 +27,8 @@ export class DomainRecordResponse {
 
   @ApiPropertyOptional({
     type: [String],
-    description: 'Not verified: the TXT values the last check found at the name (at most 5), when there were any',
+    description:
+      'Not verified: the TXT values the last check found at the name (at most 5), when there were any',
   })
   found?: string[];
 

@@ -8,7 +8,12 @@ export class EventResponse {
   @ApiProperty({ example: 'signup' })
   name: string;
 
-  @ApiProperty({ format: 'uuid', nullable: true, type: String, description: 'null for project events (campaign.*)' })
+  @ApiProperty({
+    format: 'uuid',
+    nullable: true,
+    type: String,
+    description: 'null for project events (campaign.*)',
+  })
   contactId: string | null;
 
   @ApiProperty({ format: 'uuid', nullable: true, type: String })

@@ -22,10 +22,24 @@ export class EmailResponse {
       'Whether the sent message carries a DKIM signature: false for mail from a domain that is not verified (allowed when REQUIRE_VERIFIED_SENDER is off, the outbox default); null until sent',
   })
   dkimSigned: boolean | null;
-  @ApiProperty({ description: 'Whether the delivered HTML carries the open pixel' }) trackOpens: boolean;
-  @ApiProperty({ description: 'Whether the links of the delivered HTML are rewritten to tracked redirects' }) trackClicks: boolean;
-  @ApiProperty({ type: 'integer', minimum: 0, description: 'Open pixel hits (openedAt is the first)' }) opens: number;
-  @ApiProperty({ type: 'integer', minimum: 0, description: 'Tracked link hits (clickedAt is the first)' }) clicks: number;
+  @ApiProperty({ description: 'Whether the delivered HTML carries the open pixel' })
+  trackOpens: boolean;
+  @ApiProperty({
+    description: 'Whether the links of the delivered HTML are rewritten to tracked redirects',
+  })
+  trackClicks: boolean;
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    description: 'Open pixel hits (openedAt is the first)',
+  })
+  opens: number;
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    description: 'Tracked link hits (clickedAt is the first)',
+  })
+  clicks: number;
   @ApiProperty({ format: 'date-time' }) queuedAt: string;
   @ApiProperty({ format: 'date-time', nullable: true, type: String }) sentAt: string | null;
   @ApiProperty({ format: 'date-time', nullable: true, type: String }) openedAt: string | null;

@@ -20,7 +20,16 @@ import {
 } from 'class-validator';
 import { constraint } from '../../common/validation/constraint';
 import { isPlainObject } from '../../common/validation/json-text';
-import { DisplayNameField, IsJsonObject, MaxJsonSize, NoLineBreaks, NotBlank, OptionalNotNull, rawJsonValue, toNormalizedEmail } from '../../common/validation/validators';
+import {
+  DisplayNameField,
+  IsJsonObject,
+  MaxJsonSize,
+  NoLineBreaks,
+  NotBlank,
+  OptionalNotNull,
+  rawJsonValue,
+  toNormalizedEmail,
+} from '../../common/validation/validators';
 import { ContactDataField } from '../../contacts/dto/validators';
 import { IsLiquidTemplate } from '../../templates/template-validators';
 
@@ -86,17 +95,24 @@ export class AttachmentDto {
   filename: string;
 
   @ApiProperty({ description: 'File content, base64 (line breaks allowed, as in MIME)' })
-  @Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? value.replace(/[\r\n\t ]+/g, '') : value))
+  @Transform(({ value }: { value: unknown }) =>
+    typeof value === 'string' ? value.replace(/[\r\n\t ]+/g, '') : value,
+  )
   @IsString()
   @IsNotEmpty()
   @IsBase64()
   content: string;
 
-  @ApiPropertyOptional({ example: 'application/pdf', description: 'Guessed from the filename when omitted' })
+  @ApiPropertyOptional({
+    example: 'application/pdf',
+    description: 'Guessed from the filename when omitted',
+  })
   @OptionalNotNull()
   @IsString()
   @MaxLength(255)
-  @Matches(/^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+$/, { message: 'contentType must be a MIME type like text/plain' })
+  @Matches(/^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+$/, {
+    message: 'contentType must be a MIME type like text/plain',
+  })
   contentType?: string;
 }
 
@@ -113,7 +129,12 @@ export class SendEmailDto {
     oneOf: [
       { type: 'string', format: 'email' },
       { $ref: '#/components/schemas/MailboxDto' },
-      { type: 'array', items: { oneOf: [{ type: 'string', format: 'email' }, { $ref: '#/components/schemas/MailboxDto' }] } },
+      {
+        type: 'array',
+        items: {
+          oneOf: [{ type: 'string', format: 'email' }, { $ref: '#/components/schemas/MailboxDto' }],
+        },
+      },
     ],
   })
   @IsDefined()
@@ -124,7 +145,10 @@ export class SendEmailDto {
   @ValidateNested({ each: true })
   to: MailboxDto[];
 
-  @ApiPropertyOptional({ format: 'uuid', description: 'A template id; its fields apply and request fields override them' })
+  @ApiPropertyOptional({
+    format: 'uuid',
+    description: 'A template id; its fields apply and request fields override them',
+  })
   @OptionalNotNull()
   @IsUUID()
   template?: string;
@@ -138,7 +162,9 @@ export class SendEmailDto {
   @IsLiquidTemplate()
   subject?: string;
 
-  @ApiPropertyOptional({ description: 'HTML (or Markdown with type=markdown) with Liquid; required without template' })
+  @ApiPropertyOptional({
+    description: 'HTML (or Markdown with type=markdown) with Liquid; required without template',
+  })
   @OptionalNotNull()
   @IsString()
   @NotBlank()
@@ -146,11 +172,14 @@ export class SendEmailDto {
   @IsLiquidTemplate()
   body?: string;
 
-  @ContactDataField('Render variables, also merged into each contact as in /v1/track. At most 64 KB')
+  @ContactDataField(
+    'Render variables, also merged into each contact as in /v1/track. At most 64 KB',
+  )
   data?: Record<string, unknown>;
 
   @ApiPropertyOptional({
-    description: "Sender: an email or {email, name?}; defaults to the template's, then the project's defaultFrom",
+    description:
+      "Sender: an email or {email, name?}; defaults to the template's, then the project's defaultFrom",
     // type Object: without it Swagger adds the reflected MailboxDto as an allOf beside the oneOf.
     type: Object,
     oneOf: [{ type: 'string', format: 'email' }, { $ref: '#/components/schemas/MailboxDto' }],
@@ -182,7 +211,8 @@ export class SendEmailDto {
   @ApiPropertyOptional({
     type: 'object',
     additionalProperties: { type: 'string' },
-    description: 'Extra headers; no CR/LF; From, To, Subject, Cc, Bcc, Reply-To, Message-ID, Date, Content-*, DKIM-Signature, List-Unsubscribe… are refused',
+    description:
+      'Extra headers; no CR/LF; From, To, Subject, Cc, Bcc, Reply-To, Message-ID, Date, Content-*, DKIM-Signature, List-Unsubscribe… are refused',
   })
   @OptionalNotNull()
   @Transform(rawJsonValue)
@@ -198,13 +228,19 @@ export class SendEmailDto {
   @Type(() => AttachmentDto)
   attachments?: AttachmentDto[];
 
-  @ApiPropertyOptional({ description: 'Subscription of the recipients; new contacts are not subscribed unless true' })
+  @ApiPropertyOptional({
+    description: 'Subscription of the recipients; new contacts are not subscribed unless true',
+  })
   @OptionalNotNull()
   @IsBoolean()
   subscribed?: boolean;
 
   // The default is stated in words: generators (openapi-typescript 7) make a property with `default` required in requests.
-  @ApiPropertyOptional({ enum: ['html', 'markdown'], description: 'How body is written: html (the default) or markdown (rendered to HTML after Liquid)' })
+  @ApiPropertyOptional({
+    enum: ['html', 'markdown'],
+    description:
+      'How body is written: html (the default) or markdown (rendered to HTML after Liquid)',
+  })
   @OptionalNotNull()
   @IsIn(['html', 'markdown'])
   type?: 'html' | 'markdown';

@@ -10,8 +10,10 @@ export class SentEmailResponse {
 
 /** The answer of POST /v1/send (an Idempotency-Key replay answers it byte for byte). */
 export class SendResponse {
-  @ApiProperty({ format: 'uuid', description: 'contact id of the first recipient' }) contact: string;
-  @ApiProperty({ format: 'uuid', description: 'email.queued event id of the first recipient' }) event: string;
+  @ApiProperty({ format: 'uuid', description: 'contact id of the first recipient' })
+  contact: string;
+  @ApiProperty({ format: 'uuid', description: 'email.queued event id of the first recipient' })
+  event: string;
   @ApiProperty({ format: 'date-time' }) timestamp: string;
   @ApiProperty({ type: [SentEmailResponse] }) emails: SentEmailResponse[];
 }

@@ -1,7 +1,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsEmail, IsEnum, IsOptional, MaxLength } from 'class-validator';
-import { NameField, NullableDisplayNameField, NullableEmailField, OptionalNotNull, toNormalizedEmail } from '../../common/validation/validators';
+import {
+  NameField,
+  NullableDisplayNameField,
+  NullableEmailField,
+  OptionalNotNull,
+  toNormalizedEmail,
+} from '../../common/validation/validators';
 import { LiquidBodyField, LiquidSubjectField } from '../template-validators';
 import { TemplateType } from '../template.entity';
 
@@ -19,7 +25,12 @@ export class CreateTemplateDto {
   @IsEnum(TemplateType)
   type: TemplateType;
 
-  @ApiPropertyOptional({ type: String, format: 'email', nullable: true, description: 'Default sender; its domain must be verified to send' })
+  @ApiPropertyOptional({
+    type: String,
+    format: 'email',
+    nullable: true,
+    description: 'Default sender; its domain must be verified to send',
+  })
   @IsOptional()
   @Transform(toNormalizedEmail)
   @IsEmail()
@@ -33,7 +44,8 @@ export class CreateTemplateDto {
   replyTo?: string | null;
 
   @ApiPropertyOptional({
-    description: 'Track opens and clicks of TRANSACTIONAL mail sent with this template (false when absent; MARKETING mail is always tracked)',
+    description:
+      'Track opens and clicks of TRANSACTIONAL mail sent with this template (false when absent; MARKETING mail is always tracked)',
   })
   @OptionalNotNull()
   @IsBoolean()

@@ -7,7 +7,10 @@ export class PreviewTemplateDto {
   @ContactDataField('Variables; they win over the contact data keys. At most 64 KB')
   data?: Record<string, unknown>;
 
-  @ApiPropertyOptional({ format: 'uuid', description: 'Render with this contact\'s data and address' })
+  @ApiPropertyOptional({
+    format: 'uuid',
+    description: "Render with this contact's data and address",
+  })
   @OptionalNotNull()
   @IsUUID()
   contactId?: string;

@@ -11,7 +11,11 @@ export class TemplateResponse {
   @ApiProperty({ type: String, nullable: true }) from: string | null;
   @ApiProperty({ type: String, nullable: true }) fromName: string | null;
   @ApiProperty({ type: String, nullable: true }) replyTo: string | null;
-  @ApiProperty({ description: 'Open and click tracking for TRANSACTIONAL mail (MARKETING mail is always tracked)' }) track: boolean;
+  @ApiProperty({
+    description:
+      'Open and click tracking for TRANSACTIONAL mail (MARKETING mail is always tracked)',
+  })
+  track: boolean;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiProperty({ format: 'date-time' }) updatedAt: string;
 }

@@ -14,7 +14,8 @@ export class TrackEventDto {
     example: 'signup',
     minLength: 1,
     maxLength: MAX_EVENT_NAME_LENGTH,
-    description: 'Names starting email., contact., segment., campaign., domain., workflow. or webhook. are reserved for system events (422 reserved_event)',
+    description:
+      'Names starting email., contact., segment., campaign., domain., workflow. or webhook. are reserved for system events (422 reserved_event)',
   })
   @IsString()
   @MinLength(1)

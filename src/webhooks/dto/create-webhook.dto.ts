@@ -1,13 +1,33 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsOptional, IsString, IsUrl, Matches, MaxLength } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  ArrayUnique,
+  IsArray,
+  IsBoolean,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  MaxLength,
+} from 'class-validator';
 import { OptionalNotNull } from '../../common/validation/validators';
 import { EVENT_PATTERN } from '../webhook-events';
 
 export class CreateWebhookDto {
-  @ApiProperty({ format: 'uri', maxLength: 2048, example: 'https://app.example.com/hooks/mailwright' })
+  @ApiProperty({
+    format: 'uri',
+    maxLength: 2048,
+    example: 'https://app.example.com/hooks/mailwright',
+  })
   @IsString()
   @MaxLength(2048)
-  @IsUrl({ protocols: ['http', 'https'], require_protocol: true, require_tld: false, allow_underscores: true })
+  @IsUrl({
+    protocols: ['http', 'https'],
+    require_protocol: true,
+    require_tld: false,
+    allow_underscores: true,
+  })
   url: string;
 
   @ApiProperty({
@@ -23,7 +43,10 @@ export class CreateWebhookDto {
   @ArrayUnique()
   @IsString({ each: true })
   @MaxLength(100, { each: true })
-  @Matches(EVENT_PATTERN, { each: true, message: 'each value in events must be an event name, a prefix ending in ".*", or "*"' })
+  @Matches(EVENT_PATTERN, {
+    each: true,
+    message: 'each value in events must be an event name, a prefix ending in ".*", or "*"',
+  })
   events: string[];
 
   @ApiPropertyOptional({ type: String, nullable: true, maxLength: 1000 })

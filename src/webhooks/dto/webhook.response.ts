@@ -8,26 +8,47 @@ export class WebhookResponse {
   @ApiProperty({ type: [String] }) events: string[];
   @ApiProperty({ type: String, nullable: true }) description: string | null;
   @ApiProperty() enabled: boolean;
-  @ApiProperty({ type: String, nullable: true, description: 'Why the system disabled it (failing for 3 days)' }) disabledReason: string | null;
-  @ApiProperty({ type: String, format: 'date-time', nullable: true, description: 'Since when every attempt failed' }) failingSince: string | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'Why the system disabled it (failing for 3 days)',
+  })
+  disabledReason: string | null;
+  @ApiProperty({
+    type: String,
+    format: 'date-time',
+    nullable: true,
+    description: 'Since when every attempt failed',
+  })
+  failingSince: string | null;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiProperty({ format: 'date-time' }) updatedAt: string;
 }
 
 /** Create and rotate-secret answers: the only time the secret is shown. */
 export class WebhookWithSecretResponse extends WebhookResponse {
-  @ApiProperty({ example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', description: 'The signing secret (Standard Webhooks); shown once' })
+  @ApiProperty({
+    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    description: 'The signing secret (Standard Webhooks); shown once',
+  })
   secret: string;
 }
 
 export class WebhookDeliveryResponse {
-  @ApiProperty({ format: 'uuid', description: 'Also the webhook-id header of every attempt' }) id: string;
+  @ApiProperty({ format: 'uuid', description: 'Also the webhook-id header of every attempt' })
+  id: string;
   @ApiProperty({ example: 'email.sent' }) eventType: string;
   @ApiProperty({ type: String, format: 'uuid', nullable: true }) eventId: string | null;
-  @ApiProperty({ enum: WebhookDeliveryStatus, enumName: 'WebhookDeliveryStatus' }) status: WebhookDeliveryStatus;
+  @ApiProperty({ enum: WebhookDeliveryStatus, enumName: 'WebhookDeliveryStatus' })
+  status: WebhookDeliveryStatus;
   @ApiProperty({ type: 'integer', minimum: 0 }) attempts: number;
   @ApiProperty({ type: 'integer', nullable: true }) responseStatus: number | null;
-  @ApiProperty({ type: String, nullable: true, description: 'The first 1 KB of the last response body, or the network error' }) lastError: string | null;
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'The first 1 KB of the last response body, or the network error',
+  })
+  lastError: string | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) lastAttemptAt: string | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) nextAttemptAt: string | null;
   @ApiProperty({ format: 'date-time' }) createdAt: string;

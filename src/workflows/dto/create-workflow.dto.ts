@@ -1,6 +1,16 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsArray, IsBoolean, IsDefined, IsEnum, IsOptional, IsString, IsUUID, MaxLength, ValidateNested } from 'class-validator';
+import {
+  IsArray,
+  IsBoolean,
+  IsDefined,
+  IsEnum,
+  IsOptional,
+  IsString,
+  IsUUID,
+  MaxLength,
+  ValidateNested,
+} from 'class-validator';
 import { NameField, NotBlank, OptionalNotNull } from '../../common/validation/validators';
 import { WorkflowTriggerType } from '../workflow.entity';
 
@@ -18,14 +28,20 @@ export class WorkflowTriggerDto {
   @IsEnum(WorkflowTriggerType)
   type: WorkflowTriggerType;
 
-  @ApiPropertyOptional({ description: 'EVENT: the event name (tracked or system, e.g. email.opened)', maxLength: 100 })
+  @ApiPropertyOptional({
+    description: 'EVENT: the event name (tracked or system, e.g. email.opened)',
+    maxLength: 100,
+  })
   @IsOptional()
   @IsString()
   @NotBlank()
   @MaxLength(100)
   event?: string;
 
-  @ApiPropertyOptional({ format: 'uuid', description: 'SEGMENT_ENTRY / SEGMENT_EXIT: a segment of this project' })
+  @ApiPropertyOptional({
+    format: 'uuid',
+    description: 'SEGMENT_ENTRY / SEGMENT_EXIT: a segment of this project',
+  })
   @IsOptional()
   @IsUUID('all')
   segmentId?: string;
@@ -52,7 +68,10 @@ export class CreateWorkflowDto {
   @Type(() => WorkflowTriggerDto)
   trigger: WorkflowTriggerDto;
 
-  @ApiPropertyOptional({ description: 'A contact may run it again once its previous execution finished (never two at once); false when absent' })
+  @ApiPropertyOptional({
+    description:
+      'A contact may run it again once its previous execution finished (never two at once); false when absent',
+  })
   @OptionalNotNull()
   @IsBoolean()
   allowReentry?: boolean;

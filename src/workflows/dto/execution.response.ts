@@ -1,5 +1,10 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { ExecutionStatus, StepRunStatus, WorkflowExecution, WorkflowExecutionStep } from '../workflow.entity';
+import {
+  ExecutionStatus,
+  StepRunStatus,
+  WorkflowExecution,
+  WorkflowExecutionStep,
+} from '../workflow.entity';
 
 export class ExecutionStepResponse {
   @ApiProperty() stepId: string;
@@ -7,7 +12,10 @@ export class ExecutionStepResponse {
   @ApiProperty({ enum: StepRunStatus, enumName: 'StepRunStatus' }) status: StepRunStatus;
   @ApiProperty({ format: 'date-time' }) startedAt: string;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) finishedAt: string | null;
-  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true }) output: Record<string, unknown> | null;
+  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true }) output: Record<
+    string,
+    unknown
+  > | null;
   @ApiProperty({ type: String, nullable: true }) error: string | null;
 }
 
@@ -20,13 +28,21 @@ export class ExecutionResponse {
   @ApiProperty({ type: [ExecutionStepResponse] }) steps: ExecutionStepResponse[];
   @ApiProperty({ format: 'date-time' }) startedAt: string;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) finishedAt: string | null;
-  @ApiProperty({ type: String, nullable: true, description: 'step_removed, exit_step, cancelled, workflow_deleted, or the failure' })
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'step_removed, exit_step, cancelled, workflow_deleted, or the failure',
+  })
   exitReason: string | null;
 }
 
-const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
+const iso = (d: Date | string | null): string | null =>
+  d === null ? null : new Date(d).toISOString();
 
-export function toExecutionResponse(row: WorkflowExecution, steps: WorkflowExecutionStep[]): ExecutionResponse {
+export function toExecutionResponse(
+  row: WorkflowExecution,
+  steps: WorkflowExecutionStep[],
+): ExecutionResponse {
   return {
     id: row.id,
     workflowId: row.workflowId,

@@ -4,7 +4,8 @@ import { Workflow, WorkflowTriggerType } from '../workflow.entity';
 import { STEPS_SCHEMA } from './create-workflow.dto';
 
 export class WorkflowTriggerResponse {
-  @ApiProperty({ enum: WorkflowTriggerType, enumName: 'WorkflowTriggerType' }) type: WorkflowTriggerType;
+  @ApiProperty({ enum: WorkflowTriggerType, enumName: 'WorkflowTriggerType' })
+  type: WorkflowTriggerType;
   @ApiProperty({ type: String, nullable: true }) event: string | null;
   @ApiProperty({ type: String, format: 'uuid', nullable: true }) segmentId: string | null;
 }
@@ -26,7 +27,8 @@ export class WorkflowResponse {
   @ApiProperty({ type: WorkflowTriggerResponse }) trigger: WorkflowTriggerResponse;
   @ApiProperty() allowReentry: boolean;
   @ApiProperty(STEPS_SCHEMA) steps: unknown[];
-  @ApiProperty({ type: WorkflowStatsResponse, description: 'Executions by status' }) stats: WorkflowStatsResponse;
+  @ApiProperty({ type: WorkflowStatsResponse, description: 'Executions by status' })
+  stats: WorkflowStatsResponse;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiProperty({ format: 'date-time' }) updatedAt: string;
 }

@@ -1,5 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'pg';
@@ -44,7 +52,8 @@ function runAs(): { uid?: number; gid?: number } {
   const line = readFileSync('/etc/passwd', 'utf8')
     .split('\n')
     .find((l) => l.startsWith('postgres:'));
-  if (!line) throw new Error('running as root and there is no postgres user to run initdb/pg_ctl as');
+  if (!line)
+    throw new Error('running as root and there is no postgres user to run initdb/pg_ctl as');
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
 }
@@ -71,7 +80,18 @@ export class PrivatePostgres {
     const pg = new PrivatePostgres(dir, port);
     try {
       if (pg.identity.uid !== undefined) chownSync(dir, pg.identity.uid, pg.identity.gid as number);
-      await pg.tool('initdb', ['-D', pg.dataDir, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale=C']);
+      await pg.tool('initdb', [
+        '-D',
+        pg.dataDir,
+        '-U',
+        'postgres',
+        '-A',
+        'trust',
+        '--no-sync',
+        '-E',
+        'UTF8',
+        '--locale=C',
+      ]);
       await pg.startServer();
       return pg;
     } catch (error) {
@@ -157,7 +177,11 @@ function sweepStalePostgres(): void {
     const data = join(dir, 'data');
     if (existsSync(join(data, 'postmaster.pid'))) {
       // Synchronous on purpose: this runs before anything of ours is started.
-      spawnSync(bin('pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop'], { ...runAs(), stdio: 'ignore', timeout: 60_000 });
+      spawnSync(bin('pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop'], {
+        ...runAs(),
+        stdio: 'ignore',
+        timeout: 60_000,
+      });
     }
     rmSync(dir, { recursive: true, force: true });
   }
@@ -185,7 +209,8 @@ export class ResilientPg {
       } catch (error) {
         const code = (error as { code?: string }).code ?? '';
         // SQL errors (a class other than connection exception / admin shutdown / cannot connect now) are real.
-        const connection = !/^[0-9A-Z]{5}$/.test(code) || code.startsWith('08') || code.startsWith('57P');
+        const connection =
+          !/^[0-9A-Z]{5}$/.test(code) || code.startsWith('08') || code.startsWith('57P');
         if (!connection || Date.now() > deadline) throw error;
         await sleep(250);
       }

@@ -61,7 +61,10 @@ export class PrivateRedis {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGTERM');
-    const stopped = await Promise.race([this.exited.then(() => true), sleep(30_000).then(() => false)]);
+    const stopped = await Promise.race([
+      this.exited.then(() => true),
+      sleep(30_000).then(() => false),
+    ]);
     if (!stopped) {
       child.kill('SIGKILL');
       await this.exited;
@@ -101,7 +104,9 @@ export class PrivateRedis {
         }
       });
       socket.connect(this.port, '127.0.0.1', () => {
-        socket.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`);
+        socket.write(
+          `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`,
+        );
       });
     });
   }
@@ -110,31 +115,48 @@ export class PrivateRedis {
     const data = join(this.dir, 'data');
     mkdirSync(data, { recursive: true });
     const args = [
-      '--port', String(this.port),
-      '--bind', '127.0.0.1',
-      '--dir', data,
-      '--save', '',
-      '--appendonly', this.persistent ? 'yes' : 'no',
-      '--appendfsync', 'everysec',
-      '--daemonize', 'no',
-      '--pidfile', join(this.dir, 'redis.pid'),
-      '--logfile', '',
+      '--port',
+      String(this.port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      data,
+      '--save',
+      '',
+      '--appendonly',
+      this.persistent ? 'yes' : 'no',
+      '--appendfsync',
+      'everysec',
+      '--daemonize',
+      'no',
+      '--pidfile',
+      join(this.dir, 'redis.pid'),
+      '--logfile',
+      '',
     ];
     const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
-    child.stdout?.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-20_000)));
-    child.stderr?.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-20_000)));
+    child.stdout?.on(
+      'data',
+      (d: Buffer) => (this.output = (this.output + d.toString()).slice(-20_000)),
+    );
+    child.stderr?.on(
+      'data',
+      (d: Buffer) => (this.output = (this.output + d.toString()).slice(-20_000)),
+    );
     this.exited = new Promise((resolve) => child.on('exit', () => resolve()));
     const deadline = Date.now() + 30_000;
     for (;;) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`redis-server exited: ${this.output}`);
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`redis-server exited: ${this.output}`);
       try {
         // A server still loading its append-only file answers -LOADING.
         if ((await this.command('PING')).startsWith('+PONG')) return;
       } catch {
         // not listening yet
       }
-      if (Date.now() > deadline) throw new Error(`redis-server did not answer PING within 30 s: ${this.output}`);
+      if (Date.now() > deadline)
+        throw new Error(`redis-server did not answer PING within 30 s: ${this.output}`);
       await sleep(50);
     }
   }
@@ -165,7 +187,11 @@ function sweepStaleRedis(): void {
     try {
       const pid = Number(readFileSync(join(dir, 'redis.pid'), 'utf8'));
       // Only the server whose pid file is in this directory, if it still is a redis-server.
-      if (pid && isAlive(pid) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('redis-server')) {
+      if (
+        pid &&
+        isAlive(pid) &&
+        readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('redis-server')
+      ) {
         process.kill(pid, 'SIGKILL');
       }
     } catch {

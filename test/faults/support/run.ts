@@ -33,7 +33,10 @@ export function run(
       clearTimeout(timer);
       const result = { code, signal, stdout, stderr };
       if (code === 0 || allowFailure) resolve(result);
-      else reject(new Error(`${command} ${args.join(' ')} failed (${code ?? signal}): ${stdout}${stderr}`));
+      else
+        reject(
+          new Error(`${command} ${args.join(' ')} failed (${code ?? signal}): ${stdout}${stderr}`),
+        );
     });
   });
 }

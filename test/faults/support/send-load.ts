@@ -54,7 +54,9 @@ export class SendLoad {
         if (wait > 0) await sleep(wait);
       }
     };
-    this.finished = Promise.all(Array.from({ length: this.options.concurrency }, client)).then(() => undefined);
+    this.finished = Promise.all(Array.from({ length: this.options.concurrency }, client)).then(
+      () => undefined,
+    );
   }
 
   stop(): void {
@@ -64,7 +66,9 @@ export class SendLoad {
   private body(i: number): unknown {
     const { recipientsPerRequest, address } = this.options;
     return {
-      to: Array.from({ length: recipientsPerRequest }, (_, r) => address(i * recipientsPerRequest + r)),
+      to: Array.from({ length: recipientsPerRequest }, (_, r) =>
+        address(i * recipientsPerRequest + r),
+      ),
       from: this.options.from,
       subject: 'Order {{ order }}',
       body: '<p>Your order {{ order }} ships today.</p>',
@@ -90,7 +94,8 @@ export class SendLoad {
         });
         const text = await res.text();
         if (res.status === 200) {
-          const emails = (JSON.parse(text) as { data: { emails: Array<{ id: string }> } }).data.emails;
+          const emails = (JSON.parse(text) as { data: { emails: Array<{ id: string }> } }).data
+            .emails;
           for (const email of emails) this.emailIds.add(email.id);
           this.answered++;
           return;

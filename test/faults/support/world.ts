@@ -1,10 +1,26 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { prepareDatabase } from '../../../src/database/prepare-database';
 import { workerHeartbeatPath } from '../../../src/queue/worker-heartbeat';
-import { DIST_CLI, DIST_MAIN, freePort, ROOT, ServiceProcess, startService } from '../../support/processes';
+import {
+  DIST_CLI,
+  DIST_MAIN,
+  freePort,
+  ROOT,
+  ServiceProcess,
+  startService,
+} from '../../support/processes';
 import { startTestSmtpServer, TestSmtpServer } from '../../support/smtp-server';
 import { PrivatePostgres, ResilientPg } from './private-postgres';
 import { PrivateRedis } from './private-redis';
@@ -65,7 +81,9 @@ export class FaultWorld {
 
   static async create(options: WorldOptions): Promise<FaultWorld> {
     if (!existsSync(DIST_MAIN) || !existsSync(DIST_CLI) || !existsSync(WORKER_PROBE)) {
-      throw new Error('dist/ is missing: build first (npm test builds; or npx tsc -p tsconfig.build.json)');
+      throw new Error(
+        'dist/ is missing: build first (npm test builds; or npx tsc -p tsconfig.build.json)',
+      );
     }
     sweepStaleWorlds();
     const cleanup: Array<() => Promise<void>> = [];
@@ -80,7 +98,15 @@ export class FaultWorld {
       smtp.dataDelayMs = options.smtpDataDelayMs;
       const cwd = mkdtempSync(join(tmpdir(), `${WORLD_DIR_PREFIX}${options.name}-`));
       cleanup.push(async () => rmSync(cwd, { recursive: true, force: true }));
-      const world = new FaultWorld(options, pg, redis, smtp, new ResilientPg(pg.url('mailwright')), cwd, await freePort());
+      const world = new FaultWorld(
+        options,
+        pg,
+        redis,
+        smtp,
+        new ResilientPg(pg.url('mailwright')),
+        cwd,
+        await freePort(),
+      );
       // For sweepStaleWorlds: who owns this directory, and the heartbeat file its worker writes.
       writeFileSync(join(cwd, OWNER_FILE), String(process.pid));
       writeFileSync(join(cwd, PREFIX_FILE), world.prefix);
@@ -123,7 +149,8 @@ export class FaultWorld {
     this.started.push({ role: 'api', proc, killedByTest: false });
     this.api = proc;
     const waited = await this.apiReady(60_000);
-    if (waited === null) throw new Error(`the API did not become ready: ${proc.output().slice(-3000)}`);
+    if (waited === null)
+      throw new Error(`the API did not become ready: ${proc.output().slice(-3000)}`);
     return proc;
   }
 
@@ -133,7 +160,8 @@ export class FaultWorld {
     this.started.push({ role: 'worker', proc, killedByTest: false });
     this.worker = proc;
     const waited = await this.workerHealthy(60_000);
-    if (waited === null) throw new Error(`the worker did not become healthy: ${proc.output().slice(-3000)}`);
+    if (waited === null)
+      throw new Error(`the worker did not become healthy: ${proc.output().slice(-3000)}`);
     return proc;
   }
 
@@ -151,7 +179,8 @@ export class FaultWorld {
     entry.killedByTest = true;
     entry.proc.child.kill('SIGKILL');
     const exit = await entry.proc.exited;
-    if (exit !== 'SIGKILL') throw new Error(`the ${role} process ended with ${exit} before the SIGKILL`);
+    if (exit !== 'SIGKILL')
+      throw new Error(`the ${role} process ended with ${exit} before the SIGKILL`);
   }
 
   /** Milliseconds until GET /health/ready answered 200, or null if it did not within `timeoutMs`. */
@@ -159,12 +188,15 @@ export class FaultWorld {
     const began = Date.now();
     while (Date.now() - began < timeoutMs) {
       try {
-        const res = await fetch(`${this.base}/health/ready`, { signal: AbortSignal.timeout(5_000) });
+        const res = await fetch(`${this.base}/health/ready`, {
+          signal: AbortSignal.timeout(5_000),
+        });
         if (res.status === 200) return Date.now() - began;
       } catch {
         // not listening (yet), or too slow
       }
-      if (this.api && (this.api.child.exitCode !== null || this.api.child.signalCode !== null)) return null;
+      if (this.api && (this.api.child.exitCode !== null || this.api.child.signalCode !== null))
+        return null;
       await sleep(200);
     }
     return null;
@@ -188,7 +220,11 @@ export class FaultWorld {
         timeoutMs: 10_000,
       });
       if (probe.code === 0) return Date.now() - began;
-      if (this.worker && (this.worker.child.exitCode !== null || this.worker.child.signalCode !== null)) return null;
+      if (
+        this.worker &&
+        (this.worker.child.exitCode !== null || this.worker.child.signalCode !== null)
+      )
+        return null;
       await sleep(300);
     }
     return null;
@@ -197,7 +233,10 @@ export class FaultWorld {
   /** When the worker last wrote its heartbeat (epoch ms; 0 when there is none). */
   heartbeatAt(): number {
     try {
-      return Number((JSON.parse(readFileSync(workerHeartbeatPath(this.prefix), 'utf8')) as { at?: number }).at ?? 0);
+      return Number(
+        (JSON.parse(readFileSync(workerHeartbeatPath(this.prefix), 'utf8')) as { at?: number })
+          .at ?? 0,
+      );
     } catch {
       return 0;
     }
@@ -206,8 +245,14 @@ export class FaultWorld {
   /** Processes that ended without the test killing them (a crash), with the end of their output. */
   unexpectedExits(): string[] {
     return this.started
-      .filter((s) => !s.killedByTest && (s.proc.child.exitCode !== null || s.proc.child.signalCode !== null))
-      .map((s) => `${s.role} pid ${s.proc.child.pid} exited ${s.proc.child.exitCode ?? s.proc.child.signalCode}: ${s.proc.output().slice(-3000)}`);
+      .filter(
+        (s) =>
+          !s.killedByTest && (s.proc.child.exitCode !== null || s.proc.child.signalCode !== null),
+      )
+      .map(
+        (s) =>
+          `${s.role} pid ${s.proc.child.pid} exited ${s.proc.child.exitCode ?? s.proc.child.signalCode}: ${s.proc.output().slice(-3000)}`,
+      );
   }
 
   /** How many processes were started for a role (the first plus each restart after a kill). */
@@ -217,7 +262,9 @@ export class FaultWorld {
 
   /** Every process output, for a failure report. */
   outputs(): string {
-    return this.started.map((s) => `--- ${s.role} pid ${s.proc.child.pid}\n${s.proc.output().slice(-4000)}`).join('\n');
+    return this.started
+      .map((s) => `--- ${s.role} pid ${s.proc.child.pid}\n${s.proc.output().slice(-4000)}`)
+      .join('\n');
   }
 
   /** `node dist/cli.js <args> --json` against this world's database and Redis: its JSON document. */
@@ -236,7 +283,12 @@ export class FaultWorld {
   }
 
   /** Subscribed contacts `<prefix><n>@<domain>`, inserted by SQL (a minute old, so a campaign started now includes them). */
-  async insertContacts(projectId: string, count: number, localPrefix: string, domain: string): Promise<void> {
+  async insertContacts(
+    projectId: string,
+    count: number,
+    localPrefix: string,
+    domain: string,
+  ): Promise<void> {
     await this.db.query(
       `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
        SELECT gen_random_uuid(), $1, $2 || lpad(i::text, 6, '0') || '@' || $3, true, '{}',
@@ -246,10 +298,18 @@ export class FaultWorld {
     );
   }
 
-  async call(key: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; body: Json }> {
+  async call(
+    key: string,
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: Json }> {
     const res = await fetch(`${this.base}${path}`, {
       method,
-      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(60_000),
     });
@@ -266,10 +326,12 @@ export class FaultWorld {
       from,
       audienceType: 'ALL',
     });
-    if (created.status !== 201) throw new Error(`POST /campaigns: ${created.status} ${JSON.stringify(created.body)}`);
+    if (created.status !== 201)
+      throw new Error(`POST /campaigns: ${created.status} ${JSON.stringify(created.body)}`);
     const id = created.body.data.id as string;
     const sent = await this.call(key, 'POST', `/campaigns/${id}/send`, {});
-    if (sent.status !== 202) throw new Error(`POST /campaigns/${id}/send: ${sent.status} ${JSON.stringify(sent.body)}`);
+    if (sent.status !== 202)
+      throw new Error(`POST /campaigns/${id}/send: ${sent.status} ${JSON.stringify(sent.body)}`);
     return id;
   }
 
@@ -283,7 +345,10 @@ export class FaultWorld {
   }
 
   async campaignStatus(campaignId: string): Promise<string> {
-    const rows = await this.db.query<{ status: string }>('SELECT status FROM campaigns WHERE id = $1', [campaignId]);
+    const rows = await this.db.query<{ status: string }>(
+      'SELECT status FROM campaigns WHERE id = $1',
+      [campaignId],
+    );
     return rows[0]?.status ?? 'MISSING';
   }
 
@@ -307,7 +372,9 @@ export class FaultWorld {
     const logDir = process.env.FAULTS_LOG_DIR;
     if (logDir) {
       mkdirSync(logDir, { recursive: true });
-      this.started.forEach((s, i) => writeFileSync(join(logDir, `${this.options.name}-${i}-${s.role}.log`), s.proc.output()));
+      this.started.forEach((s, i) =>
+        writeFileSync(join(logDir, `${this.options.name}-${i}-${s.role}.log`), s.proc.output()),
+      );
       writeFileSync(join(logDir, `${this.options.name}-redis.log`), this.redis.log());
       writeFileSync(join(logDir, `${this.options.name}-postgres.log`), this.pg.log());
     }
