@@ -13,6 +13,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { fencedBlocks } from './support/markdown';
 import { pollUntil } from './support/poll';
 import { freePort, ROOT, waitForHttp } from './support/processes';
 import { flushPrefix, PG_ADMIN_URL, TEST_REDIS_URL, uniqueName } from './support/test-app';
@@ -23,32 +24,9 @@ import { flushPrefix, PG_ADMIN_URL, TEST_REDIS_URL, uniqueName } from './support
  * breaking them fails this spec.
  */
 
-/** The bodies of the fenced blocks whose info string is exactly `sh <marker>`. */
-export function fencedBlocks(markdown: string, marker: string): string[] {
-  const blocks: string[] = [];
-  let open: { fence: string; keep: boolean; lines: string[] } | null = null;
-  for (const line of markdown.split('\n')) {
-    if (!open) {
-      const start = /^ {0,3}(`{3,}|~{3,})\s*(.*)$/.exec(line);
-      if (start)
-        open = {
-          fence: start[1],
-          keep: start[2].trim().split(/\s+/).join(' ') === `sh ${marker}`,
-          lines: [],
-        };
-    } else if (new RegExp(`^ {0,3}${open.fence[0]}{${open.fence.length},}\\s*$`).test(line)) {
-      if (open.keep) blocks.push(open.lines.join('\n'));
-      open = null;
-    } else {
-      open.lines.push(line);
-    }
-  }
-  return blocks;
-}
-
 /** Exactly one block with this marker, or an error that names what is missing. */
 function theBlock(marker: string): string {
-  const blocks = fencedBlocks(readFileSync(join(ROOT, 'README.md'), 'utf8'), marker);
+  const blocks = fencedBlocks(readFileSync(join(ROOT, 'README.md'), 'utf8'), 'sh', marker);
   if (blocks.length !== 1)
     throw new Error(
       `README.md has ${blocks.length} \`\`\`sh ${marker} blocks; the quick start needs exactly one`,
