@@ -28,7 +28,13 @@ function proseLines(markdown) {
   markdown.split('\n').forEach((line, i) => {
     const marker = /^ {0,3}(`{3,}|~{3,})/.exec(line);
     if (fence) {
-      if (marker && marker[1][0] === fence[0] && marker[1].length >= fence.length && /^ {0,3}[`~]+\s*$/.test(line)) fence = null;
+      if (
+        marker &&
+        marker[1][0] === fence[0] &&
+        marker[1].length >= fence.length &&
+        /^ {0,3}[`~]+\s*$/.test(line)
+      )
+        fence = null;
       return;
     }
     if (marker) {
@@ -74,7 +80,8 @@ function filesToCheck() {
   const docs = join(root, 'docs');
   const files = [join(root, 'README.md')];
   if (existsSync(docs)) {
-    for (const name of readdirSync(docs).sort()) if (name.endsWith('.md')) files.push(join(docs, name));
+    for (const name of readdirSync(docs).sort())
+      if (name.endsWith('.md')) files.push(join(docs, name));
   }
   return files;
 }
@@ -99,9 +106,13 @@ for (const file of filesToCheck()) {
       }
       if (anchor === undefined) continue;
       if (statSync(destination).isDirectory() || !destination.endsWith('.md')) {
-        problems.push(`${where}:${number}: ${target}: an anchor into something that is not a Markdown file`);
+        problems.push(
+          `${where}:${number}: ${target}: an anchor into something that is not a Markdown file`,
+        );
       } else if (!anchorsOf(destination).has(decodeURIComponent(anchor))) {
-        problems.push(`${where}:${number}: ${target}: ${relative(root, destination)} has no heading #${anchor}`);
+        problems.push(
+          `${where}:${number}: ${target}: ${relative(root, destination)} has no heading #${anchor}`,
+        );
       }
     }
   }
