@@ -71,7 +71,7 @@ async function stop(child: ChildProcess, exited: Promise<unknown>): Promise<void
 }
 
 describe('README quick start', () => {
-  const cwd = mkdtempSync(join(tmpdir(), 'mw-readme-'));
+  let cwd: string;
   const database = uniqueName('mw_readme');
   const prefix = uniqueName('mwreadme');
   let port: number;
@@ -80,6 +80,9 @@ describe('README quick start', () => {
 
   beforeAll(async () => {
     // A fresh checkout as seen from the quick start: the project's files, no var/ and no .env.
+    // Should npm start rebuild here (sources newer than dist/), `rimraf dist` removes only the
+    // link and the build lands in this folder, so the dist/ other specs run is never replaced.
+    cwd = mkdtempSync(join(tmpdir(), 'mw-readme-'));
     for (const entry of [
       'dist',
       'node_modules',
@@ -115,7 +118,7 @@ describe('README quick start', () => {
     } finally {
       await admin.end();
     }
-    rmSync(cwd, { recursive: true, force: true });
+    if (cwd) rmSync(cwd, { recursive: true, force: true });
   });
 
   it('starts with the two commands and lands the first email in ./var/outbox', async () => {
@@ -160,8 +163,8 @@ describe('README quick start', () => {
 describe('scripts/prestart.js (run by npm start)', () => {
   // A project of its own in a temp folder whose "build" writes dist/main.js and counts itself,
   // so the real dist/ (which other specs run) is never rebuilt under them.
-  const dir = mkdtempSync(join(tmpdir(), 'mw-prestart-'));
-  const builds = join(dir, 'builds.log');
+  let dir: string;
+  const builds = () => join(dir, 'builds.log');
   const prestart = (): { code: number | null; output: string } => {
     const res = spawnSync(process.execPath, [join(ROOT, 'scripts', 'prestart.js')], {
       cwd: dir,
@@ -171,10 +174,11 @@ describe('scripts/prestart.js (run by npm start)', () => {
     return { code: res.status, output: `${res.stdout}${res.stderr}` };
   };
   const buildCount = () =>
-    existsSync(builds) ? readFileSync(builds, 'utf8').split('\n').filter(Boolean).length : 0;
+    existsSync(builds()) ? readFileSync(builds(), 'utf8').split('\n').filter(Boolean).length : 0;
   const at = (path: string, seconds: number) => utimesSync(path, seconds, seconds);
 
   beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'mw-prestart-'));
     mkdirSync(join(dir, 'src', 'nested'), { recursive: true });
     writeFileSync(join(dir, 'src', 'nested', 'thing.ts'), 'export const x = 1;\n');
     writeFileSync(join(dir, 'tsconfig.json'), '{}\n');
