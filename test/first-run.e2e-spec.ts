@@ -1,8 +1,20 @@
 import Plunk from '@plunk/node';
 import { simpleParser } from 'mailparser';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fencedBlocks } from './support/markdown';
+import { ROOT } from './support/processes';
 import { waitForEmailStatus } from './support/sending';
 import { setupTestApp, TestApp, TestProject } from './support/test-app';
 
@@ -348,10 +360,11 @@ describe('First run on the embedded default (outbox, no DNS)', () => {
   describe('the Plunk SDK (@plunk/node) against a listening server', () => {
     let plunk: Plunk;
     let publicPlunk: Plunk;
+    let port: number;
 
     beforeAll(async () => {
       await app.app.listen({ port: 0, host: '127.0.0.1' });
-      const { port } = app.app.getHttpServer().address() as AddressInfo;
+      port = (app.app.getHttpServer().address() as AddressInfo).port;
       // The SDK resolves "track" and "send" against its base URL: the trailing slash matters.
       plunk = new Plunk(project.secretKey, { baseUrl: `http://127.0.0.1:${port}/v1/` });
       publicPlunk = new Plunk(project.publicKey, { baseUrl: `http://127.0.0.1:${port}/v1/` });
@@ -378,6 +391,84 @@ describe('First run on the embedded default (outbox, no DNS)', () => {
       };
       expect(sent.success).toBe(true);
       await waitForEmailStatus(app, project.secretKey, sent.data.emails[0].id, ['SENT']);
+    });
+
+    // docs/sending.md shows the SDK as an ES module and as CommonJS; both run here as written,
+    // with the base URL pointed at this server.
+    it.each([
+      ['plunk-esm', 'mjs'],
+      ['plunk-cjs', 'cjs'],
+    ])('runs the documented %s snippet as a .%s file with node', async (marker, extension) => {
+      const blocks = fencedBlocks(
+        readFileSync(join(ROOT, 'docs', 'sending.md'), 'utf8'),
+        'js',
+        marker,
+      );
+      expect(blocks).toHaveLength(1);
+      const documentedUrl = 'http://localhost:3000/v1/';
+      expect(blocks[0]).toContain(documentedUrl);
+      const dir = mkdtempSync(join(tmpdir(), 'mw-plunk-'));
+      try {
+        symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+        const file = join(dir, `snippet.${extension}`);
+        writeFileSync(file, blocks[0].replace(documentedUrl, `http://127.0.0.1:${port}/v1/`));
+        const before = await app.request({
+          method: 'GET',
+          url: '/emails?limit=100',
+          key: project.secretKey,
+        });
+        // Asynchronously: the server answering the snippet runs in this process.
+        const child = spawn(process.execPath, [file], {
+          cwd: dir,
+          env: { PATH: process.env.PATH ?? '', MAILWRIGHT_SK: project.secretKey },
+        });
+        let stderr = '';
+        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        const status = await new Promise<number | null>((resolve) =>
+          child.on('exit', (code) => resolve(code)),
+        );
+        const run = { status, stderr };
+        expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
+        const after = await app.request({
+          method: 'GET',
+          url: '/emails?limit=100',
+          key: project.secretKey,
+        });
+        const known = new Set(before.body.data.items.map((e: { id: string }) => e.id));
+        const created = after.body.data.items.filter((e: { id: string }) => !known.has(e.id));
+        expect(created).toEqual([
+          expect.objectContaining({ to: 'ada@example.com', subject: 'Welcome' }),
+        ]);
+        const contacts = await app.request({
+          method: 'GET',
+          url: '/contacts?email=ada@example.com',
+          key: project.secretKey,
+        });
+        expect(contacts.body.data.items[0].data).toMatchObject({ plan: 'pro' });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('merges a send\'s data into the contact, except {"value": x, "persistent": false}, which only renders', async () => {
+      const sent = await send({
+        to: 'merge@example.org',
+        from: 'hello@my-laptop.test',
+        subject: 'Code {{ code }} for {{ tier }}',
+        body: '<p>{{ code }}</p>',
+        data: { tier: 'gold', code: { value: 'X-1', persistent: false } },
+      });
+      expect(sent.status).toBe(200);
+      const contact = await app.request({
+        method: 'GET',
+        url: `/contacts/${sent.body.data.contact}`,
+        key: project.secretKey,
+      });
+      expect(contact.body.data.data).toEqual({ tier: 'gold' });
+      const record = await waitForEmailStatus(app, project.secretKey, sent.body.data.emails[0].id, [
+        'SENT',
+      ]);
+      expect(record.subject).toBe('Code X-1 for gold');
     });
 
     it('surfaces our error messages instead of "Unknown API Error"', async () => {
