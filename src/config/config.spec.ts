@@ -1,7 +1,12 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigValidationError, environmentWithDotEnv, loadConfig, mailDestination } from './config';
+import {
+  ConfigValidationError,
+  environmentWithDotEnv,
+  loadConfig,
+  mailDestination,
+} from './config';
 
 describe('loadConfig', () => {
   const cwd = () => mkdtempSync(join(tmpdir(), 'mw-config-'));
@@ -32,7 +37,10 @@ describe('loadConfig', () => {
   it('names every bad variable at once', () => {
     let error: unknown;
     try {
-      loadConfig({ PORT: 'eighty', APP_ROLE: 'boss', REDIS_URL: 'http://x', DNS_SERVERS: 'a:99999' }, cwd());
+      loadConfig(
+        { PORT: 'eighty', APP_ROLE: 'boss', REDIS_URL: 'http://x', DNS_SERVERS: 'a:99999' },
+        cwd(),
+      );
     } catch (e) {
       error = e;
     }
@@ -58,39 +66,80 @@ describe('loadConfig', () => {
   it('requires verified senders by default only when mail leaves by SMTP', () => {
     const dir = cwd();
     expect(loadConfig({}, dir).requireVerifiedSender).toBe(false);
-    expect(loadConfig({ SMTP_URL: 'smtp://mail.example.com:587' }, dir).requireVerifiedSender).toBe(true);
+    expect(loadConfig({ SMTP_URL: 'smtp://mail.example.com:587' }, dir).requireVerifiedSender).toBe(
+      true,
+    );
     expect(loadConfig({ REQUIRE_VERIFIED_SENDER: 'true' }, dir).requireVerifiedSender).toBe(true);
-    expect(loadConfig({ SMTP_URL: 'smtp://mail.example.com', REQUIRE_VERIFIED_SENDER: 'false' }, dir).requireVerifiedSender).toBe(false);
-    expect(() => loadConfig({ REQUIRE_VERIFIED_SENDER: 'maybe' }, dir)).toThrow(/REQUIRE_VERIFIED_SENDER/);
+    expect(
+      loadConfig({ SMTP_URL: 'smtp://mail.example.com', REQUIRE_VERIFIED_SENDER: 'false' }, dir)
+        .requireVerifiedSender,
+    ).toBe(false);
+    expect(() => loadConfig({ REQUIRE_VERIFIED_SENDER: 'maybe' }, dir)).toThrow(
+      /REQUIRE_VERIFIED_SENDER/,
+    );
     // An api-only process cannot see the workers' SMTP_URL: strict unless told otherwise.
     expect(loadConfig({ APP_ROLE: 'api' }, dir).requireVerifiedSender).toBe(true);
-    expect(loadConfig({ APP_ROLE: 'api', REQUIRE_VERIFIED_SENDER: 'false' }, dir).requireVerifiedSender).toBe(false);
+    expect(
+      loadConfig({ APP_ROLE: 'api', REQUIRE_VERIFIED_SENDER: 'false' }, dir).requireVerifiedSender,
+    ).toBe(false);
     expect(loadConfig({ APP_ROLE: 'worker' }, dir).requireVerifiedSender).toBe(false);
   });
 
   it('reads CORS_ORIGINS as origins and refuses paths and wildcards', () => {
     const dir = cwd();
-    expect(loadConfig({ CORS_ORIGINS: 'https://app.example.com, http://localhost:5173/' }, dir).corsOrigins).toEqual([
-      'https://app.example.com',
-      'http://localhost:5173',
-    ]);
+    expect(
+      loadConfig({ CORS_ORIGINS: 'https://app.example.com, http://localhost:5173/' }, dir)
+        .corsOrigins,
+    ).toEqual(['https://app.example.com', 'http://localhost:5173']);
     expect(loadConfig({}, dir).corsOrigins).toEqual([]);
-    expect(() => loadConfig({ CORS_ORIGINS: 'https://app.example.com/path' }, dir)).toThrow(/CORS_ORIGINS/);
+    expect(() => loadConfig({ CORS_ORIGINS: 'https://app.example.com/path' }, dir)).toThrow(
+      /CORS_ORIGINS/,
+    );
     expect(() => loadConfig({ CORS_ORIGINS: '*' }, dir)).toThrow(/CORS_ORIGINS/);
+  });
+
+  it('reads TRUST_PROXY as a hop count or a list of proxies, never "trust the whole chain"', () => {
+    const trust = (value: string) =>
+      loadConfig({ TRUST_PROXY: value, APP_SECRET: 'x'.repeat(32) }, cwd()).trustProxy;
+    expect(loadConfig({ APP_SECRET: 'x'.repeat(32) }, cwd()).trustProxy).toBe(false);
+    expect(trust('false')).toBe(false);
+    expect(trust('true')).toBe(1);
+    expect(trust('2')).toBe(2);
+    expect(trust('10.0.0.1, 10.1.0.0/16,::1')).toEqual(['10.0.0.1', '10.1.0.0/16', '::1']);
+    for (const bad of ['maybe', '10.0.0.1/33', 'proxy.local', '101']) {
+      expect(() => trust(bad)).toThrow(/TRUST_PROXY/);
+    }
+  });
+
+  it('gives public keys a budget of their own (PUBLIC_RATE_LIMIT_PER_MINUTE, default 600)', () => {
+    expect(loadConfig({ APP_SECRET: 'x'.repeat(32) }, cwd()).publicRateLimitPerMinute).toBe(600);
+    expect(
+      loadConfig({ APP_SECRET: 'x'.repeat(32), PUBLIC_RATE_LIMIT_PER_MINUTE: '50' }, cwd())
+        .publicRateLimitPerMinute,
+    ).toBe(50);
   });
 
   it('names where mail goes without the SMTP credentials', () => {
     const dir = cwd();
-    expect(mailDestination(loadConfig({ SMTP_URL: 'smtps://user:hunter2@smtp.example.com:465' }, dir))).toBe('smtps smtp.example.com:465');
+    expect(
+      mailDestination(loadConfig({ SMTP_URL: 'smtps://user:hunter2@smtp.example.com:465' }, dir)),
+    ).toBe('smtps smtp.example.com:465');
     expect(mailDestination(loadConfig({}, dir))).toBe(`outbox ${join(dir, 'var/outbox')}`);
   });
 
   it('reads .env under the real environment', () => {
     const dir = cwd();
-    writeFileSync(join(dir, '.env'), 'PORT=4100\nLOG_LEVEL=debug\n# a comment\nQUEUE_PREFIX="quoted"\n');
+    writeFileSync(
+      join(dir, '.env'),
+      'PORT=4100\nLOG_LEVEL=debug\n# a comment\nQUEUE_PREFIX="quoted"\n',
+    );
     const env = environmentWithDotEnv({ PORT: '4200' }, dir);
     expect(env).toMatchObject({ PORT: '4200', LOG_LEVEL: 'debug', QUEUE_PREFIX: 'quoted' });
-    expect(loadConfig(env, dir)).toMatchObject({ port: 4200, logLevel: 'debug', queuePrefix: 'quoted' });
+    expect(loadConfig(env, dir)).toMatchObject({
+      port: 4200,
+      logLevel: 'debug',
+      queuePrefix: 'quoted',
+    });
     expect(environmentWithDotEnv({ PORT: '1' }, cwd())).toEqual({ PORT: '1' });
   });
 });

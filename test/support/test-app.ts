@@ -10,7 +10,8 @@ import { prepareDatabase } from '../../src/database/prepare-database';
 import { ProjectsService } from '../../src/projects/projects.service';
 import { createRedis } from '../../src/queue/redis';
 
-export const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+export const PG_ADMIN_URL =
+  process.env.TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 function uniqueName(prefix: string): string {
@@ -18,7 +19,11 @@ function uniqueName(prefix: string): string {
 }
 
 /** A database of its own for one test file, migrated, dropped by drop(). */
-export async function createTestDatabase(): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+export async function createTestDatabase(): Promise<{
+  url: string;
+  name: string;
+  drop: () => Promise<void>;
+}> {
   const name = uniqueName('mw_test');
   const url = new URL(PG_ADMIN_URL);
   url.pathname = `/${name}`;
@@ -54,7 +59,11 @@ export async function flushPrefix(prefix: string): Promise<void> {
 }
 
 /** Environment for a test instance: quiet logs, an outbox in a temp dir, a fixed secret. */
-export function testConfig(databaseUrl: string, queuePrefix: string, env: Record<string, string> = {}): AppConfig {
+export function testConfig(
+  databaseUrl: string,
+  queuePrefix: string,
+  env: Record<string, string> = {},
+): AppConfig {
   const cwd = mkdtempSync(join(tmpdir(), 'mw-test-'));
   return loadConfig(
     {
@@ -85,6 +94,8 @@ export interface InjectOptions {
   key?: string | null;
   body?: unknown;
   headers?: Record<string, string>;
+  /** The socket's peer address as the server sees it (default 127.0.0.1). */
+  remoteAddress?: string;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are asserted field by field in tests
@@ -121,7 +132,13 @@ export class TestApp {
       payload = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await this.app.inject({ method: options.method, url: options.url, headers, payload });
+    const res = await this.app.inject({
+      method: options.method,
+      url: options.url,
+      headers,
+      payload,
+      remoteAddress: options.remoteAddress,
+    });
     let body: T;
     try {
       body = JSON.parse(res.body) as T;

@@ -1,4 +1,11 @@
-import { ApiKeyType, generateApiKey, hashApiKey, hashesEqual, isWellFormedKey, keyTypeOf } from './api-key.crypto';
+import {
+  ApiKeyType,
+  generateApiKey,
+  hashApiKey,
+  hashesEqual,
+  isWellFormedKey,
+  keyTypeOf,
+} from './api-key.crypto';
 
 describe('API key crypto', () => {
   it('generates prefixed keys with at least 128 random bits', () => {

@@ -4,6 +4,12 @@ import { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
 import { REDIS } from '../../queue/redis.module';
 
+/** Whose request budget a request spends: public keys have their own, so browser traffic cannot starve the server's calls. */
+export interface BudgetKey {
+  projectId: string;
+  publicKey: boolean;
+}
+
 export interface RateLimitState {
   allowed: boolean;
   limit: number;
@@ -92,16 +98,21 @@ export class RateLimitService {
     return `${prefix}:auth:epoch`;
   }
 
-  async gate(ip: string, knownProjectId: string | null): Promise<AuthGate> {
+  async gate(ip: string, known: BudgetKey | null): Promise<AuthGate> {
     const keys = [this.ipKey(ip), RateLimitService.epochKey(this.prefix)];
-    if (knownProjectId) keys.push(this.projectKey(knownProjectId));
+    if (known) keys.push(this.budgetKey(known));
     try {
-      const [fails, failsTtl, epoch, count, ttl] = await this.redis.mwAuthGate(keys.length, ...keys, WINDOW_MS);
+      const [fails, failsTtl, epoch, count, ttl] = await this.redis.mwAuthGate(
+        keys.length,
+        ...keys,
+        WINDOW_MS,
+      );
       const failLimit = this.config.authFailureLimitPerMinute;
       return {
         ipBlocked: fails > failLimit ? state(false, failLimit, fails, failsTtl) : null,
         epoch: String(epoch),
-        budget: count === undefined ? null : this.projectState(count, ttl ?? WINDOW_MS),
+        budget:
+          count === undefined || !known ? null : this.budgetState(known, count, ttl ?? WINDOW_MS),
       };
     } catch (error) {
       this.logger.warn({ err: error }, 'rate limiter unavailable; request let through');
@@ -109,13 +120,13 @@ export class RateLimitService {
     }
   }
 
-  async consumeProject(projectId: string): Promise<RateLimitState> {
+  async consumeProject(budget: BudgetKey): Promise<RateLimitState> {
     try {
-      const [count, ttl] = await this.redis.mwHit(this.projectKey(projectId), WINDOW_MS);
-      return this.projectState(count, ttl);
+      const [count, ttl] = await this.redis.mwHit(this.budgetKey(budget), WINDOW_MS);
+      return this.budgetState(budget, count, ttl);
     } catch (error) {
       this.logger.warn({ err: error }, 'rate limiter unavailable; request let through');
-      const limit = this.config.apiRateLimitPerMinute;
+      const limit = this.limitOf(budget);
       return { allowed: true, limit, remaining: limit, resetSeconds: WINDOW_MS / 1000 };
     }
   }
@@ -128,13 +139,19 @@ export class RateLimitService {
     }
   }
 
-  private projectState(count: number, ttl: number): RateLimitState {
-    const limit = this.config.apiRateLimitPerMinute;
+  private budgetState(budget: BudgetKey, count: number, ttl: number): RateLimitState {
+    const limit = this.limitOf(budget);
     return state(count <= limit, limit, count, ttl);
   }
 
-  private projectKey(projectId: string): string {
-    return `${this.prefix}:rl:project:${projectId}`;
+  private limitOf(budget: BudgetKey): number {
+    return budget.publicKey
+      ? this.config.publicRateLimitPerMinute
+      : this.config.apiRateLimitPerMinute;
+  }
+
+  private budgetKey(budget: BudgetKey): string {
+    return `${this.prefix}:rl:${budget.publicKey ? 'public' : 'project'}:${budget.projectId}`;
   }
 
   private ipKey(ip: string): string {
