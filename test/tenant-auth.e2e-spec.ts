@@ -1,3 +1,4 @@
+import { freePort } from './support/processes';
 import {
   createTestDatabase,
   flushPrefix,
@@ -213,5 +214,125 @@ describe('public keys: their own budget, no resubscribing (e2e)', () => {
       key: project.secretKey,
     });
     expect(back.body.data.subscribed).toBe(true);
+  });
+});
+
+describe('operator tokens: 10 wrong guesses a minute per address (e2e)', () => {
+  const METRICS_TOKEN = 'metrics-token-0123456789';
+  const ADMIN_TOKEN = 'admin-token-0123456789ab';
+  let db: Db;
+  const prefix = uniqueName('mwt_tok');
+  let app: TestApp;
+  let worker: TestApp;
+  let workerUrl: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    app = await startTestApp(
+      testConfig(db.url, prefix, { METRICS_TOKEN, ADMIN_TOKEN, APP_ROLE: 'api' }),
+    );
+    const port = await freePort();
+    worker = await startTestApp(
+      testConfig(db.url, `${prefix}_w`, {
+        APP_ROLE: 'worker',
+        WORKER_METRICS_PORT: String(port),
+        METRICS_TOKEN,
+        HOST: '127.0.0.1',
+      }),
+    );
+    workerUrl = `http://127.0.0.1:${port}/metrics`;
+  });
+  afterAll(async () => {
+    await app.close();
+    await worker.close();
+    await flushPrefix(prefix);
+    await flushPrefix(`${prefix}_w`);
+    await db.drop();
+  });
+
+  it('GET /metrics: the 11th wrong token is 429, and the address then waits whatever it sends', async () => {
+    for (let i = 0; i < 10; i++) {
+      const res = await app.request({
+        method: 'GET',
+        url: '/metrics',
+        key: `wrong-${i}`,
+        remoteAddress: '192.0.2.1',
+      });
+      expect(res.status).toBe(401);
+    }
+    const over = await app.request({
+      method: 'GET',
+      url: '/metrics',
+      key: 'wrong-again',
+      remoteAddress: '192.0.2.1',
+    });
+    expect(over.status).toBe(429);
+    expect(Number(over.headers['retry-after'])).toBeGreaterThan(0);
+    const right = await app.request({
+      method: 'GET',
+      url: '/metrics',
+      key: METRICS_TOKEN,
+      remoteAddress: '192.0.2.1',
+    });
+    expect(right.status).toBe(429);
+    // Another address is not affected.
+    const elsewhere = await app.request({
+      method: 'GET',
+      url: '/metrics',
+      key: METRICS_TOKEN,
+      remoteAddress: '192.0.2.2',
+    });
+    expect(elsewhere.status).toBe(200);
+  });
+
+  it("a worker's metrics server limits wrong tokens the same way", async () => {
+    for (let i = 0; i < 10; i++) {
+      expect(
+        (await fetch(workerUrl, { headers: { authorization: `Bearer wrong-${i}` } })).status,
+      ).toBe(401);
+    }
+    expect(
+      (await fetch(workerUrl, { headers: { authorization: 'Bearer wrong-again' } })).status,
+    ).toBe(429);
+  });
+
+  it('POST /admin/login and bearer tokens on /admin/queues: the 11th wrong token is 429', async () => {
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    for (let i = 0; i < 5; i++) {
+      const res = await app.request({
+        method: 'POST',
+        url: '/admin/login',
+        body: `token=wrong${i}`,
+        headers: form,
+        remoteAddress: '192.0.2.3',
+      });
+      expect(res.status).toBe(401);
+    }
+    for (let i = 0; i < 5; i++) {
+      const res = await app.request({
+        method: 'GET',
+        url: '/admin/queues/api/queues',
+        key: `wrong${i}`,
+        remoteAddress: '192.0.2.3',
+      });
+      expect(res.status).toBe(401);
+    }
+    const over = await app.request({
+      method: 'POST',
+      url: '/admin/login',
+      body: `token=${ADMIN_TOKEN}`,
+      headers: form,
+      remoteAddress: '192.0.2.3',
+    });
+    expect(over.status).toBe(429);
+    expect(over.body.error.code).toBe('RATE_LIMIT_EXCEEDED');
+    const elsewhere = await app.request({
+      method: 'POST',
+      url: '/admin/login',
+      body: `token=${ADMIN_TOKEN}`,
+      headers: form,
+      remoteAddress: '192.0.2.4',
+    });
+    expect(elsewhere.status).toBe(303);
   });
 });

@@ -7,6 +7,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Queue } from 'bullmq';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { bearerToken, tokenMatches } from '../common/metrics/metrics';
+import { RateLimitService } from '../common/rate-limit/rate-limit.service';
 import { QUEUES } from '../queue/queue.constants';
 
 export const DASHBOARD_PATH = '/admin/queues';
@@ -21,34 +22,76 @@ const SESSION_HOURS = 12;
  * its expiry under the token itself: HttpOnly, SameSite=Strict, path /admin;
  * the token is never stored in the browser). Comparisons are constant-time.
  */
-export async function mountQueueDashboard(app: NestFastifyApplication, adminToken: string, secureCookies: boolean): Promise<void> {
-  const queues = Object.values(QUEUES).map((name) => new BullMQAdapter(app.get<Queue>(getQueueToken(name), { strict: false })));
+export async function mountQueueDashboard(
+  app: NestFastifyApplication,
+  adminToken: string,
+  secureCookies: boolean,
+): Promise<void> {
+  const queues = Object.values(QUEUES).map(
+    (name) => new BullMQAdapter(app.get<Queue>(getQueueToken(name), { strict: false })),
+  );
   const serverAdapter = new BullBoardFastifyAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
-  createBullBoard({ queues, serverAdapter, options: { uiConfig: { boardTitle: 'Mailwright queues' } } });
+  createBullBoard({
+    queues,
+    serverAdapter,
+    options: { uiConfig: { boardTitle: 'Mailwright queues' } },
+  });
 
   const fastify = app.getHttpAdapter().getInstance();
+  const rateLimits = app.get(RateLimitService);
   const allowed = (request: FastifyRequest): boolean =>
-    tokenMatches(bearerToken(request.headers.authorization), adminToken) || validSession(readCookie(request.headers.cookie, COOKIE), adminToken);
-
-  await fastify.register(
-    async (scope) => {
-      scope.addHook('onRequest', async (request, reply) => {
-        if (allowed(request)) return;
-        if ((request.headers.accept ?? '').includes('text/html')) return reply.redirect(LOGIN_PATH, 303);
-        return reply
-          .code(401)
-          .header('content-type', 'application/json; charset=utf-8')
-          .send({ success: false, message: 'The queue dashboard needs ADMIN_TOKEN', error: { code: 'MISSING_API_KEY', message: 'The queue dashboard needs ADMIN_TOKEN', statusCode: 401, suggestion: 'Sign in at /admin/login or send Authorization: Bearer <ADMIN_TOKEN>.' } });
+    tokenMatches(bearerToken(request.headers.authorization), adminToken) ||
+    validSession(readCookie(request.headers.cookie, COOKIE), adminToken);
+  // A wrong bearer token or login counts against the address; past the budget it waits, right token or not.
+  const tooManyGuesses = async (request: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
+    const over = await rateLimits.tokenGuessesOver(request.ip);
+    if (!over) return false;
+    const message = 'Too many wrong admin tokens from this address';
+    void reply
+      .code(429)
+      .header('retry-after', String(over.resetSeconds))
+      .header('content-type', 'application/json; charset=utf-8')
+      .send({
+        success: false,
+        message,
+        error: { code: 'RATE_LIMIT_EXCEEDED', message, statusCode: 429 },
       });
-      await scope.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
-    },
-  );
+    return true;
+  };
+
+  await fastify.register(async (scope) => {
+    scope.addHook('onRequest', async (request, reply) => {
+      if (await tooManyGuesses(request, reply)) return reply;
+      if (allowed(request)) return;
+      if (request.headers.authorization) await rateLimits.recordTokenGuess(request.ip);
+      if ((request.headers.accept ?? '').includes('text/html'))
+        return reply.redirect(LOGIN_PATH, 303);
+      return reply
+        .code(401)
+        .header('content-type', 'application/json; charset=utf-8')
+        .send({
+          success: false,
+          message: 'The queue dashboard needs ADMIN_TOKEN',
+          error: {
+            code: 'MISSING_API_KEY',
+            message: 'The queue dashboard needs ADMIN_TOKEN',
+            statusCode: 401,
+            suggestion: 'Sign in at /admin/login or send Authorization: Bearer <ADMIN_TOKEN>.',
+          },
+        });
+    });
+    await scope.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
+  });
 
   fastify.get(LOGIN_PATH, (_request, reply: FastifyReply) => sendLoginPage(reply, false));
-  fastify.post(LOGIN_PATH, (request, reply: FastifyReply) => {
+  fastify.post(LOGIN_PATH, async (request, reply: FastifyReply) => {
+    if (await tooManyGuesses(request, reply)) return reply;
     const token = (request.body as Record<string, unknown> | undefined)?.token;
-    if (typeof token !== 'string' || !tokenMatches(token, adminToken)) return sendLoginPage(reply.code(401), true);
+    if (typeof token !== 'string' || !tokenMatches(token, adminToken)) {
+      await rateLimits.recordTokenGuess(request.ip);
+      return sendLoginPage(reply.code(401), true);
+    }
     const expires = Date.now() + SESSION_HOURS * 3600_000;
     const cookie = [
       `${COOKIE}=${expires}.${sessionMac(adminToken, expires)}`,
@@ -63,7 +106,9 @@ export async function mountQueueDashboard(app: NestFastifyApplication, adminToke
 }
 
 function sessionMac(adminToken: string, expires: number): string {
-  return createHmac('sha256', adminToken).update(`mailwright-admin-session.${expires}`).digest('base64url');
+  return createHmac('sha256', adminToken)
+    .update(`mailwright-admin-session.${expires}`)
+    .digest('base64url');
 }
 
 function validSession(value: string | undefined, adminToken: string): boolean {
@@ -85,7 +130,10 @@ function sendLoginPage(reply: FastifyReply, failed: boolean): FastifyReply {
   return reply
     .header('content-type', 'text/html; charset=utf-8')
     .header('cache-control', 'no-store')
-    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+    .header(
+      'content-security-policy',
+      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+    )
     .send(
       `<!doctype html><html><head><meta charset="utf-8"><title>Mailwright queues</title>` +
         `<style>body{font:16px system-ui;margin:15vh auto;max-width:22rem}input,button{font:inherit;padding:.4rem;width:100%;box-sizing:border-box;margin:.3rem 0}</style></head>` +

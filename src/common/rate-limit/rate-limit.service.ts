@@ -29,6 +29,8 @@ export interface AuthGate {
 }
 
 const WINDOW_MS = 60_000;
+/** Wrong operator tokens (ADMIN_TOKEN, METRICS_TOKEN) an address may send a minute. */
+export const TOKEN_GUESSES_PER_MINUTE = 10;
 
 /**
  * KEYS: ip-failures, auth-epoch[, project-counter]. ARGV: window ms.
@@ -137,6 +139,34 @@ export class RateLimitService {
     } catch (error) {
       this.logger.warn({ err: error }, 'auth failure limiter unavailable');
     }
+  }
+
+  /**
+   * Whether an address is over its budget of wrong operator tokens. Unlike API keys (random, 256
+   * bits), operator tokens are chosen by people, so past the budget even the right token waits:
+   * otherwise the limit would not slow a guesser down.
+   */
+  async tokenGuessesOver(ip: string): Promise<RateLimitState | null> {
+    try {
+      const used = Number((await this.redis.get(this.tokenKey(ip))) ?? 0);
+      if (used < TOKEN_GUESSES_PER_MINUTE) return null;
+      return state(false, TOKEN_GUESSES_PER_MINUTE, used, await this.redis.pttl(this.tokenKey(ip)));
+    } catch (error) {
+      this.logger.warn({ err: error }, 'token guess limiter unavailable; request let through');
+      return null;
+    }
+  }
+
+  async recordTokenGuess(ip: string): Promise<void> {
+    try {
+      await this.redis.mwHit(this.tokenKey(ip), WINDOW_MS);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'token guess limiter unavailable');
+    }
+  }
+
+  private tokenKey(ip: string): string {
+    return `${this.prefix}:rl:tokenfail:${ip}`;
   }
 
   private budgetState(budget: BudgetKey, count: number, ttl: number): RateLimitState {
