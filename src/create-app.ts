@@ -8,11 +8,22 @@ import { mountQueueDashboard } from './operations/queue-dashboard';
 import { AppModule, RAW_ROUTE_OPENAPI_PATHS } from './app.module';
 import { DEFAULT_BODY_LIMIT, FORM_BODY_ROUTES, ROUTE_BODY_LIMITS } from './common/http/body-limits';
 import { registerCors } from './common/http/cors';
+import { registerSecurityHeaders } from './common/http/security-headers';
 import { registerSuccessEnvelope } from './common/http/envelope';
-import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from './common/http/framework-errors';
+import {
+  clientErrorHandler,
+  frameworkErrors,
+  MAX_PARAM_LENGTH,
+} from './common/http/framework-errors';
 import { generateRequestId } from './common/http/request-id';
 import { buildOpenApiDocument } from './common/openapi/document';
-import { createRootLogger, loggableUrl, PinoNestLogger, REQUEST_ID_LOG_LABEL, requestChildLogger } from './common/logging/logger';
+import {
+  createRootLogger,
+  loggableUrl,
+  PinoNestLogger,
+  REQUEST_ID_LOG_LABEL,
+  requestChildLogger,
+} from './common/logging/logger';
 import { AppConfig, runsApi, runsWorkers } from './config/config';
 import { QueueWorkersService } from './queue/queue-workers.service';
 
@@ -32,7 +43,11 @@ class RequestLogController extends LogController {
     // The completion line says everything; one line per request halves logging cost.
   }
 
-  override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
+  override requestCompleted(
+    error: Error | null,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): void {
     const failed = Boolean(error) || reply.statusCode >= 500; // error is undefined, not null, when none
     // Below LOG_LEVEL=info nothing but failures is written: no line to build (the URL's redaction showed in profiles).
     if (!failed && !infoEnabled(request)) return;
@@ -62,6 +77,12 @@ function createAdapter(config: AppConfig, logger: Logger, metrics: AppMetrics): 
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // No Nest middleware is used: @fastify/middie would only cost every request a pass.
     skipMiddie: true,
+    // A client that trickles its headers or body holds a connection at most this long (408).
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      headersTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, config.requestTimeoutMs),
+    },
   });
   const fastify = adapter.getInstance();
   fastify.addHook('onRoute', (route) => {
@@ -71,6 +92,7 @@ function createAdapter(config: AppConfig, logger: Logger, metrics: AppMetrics): 
       if (limit) route.bodyLimit = limit;
     }
   });
+  registerSecurityHeaders(fastify, config.publicUrl.startsWith('https:'));
   if (runsApi(config)) registerCors(fastify, config.corsOrigins);
   registerSuccessEnvelope(fastify);
   metrics.instrument(fastify);
@@ -80,9 +102,17 @@ function createAdapter(config: AppConfig, logger: Logger, metrics: AppMetrics): 
   });
   fastify.addHook('preValidation', (request, _reply, done) => {
     const type = request.headers['content-type'] ?? '';
-    if (/^\s*application\/x-www-form-urlencoded/i.test(type) && !FORM_BODY_ROUTES.has(`${request.method} ${request.routeOptions.url}`)) {
+    if (
+      /^\s*application\/x-www-form-urlencoded/i.test(type) &&
+      !FORM_BODY_ROUTES.has(`${request.method} ${request.routeOptions.url}`)
+    ) {
       // Rendered by the exception filter like Fastify's own unsupported-media-type error (400).
-      done(Object.assign(new Error('Unsupported content type'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' }));
+      done(
+        Object.assign(new Error('Unsupported content type'), {
+          statusCode: 415,
+          code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE',
+        }),
+      );
       return;
     }
     done();
@@ -92,12 +122,17 @@ function createAdapter(config: AppConfig, logger: Logger, metrics: AppMetrics): 
   // Fastify parses text/plain by default; the contract answers any type but JSON (and CSV
   // on imports) with 400, and a text body must not reach the import as if it were CSV.
   fastify.removeContentTypeParser('text/plain');
-  fastify.addContentTypeParser('text/csv', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  fastify.addContentTypeParser('text/csv', { parseAs: 'string' }, (_req, body, done) =>
+    done(null, body),
+  );
   return adapter;
 }
 
 function setupOpenApi(app: NestFastifyApplication): void {
-  SwaggerModule.setup('docs', app, buildOpenApiDocument(app, RAW_ROUTE_OPENAPI_PATHS), { jsonDocumentUrl: 'openapi.json', yamlDocumentUrl: 'openapi.yaml' });
+  SwaggerModule.setup('docs', app, buildOpenApiDocument(app, RAW_ROUTE_OPENAPI_PATHS), {
+    jsonDocumentUrl: 'openapi.json',
+    yamlDocumentUrl: 'openapi.yaml',
+  });
 }
 
 /**
@@ -108,10 +143,14 @@ function setupOpenApi(app: NestFastifyApplication): void {
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
   const logger = createRootLogger(config);
   const metrics = new AppMetrics();
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config, metrics), createAdapter(config, logger, metrics), {
-    logger: new PinoNestLogger(logger),
-    abortOnError: false,
-  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    AppModule.register(config, metrics),
+    createAdapter(config, logger, metrics),
+    {
+      logger: new PinoNestLogger(logger),
+      abortOnError: false,
+    },
+  );
   app.enableShutdownHooks();
   // A worker serves no HTTP: no OpenAPI document (building it was memory the worker kept), no dashboard.
   const api = runsApi(config);
@@ -119,7 +158,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     setupOpenApi(app);
   }
   try {
-    if (api && config.adminToken) await mountQueueDashboard(app, config.adminToken, config.publicUrl.startsWith('https:'));
+    if (api && config.adminToken)
+      await mountQueueDashboard(app, config.adminToken, config.publicUrl.startsWith('https:'));
     await app.init();
     if (runsWorkers(config)) await app.get(QueueWorkersService).start();
   } catch (error) {
