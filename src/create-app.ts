@@ -8,6 +8,7 @@ import { mountQueueDashboard } from './operations/queue-dashboard';
 import { AppModule, RAW_ROUTE_OPENAPI_PATHS } from './app.module';
 import { DEFAULT_BODY_LIMIT, FORM_BODY_ROUTES, ROUTE_BODY_LIMITS } from './common/http/body-limits';
 import { registerCors } from './common/http/cors';
+import { registerSecurityHeaders } from './common/http/security-headers';
 import { registerSuccessEnvelope } from './common/http/envelope';
 import {
   clientErrorHandler,
@@ -76,6 +77,12 @@ function createAdapter(config: AppConfig, logger: Logger, metrics: AppMetrics): 
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // No Nest middleware is used: @fastify/middie would only cost every request a pass.
     skipMiddie: true,
+    // A client that trickles its headers or body holds a connection at most this long (408).
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      headersTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, config.requestTimeoutMs),
+    },
   });
   const fastify = adapter.getInstance();
   fastify.addHook('onRoute', (route) => {
@@ -85,6 +92,7 @@ function createAdapter(config: AppConfig, logger: Logger, metrics: AppMetrics): 
       if (limit) route.bodyLimit = limit;
     }
   });
+  registerSecurityHeaders(fastify, config.publicUrl.startsWith('https:'));
   if (runsApi(config)) registerCors(fastify, config.corsOrigins);
   registerSuccessEnvelope(fastify);
   metrics.instrument(fastify);

@@ -98,6 +98,27 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ CORS_ORIGINS: '*' }, dir)).toThrow(/CORS_ORIGINS/);
   });
 
+  it('reads TRUST_PROXY as a hop count or a list of proxies, never "trust the whole chain"', () => {
+    const trust = (value: string) =>
+      loadConfig({ TRUST_PROXY: value, APP_SECRET: 'x'.repeat(32) }, cwd()).trustProxy;
+    expect(loadConfig({ APP_SECRET: 'x'.repeat(32) }, cwd()).trustProxy).toBe(false);
+    expect(trust('false')).toBe(false);
+    expect(trust('true')).toBe(1);
+    expect(trust('2')).toBe(2);
+    expect(trust('10.0.0.1, 10.1.0.0/16,::1')).toEqual(['10.0.0.1', '10.1.0.0/16', '::1']);
+    for (const bad of ['maybe', '10.0.0.1/33', 'proxy.local', '101']) {
+      expect(() => trust(bad)).toThrow(/TRUST_PROXY/);
+    }
+  });
+
+  it('gives public keys a budget of their own (PUBLIC_RATE_LIMIT_PER_MINUTE, default 600)', () => {
+    expect(loadConfig({ APP_SECRET: 'x'.repeat(32) }, cwd()).publicRateLimitPerMinute).toBe(600);
+    expect(
+      loadConfig({ APP_SECRET: 'x'.repeat(32), PUBLIC_RATE_LIMIT_PER_MINUTE: '50' }, cwd())
+        .publicRateLimitPerMinute,
+    ).toBe(50);
+  });
+
   it('names where mail goes without the SMTP credentials', () => {
     const dir = cwd();
     expect(

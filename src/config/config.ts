@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 
@@ -29,6 +30,10 @@ export interface AppConfig {
   /** Base of the exponential delivery backoff in ms: attempt n waits base * 2^(n-1). */
   deliveryBackoffMs: number;
   apiRateLimitPerMinute: number;
+  /** Requests per project per minute made with its public (pk_) keys, a budget of their own. */
+  publicRateLimitPerMinute: number;
+  /** A request's headers and body must arrive within this many ms (408 otherwise). */
+  requestTimeoutMs: number;
   /** Contacts per chunk of a bulk import: one transaction and one resume point each. */
   importBatchSize: number;
   /** Interval of the delivery and import recovery schedulers (queue/recovery.ts). */
@@ -43,7 +48,11 @@ export interface AppConfig {
   /** Origins allowed to call secret-key endpoints from a browser (POST /v1/track allows any). */
   corsOrigins: string[];
   logLevel: LogLevel;
-  trustProxy: boolean;
+  /**
+   * Which X-Forwarded-For entries to believe: false (the socket address is the client), a hop count
+   * (the client is that many entries from the right), or the proxies' addresses/CIDRs.
+   */
+  trustProxy: false | number | string[];
   webhookAllowPrivate: boolean;
   /** Waits before each retry of an outbound webhook delivery (WEBHOOK_RETRY_DELAYS_MS); its length + 1 is the attempt count. */
   webhookRetryDelaysMs: number[];
@@ -161,6 +170,33 @@ function parseCorsOrigins(reader: Reader, raw: string | null): string[] {
   });
 }
 
+/**
+ * TRUST_PROXY: `true` means one proxy, never "believe the whole chain": a client would then pick
+ * its own address (the leftmost entry) and dodge or aim the failed-authentication limit.
+ */
+function parseTrustProxy(reader: Reader, raw: string | null): false | number | string[] {
+  if (raw === null || /^(false|0|no)$/i.test(raw)) return false;
+  if (/^(true|yes)$/i.test(raw)) return 1;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops <= 100) return hops;
+  } else {
+    const proxies = parseList(raw);
+    if (proxies.every(isAddressOrCidr)) return proxies;
+  }
+  reader.problems.push(
+    `TRUST_PROXY: expected false, true, a number of proxies (1..100) or a comma list of proxy addresses/CIDRs, got "${raw}"`,
+  );
+  return false;
+}
+
+function isAddressOrCidr(value: string): boolean {
+  const [address, bits, ...rest] = value.split('/');
+  if (rest.length > 0 || isIP(address) === 0) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (isIP(address) === 4 ? 32 : 128);
+}
+
 function parseDnsServers(reader: Reader, raw: string | null): string[] {
   const servers = parseList(raw);
   for (const server of servers) {
@@ -225,6 +261,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     deliveryAttempts: r.int('DELIVERY_ATTEMPTS', 8, 1, 100),
     deliveryBackoffMs: r.int('DELIVERY_BACKOFF_MS', 15_000, 1, 3_600_000),
     apiRateLimitPerMinute: r.int('API_RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
+    publicRateLimitPerMinute: r.int('PUBLIC_RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
+    requestTimeoutMs: r.int('REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     importBatchSize: r.int('IMPORT_BATCH_SIZE', 1000, 1, 10_000),
     recoveryEveryMs: r.int('RECOVERY_EVERY_MS', 60_000, 100, 24 * 3_600_000),
     authFailureLimitPerMinute: r.int('AUTH_FAILURE_LIMIT_PER_MINUTE', 30, 1, 10_000_000),
@@ -236,7 +274,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     requireVerifiedSender: r.bool('REQUIRE_VERIFIED_SENDER', smtpUrl !== null || role === 'api'),
     corsOrigins: parseCorsOrigins(r, r.optional('CORS_ORIGINS')),
     logLevel: r.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
-    trustProxy: r.bool('TRUST_PROXY', false),
+    trustProxy: parseTrustProxy(r, r.optional('TRUST_PROXY')),
     webhookAllowPrivate: r.bool('WEBHOOK_ALLOW_PRIVATE', false),
     webhookRetryDelaysMs: parseDelays(r, r.optional('WEBHOOK_RETRY_DELAYS_MS')),
     workflowRetryDelaysMs: parseDelays(

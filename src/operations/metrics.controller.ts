@@ -1,10 +1,11 @@
-import { Controller, Get, Headers, Inject, Res } from '@nestjs/common';
+import { Controller, Get, Headers, Inject, Req, Res } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { NoApiKey } from '../common/auth/auth.decorators';
 import { ApiException } from '../common/errors/api-exception';
 import { RawResponse } from '../common/http/envelope';
 import { bearerToken, tokenMatches } from '../common/metrics/metrics';
+import { RateLimitService } from '../common/rate-limit/rate-limit.service';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { MetricsService } from './metrics.service';
@@ -22,16 +23,28 @@ export class MetricsController {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: MetricsService,
+    private readonly rateLimits: RateLimitService,
   ) {}
 
   @Get()
   async scrape(
     @Headers('authorization') authorization: string | undefined,
+    @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     if (this.config.metricsToken) {
+      const over = await this.rateLimits.tokenGuessesOver(request.ip);
+      if (over) {
+        void reply.header('Retry-After', String(over.resetSeconds));
+        throw new ApiException(
+          429,
+          'RATE_LIMIT_EXCEEDED',
+          'Too many wrong tokens from this address',
+        );
+      }
       const presented = bearerToken(authorization);
       if (!tokenMatches(presented, this.config.metricsToken)) {
+        await this.rateLimits.recordTokenGuess(request.ip);
         throw new ApiException(
           401,
           presented ? 'INVALID_API_KEY' : 'MISSING_API_KEY',

@@ -7,6 +7,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Queue } from 'bullmq';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { bearerToken, tokenMatches } from '../common/metrics/metrics';
+import { RateLimitService } from '../common/rate-limit/rate-limit.service';
 import { QUEUES } from '../queue/queue.constants';
 
 export const DASHBOARD_PATH = '/admin/queues';
@@ -38,13 +39,32 @@ export async function mountQueueDashboard(
   });
 
   const fastify = app.getHttpAdapter().getInstance();
+  const rateLimits = app.get(RateLimitService);
   const allowed = (request: FastifyRequest): boolean =>
     tokenMatches(bearerToken(request.headers.authorization), adminToken) ||
     validSession(readCookie(request.headers.cookie, COOKIE), adminToken);
+  // A wrong bearer token or login counts against the address; past the budget it waits, right token or not.
+  const tooManyGuesses = async (request: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
+    const over = await rateLimits.tokenGuessesOver(request.ip);
+    if (!over) return false;
+    const message = 'Too many wrong admin tokens from this address';
+    void reply
+      .code(429)
+      .header('retry-after', String(over.resetSeconds))
+      .header('content-type', 'application/json; charset=utf-8')
+      .send({
+        success: false,
+        message,
+        error: { code: 'RATE_LIMIT_EXCEEDED', message, statusCode: 429 },
+      });
+    return true;
+  };
 
   await fastify.register(async (scope) => {
     scope.addHook('onRequest', async (request, reply) => {
+      if (await tooManyGuesses(request, reply)) return reply;
       if (allowed(request)) return;
+      if (request.headers.authorization) await rateLimits.recordTokenGuess(request.ip);
       if ((request.headers.accept ?? '').includes('text/html'))
         return reply.redirect(LOGIN_PATH, 303);
       return reply
@@ -65,10 +85,13 @@ export async function mountQueueDashboard(
   });
 
   fastify.get(LOGIN_PATH, (_request, reply: FastifyReply) => sendLoginPage(reply, false));
-  fastify.post(LOGIN_PATH, (request, reply: FastifyReply) => {
+  fastify.post(LOGIN_PATH, async (request, reply: FastifyReply) => {
+    if (await tooManyGuesses(request, reply)) return reply;
     const token = (request.body as Record<string, unknown> | undefined)?.token;
-    if (typeof token !== 'string' || !tokenMatches(token, adminToken))
+    if (typeof token !== 'string' || !tokenMatches(token, adminToken)) {
+      await rateLimits.recordTokenGuess(request.ip);
       return sendLoginPage(reply.code(401), true);
+    }
     const expires = Date.now() + SESSION_HOURS * 3600_000;
     const cookie = [
       `${COOKIE}=${expires}.${sessionMac(adminToken, expires)}`,

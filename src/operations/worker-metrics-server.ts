@@ -7,6 +7,7 @@ import {
 } from '@nestjs/common';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { bearerToken, tokenMatches } from '../common/metrics/metrics';
+import { RateLimitService } from '../common/rate-limit/rate-limit.service';
 import { AppConfig, runsApi, runsWorkers } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { MetricsService } from './metrics.service';
@@ -27,6 +28,7 @@ export class WorkerMetricsServer implements OnApplicationBootstrap, OnApplicatio
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: MetricsService,
+    private readonly rateLimits: RateLimitService,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -56,14 +58,25 @@ export class WorkerMetricsServer implements OnApplicationBootstrap, OnApplicatio
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
       return;
     }
-    if (
-      this.config.metricsToken &&
-      !tokenMatches(bearerToken(req.headers.authorization), this.config.metricsToken)
-    ) {
-      res
-        .writeHead(401, { 'content-type': 'text/plain' })
-        .end('GET /metrics needs Authorization: Bearer <METRICS_TOKEN>\n');
-      return;
+    if (this.config.metricsToken) {
+      const ip = req.socket.remoteAddress ?? '';
+      const over = await this.rateLimits.tokenGuessesOver(ip);
+      if (over) {
+        res
+          .writeHead(429, {
+            'content-type': 'text/plain',
+            'retry-after': String(over.resetSeconds),
+          })
+          .end('too many wrong tokens\n');
+        return;
+      }
+      if (!tokenMatches(bearerToken(req.headers.authorization), this.config.metricsToken)) {
+        await this.rateLimits.recordTokenGuess(ip);
+        res
+          .writeHead(401, { 'content-type': 'text/plain' })
+          .end('GET /metrics needs Authorization: Bearer <METRICS_TOKEN>\n');
+        return;
+      }
     }
     try {
       const { contentType, body } = await this.metrics.render();

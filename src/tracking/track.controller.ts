@@ -33,6 +33,6 @@ export class TrackController {
     @CurrentProject() project: CurrentProjectInfo,
     @Body() dto: TrackEventDto,
   ): Promise<TrackResponse> {
-    return this.tracking.track(project.id, dto);
+    return this.tracking.track(project.id, dto, project.publicKey);
   }
 }

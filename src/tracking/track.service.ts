@@ -21,11 +21,16 @@ export class TrackService {
     private readonly writer: TrackWriter,
   ) {}
 
-  async track(projectId: string, dto: TrackEventDto): Promise<TrackResponse> {
-    const result =
-      dto.subscribed === undefined
-        ? await this.trackOneStatement(projectId, dto)
-        : await this.trackWithSubscription(projectId, dto);
+  /**
+   * With a public key, `subscribed: true` may create a subscribed contact but never resubscribes
+   * one: a key anyone can read from a web page must not undo an unsubscribe.
+   */
+  async track(projectId: string, dto: TrackEventDto, viaPublicKey = false): Promise<TrackResponse> {
+    const keepsSubscription =
+      dto.subscribed === undefined || (viaPublicKey && dto.subscribed === true);
+    const result = keepsSubscription
+      ? await this.trackOneStatement(projectId, dto)
+      : await this.trackWithSubscription(projectId, dto);
     await this.events.publish(result.recorded.map((event) => ({ ...event, email: result.email })));
     const tracked = result.recorded[0];
     return {

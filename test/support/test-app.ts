@@ -94,6 +94,8 @@ export interface InjectOptions {
   key?: string | null;
   body?: unknown;
   headers?: Record<string, string>;
+  /** The socket's peer address as the server sees it (default 127.0.0.1). */
+  remoteAddress?: string;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are asserted field by field in tests
@@ -135,6 +137,7 @@ export class TestApp {
       url: options.url,
       headers,
       payload,
+      remoteAddress: options.remoteAddress,
     });
     let body: T;
     try {

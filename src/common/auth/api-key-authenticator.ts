@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import type { BudgetKey } from '../rate-limit/rate-limit.service';
 import { hashesEqual } from './api-key.crypto';
 import { ApiKeyCache } from './api-key-cache';
 import { ApiKeyLookupRepository } from './api-key-lookup.repository';
@@ -45,7 +46,7 @@ export class ApiKeyAuthenticator {
    * A key never changes project, so the rate-limit budget can be charged
    * while the key itself is still being checked.
    */
-  knownProjectOf(hash: Buffer): string | null {
-    return this.cache.projectOf(hash.toString('hex'));
+  knownBudgetOf(hash: Buffer): BudgetKey | null {
+    return this.cache.budgetOf(hash.toString('hex'));
   }
 }

@@ -4,7 +4,8 @@ import { Redis } from 'ioredis';
 import { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
 import { REDIS } from '../../queue/redis.module';
-import { RateLimitService } from '../rate-limit/rate-limit.service';
+import { BudgetKey, RateLimitService } from '../rate-limit/rate-limit.service';
+import { ApiKeyType } from './api-key.crypto';
 import type { AuthenticatedKey } from './authenticated-key';
 
 /** How long a resolved key may be reused without going back to Postgres. */
@@ -52,9 +53,12 @@ export class ApiKeyCache {
     return entry.auth;
   }
 
-  /** Without epoch check: only for facts that never change (a key's project). */
-  projectOf(hashHex: string): string | null {
-    return this.entries.get(hashHex)?.auth.project.id ?? null;
+  /** Without epoch check: only for facts that never change (a key's project and type). */
+  budgetOf(hashHex: string): BudgetKey | null {
+    const auth = this.entries.get(hashHex)?.auth;
+    return auth
+      ? { projectId: auth.project.id, publicKey: auth.keyType === ApiKeyType.PUBLIC }
+      : null;
   }
 
   set(hashHex: string, auth: AuthenticatedKey, epoch: string | null): void {

@@ -9,7 +9,7 @@ import { AUTH_MODE_KEY, AuthenticatedRequest, AuthMode } from './auth.decorators
 
 /**
  * Global guard. Decisions in this order: a client IP over its failed-auth
- * budget gets 429 whatever it sent; then the key (401); the project (403);
+ * budget gets 429 unless it sent a valid key; then the key (401); the project (403);
  * the route's key type (403); finally the per-project request budget (429).
  */
 @Injectable()
@@ -40,17 +40,18 @@ export class ApiKeyGuard implements CanActivate {
     // One Redis round trip: this IP's failed-auth count, the auth epoch, and the
     // project's counter when this process already knows the key's project (a key
     // never changes project). Postgres is asked only when the key is not cached.
-    const knownProject = keyHash ? this.authenticator.knownProjectOf(keyHash) : null;
-    const gate = await this.rateLimits.gate(ip, knownProject);
-    // An address over its failed-auth budget learns nothing about the key it sent.
-    if (gate.ipBlocked) {
+    const knownBudget = keyHash ? this.authenticator.knownBudgetOf(keyHash) : null;
+    const gate = await this.rateLimits.gate(ip, knownBudget);
+    const auth = keyHash ? await this.authenticator.authenticate(keyHash, gate.epoch) : null;
+    // An address over its failed-auth budget learns nothing about a wrong key, but a valid key is
+    // never refused for it: behind a shared proxy address, others' failures must not lock a tenant out.
+    if (gate.ipBlocked && !auth) {
       throw tooManyRequests(
         reply,
         gate.ipBlocked,
         'Too many failed authentication attempts from this address',
       );
     }
-    const auth = keyHash ? await this.authenticator.authenticate(keyHash, gate.epoch) : null;
     if (!match) {
       await this.rateLimits.recordAuthFailure(ip);
       throw new ApiException(
@@ -70,7 +71,12 @@ export class ApiKeyGuard implements CanActivate {
       throw new ApiException(403, 'FORBIDDEN', 'A public key may only be used on POST /v1/track');
     }
 
-    const budget = gate.budget ?? (await this.rateLimits.consumeProject(auth.project.id));
+    const budget =
+      gate.budget ??
+      (await this.rateLimits.consumeProject({
+        projectId: auth.project.id,
+        publicKey: auth.keyType === ApiKeyType.PUBLIC,
+      }));
     reply.header('RateLimit-Limit', String(budget.limit));
     reply.header('RateLimit-Remaining', String(budget.remaining));
     reply.header('RateLimit-Reset', String(budget.resetSeconds));

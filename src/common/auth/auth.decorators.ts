@@ -1,5 +1,6 @@
 import { createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
+import { ApiKeyType } from './api-key.crypto';
 import type { AuthenticatedKey } from './authenticated-key';
 
 export const AUTH_MODE_KEY = 'mailwright:auth-mode';
@@ -15,6 +16,8 @@ export const AllowPublicKey = () => SetMetadata(AUTH_MODE_KEY, 'public-allowed' 
 export interface CurrentProjectInfo {
   id: string;
   name: string;
+  /** The call was made with a public pk_ key (only on routes that allow one). */
+  publicKey: boolean;
 }
 
 export type AuthenticatedRequest = FastifyRequest & { auth?: AuthenticatedKey };
@@ -26,6 +29,10 @@ export const CurrentProject = createParamDecorator(
       // A route without a key asked for a project: a programming error, not a client one.
       throw new Error('CurrentProject used on a route that is not authenticated');
     }
-    return { id: request.auth.project.id, name: request.auth.project.name };
+    return {
+      id: request.auth.project.id,
+      name: request.auth.project.name,
+      publicKey: request.auth.keyType === ApiKeyType.PUBLIC,
+    };
   },
 );

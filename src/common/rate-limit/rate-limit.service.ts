@@ -4,6 +4,12 @@ import { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
 import { REDIS } from '../../queue/redis.module';
 
+/** Whose request budget a request spends: public keys have their own, so browser traffic cannot starve the server's calls. */
+export interface BudgetKey {
+  projectId: string;
+  publicKey: boolean;
+}
+
 export interface RateLimitState {
   allowed: boolean;
   limit: number;
@@ -23,6 +29,8 @@ export interface AuthGate {
 }
 
 const WINDOW_MS = 60_000;
+/** Wrong operator tokens (ADMIN_TOKEN, METRICS_TOKEN) an address may send a minute. */
+export const TOKEN_GUESSES_PER_MINUTE = 10;
 
 /**
  * KEYS: ip-failures, auth-epoch[, project-counter]. ARGV: window ms.
@@ -92,9 +100,9 @@ export class RateLimitService {
     return `${prefix}:auth:epoch`;
   }
 
-  async gate(ip: string, knownProjectId: string | null): Promise<AuthGate> {
+  async gate(ip: string, known: BudgetKey | null): Promise<AuthGate> {
     const keys = [this.ipKey(ip), RateLimitService.epochKey(this.prefix)];
-    if (knownProjectId) keys.push(this.projectKey(knownProjectId));
+    if (known) keys.push(this.budgetKey(known));
     try {
       const [fails, failsTtl, epoch, count, ttl] = await this.redis.mwAuthGate(
         keys.length,
@@ -105,7 +113,8 @@ export class RateLimitService {
       return {
         ipBlocked: fails > failLimit ? state(false, failLimit, fails, failsTtl) : null,
         epoch: String(epoch),
-        budget: count === undefined ? null : this.projectState(count, ttl ?? WINDOW_MS),
+        budget:
+          count === undefined || !known ? null : this.budgetState(known, count, ttl ?? WINDOW_MS),
       };
     } catch (error) {
       this.logger.warn({ err: error }, 'rate limiter unavailable; request let through');
@@ -113,13 +122,13 @@ export class RateLimitService {
     }
   }
 
-  async consumeProject(projectId: string): Promise<RateLimitState> {
+  async consumeProject(budget: BudgetKey): Promise<RateLimitState> {
     try {
-      const [count, ttl] = await this.redis.mwHit(this.projectKey(projectId), WINDOW_MS);
-      return this.projectState(count, ttl);
+      const [count, ttl] = await this.redis.mwHit(this.budgetKey(budget), WINDOW_MS);
+      return this.budgetState(budget, count, ttl);
     } catch (error) {
       this.logger.warn({ err: error }, 'rate limiter unavailable; request let through');
-      const limit = this.config.apiRateLimitPerMinute;
+      const limit = this.limitOf(budget);
       return { allowed: true, limit, remaining: limit, resetSeconds: WINDOW_MS / 1000 };
     }
   }
@@ -132,13 +141,47 @@ export class RateLimitService {
     }
   }
 
-  private projectState(count: number, ttl: number): RateLimitState {
-    const limit = this.config.apiRateLimitPerMinute;
+  /**
+   * Whether an address is over its budget of wrong operator tokens. Unlike API keys (random, 256
+   * bits), operator tokens are chosen by people, so past the budget even the right token waits:
+   * otherwise the limit would not slow a guesser down.
+   */
+  async tokenGuessesOver(ip: string): Promise<RateLimitState | null> {
+    try {
+      const used = Number((await this.redis.get(this.tokenKey(ip))) ?? 0);
+      if (used < TOKEN_GUESSES_PER_MINUTE) return null;
+      return state(false, TOKEN_GUESSES_PER_MINUTE, used, await this.redis.pttl(this.tokenKey(ip)));
+    } catch (error) {
+      this.logger.warn({ err: error }, 'token guess limiter unavailable; request let through');
+      return null;
+    }
+  }
+
+  async recordTokenGuess(ip: string): Promise<void> {
+    try {
+      await this.redis.mwHit(this.tokenKey(ip), WINDOW_MS);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'token guess limiter unavailable');
+    }
+  }
+
+  private tokenKey(ip: string): string {
+    return `${this.prefix}:rl:tokenfail:${ip}`;
+  }
+
+  private budgetState(budget: BudgetKey, count: number, ttl: number): RateLimitState {
+    const limit = this.limitOf(budget);
     return state(count <= limit, limit, count, ttl);
   }
 
-  private projectKey(projectId: string): string {
-    return `${this.prefix}:rl:project:${projectId}`;
+  private limitOf(budget: BudgetKey): number {
+    return budget.publicKey
+      ? this.config.publicRateLimitPerMinute
+      : this.config.apiRateLimitPerMinute;
+  }
+
+  private budgetKey(budget: BudgetKey): string {
+    return `${this.prefix}:rl:${budget.publicKey ? 'public' : 'project'}:${budget.projectId}`;
   }
 
   private ipKey(ip: string): string {
