@@ -408,6 +408,7 @@ describe('SSRF guard (WEBHOOK_ALLOW_PRIVATE=false)', () => {
     ['private', () => 'http://10.0.0.1/x'],
     ['metadata', () => 'http://169.254.169.254/latest/meta-data'],
     ['IPv6 loopback', () => `http://[::1]:${receiver.port}/x`],
+    ['IPv4-compatible IPv6 loopback', () => `http://[::127.0.0.1]:${receiver.port}/x`],
     ['IPv4-mapped IPv6', () => `http://[::ffff:127.0.0.1]:${receiver.port}/x`],
     ['a name resolving to 127.0.0.1', () => `http://localhost:${receiver.port}/x`],
   ])('refuses %s', async (_name, url) => {
@@ -424,6 +425,7 @@ describe('SSRF guard (WEBHOOK_ALLOW_PRIVATE=false)', () => {
         'http://10.1.2.3/x',
         'http://169.254.169.254/x',
         'http://[::1]/x',
+        'http://[::127.0.0.1]/x',
         'http://localhost:8080/x',
       ]) {
         const res = await t.app.request({

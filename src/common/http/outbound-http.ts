@@ -41,7 +41,17 @@ export class RefusedTargetError extends Error {
  */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
-  return ipaddr.process(address).range() === 'unicast';
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === 'ipv6') {
+    // IPv4-compatible (::a.b.c.d, deprecated): ipaddr.js calls it unicast, and URLs write
+    // [::127.0.0.1] as [::7f00:1], so judge the IPv4 address it carries.
+    const parts = (parsed as ipaddr.IPv6).parts;
+    if (parts.slice(0, 6).every((part) => part === 0)) {
+      const v4 = ipaddr.fromByteArray((parsed as ipaddr.IPv6).toByteArray().slice(12));
+      return v4.range() === 'unicast';
+    }
+  }
+  return parsed.range() === 'unicast';
 }
 
 type LookupCallback = (
