@@ -246,6 +246,25 @@ describe('open and click tracking (e2e)', () => {
     const res = await get(new URL(tracked).pathname);
     expect(res.status).toBe(302);
     expect(res.headers.location).toBe(long);
+    // Links a template may hold that a header may not: non-Latin-1 text and line breaks. They are
+    // encoded as a browser would, never a 500.
+    for (const [link, location] of [
+      [
+        'https://shop.example/caf\u00e9?q=\u65e5\u672c#\u00fc',
+        'https://shop.example/caf%C3%A9?q=%E6%97%A5%E6%9C%AC#%C3%BC',
+      ],
+      ['https://shop.example/a\r\nSet-Cookie: x=1', 'https://shop.example/aSet-Cookie:%20x=1'],
+      ['https://b\u00fccher.example/', 'https://xn--bcher-kva.example/'],
+    ]) {
+      const signed = t.app.app.get(TrackingLinks).clickUrl(marketing.emailId, link)!;
+      const hit = await get(new URL(signed).pathname);
+      expect({ link, status: hit.status, location: hit.headers.location }).toEqual({
+        link,
+        status: 302,
+        location,
+      });
+      expect(hit.headers['set-cookie']).toBeUndefined();
+    }
     await flush();
   });
 

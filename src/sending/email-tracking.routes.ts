@@ -67,7 +67,7 @@ export class EmailTrackingRoutes implements OnModuleInit {
         if (target === null) return NOT_FOUND;
         void reply
           .code(302)
-          .header('location', target.url)
+          .header('location', locationOf(target.url))
           .header('cache-control', NO_CACHE)
           .header('content-type', 'text/plain; charset=utf-8')
           .header('referrer-policy', 'no-referrer')
@@ -100,6 +100,19 @@ export class EmailTrackingRoutes implements OnModuleInit {
     }
     if (rendered === null || reply.sent) return;
     sendErrorEnvelope(reply, rendered, String(request.id));
+  }
+}
+
+/**
+ * The signed URL as a Location value any HTTP stack accepts: the URL parser drops tabs and line
+ * breaks and percent-encodes (or punycodes) what is not ASCII, as a browser following the link would.
+ * A URL it cannot parse is sent as it was signed, percent-encoded.
+ */
+function locationOf(url: string): string {
+  try {
+    return new URL(url).href;
+  } catch {
+    return encodeURI(url.replace(/[\t\r\n]/g, ''));
   }
 }
 
