@@ -1604,6 +1604,25 @@ describe('Bad input (e2e): envelope, no change, no leak', () => {
         fields: cursorError,
       },
     ]);
+    // Well-formed cursors whose time Postgres cannot add to the epoch.
+    const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64url');
+    const uuid = '00000000-0000-4000-8000-000000000000';
+    const name = b64('signup');
+    const crafted = [
+      `/events?cursor=${b64(`e1:9223372036854775807:${uuid}`)}`,
+      `/events?cursor=${b64(`e1:-9223372036854775808:${uuid}`)}`,
+      `/events?cursor=${b64(`e1:9999999999999999999:${uuid}`)}`,
+      `/events/names?cursor=${b64(`n1:9223372036854775807:${name}`)}`,
+      `/events/names?cursor=${b64(`n1:-9223372036854775000:${name}`)}`,
+    ];
+    await allRefused(
+      crafted.map((url) => ({
+        options: { method: 'GET' as const, url },
+        status: 400,
+        code: 'BAD_REQUEST',
+        fields: cursorError,
+      })),
+    );
   });
 
   it('edge values in filters and conditions never answer 500', async () => {

@@ -22,12 +22,18 @@ function invalid(): ApiException {
   ]);
 }
 
+const MIN_MICROS = -62_135_596_800_000_000n;
+const MAX_MICROS = 253_402_300_799_999_999n;
+
 function decodeParts(cursor: string, tag: string): string[] {
   const decoded = /^[A-Za-z0-9_-]+$/.test(cursor)
     ? Buffer.from(cursor, 'base64url').toString('utf8')
     : '';
   const parts = decoded.split(':');
   if (parts.length !== 3 || parts[0] !== tag || !/^-?\d{1,19}$/.test(parts[1])) throw invalid();
+  // Years 1 to 9999: a crafted time past what Postgres can add to the epoch must be a 400, not a 500.
+  const micros = BigInt(parts[1]);
+  if (micros < MIN_MICROS || micros > MAX_MICROS) throw invalid();
   return parts;
 }
 
