@@ -9,6 +9,7 @@ describe('normalizeDomainName', () => {
     ['xn--bcher-kva.example', 'xn--bcher-kva.example'],
     ['alice.github.io', 'alice.github.io'],
     ['news.acme.co.uk', 'news.acme.co.uk'],
+    ['mail.acme.test', 'mail.acme.test'],
   ])('accepts %s as %s', (input, stored) => {
     expect(normalizeDomainName(input)).toEqual({ ok: true, domain: stored });
   });
@@ -28,6 +29,12 @@ describe('normalizeDomainName', () => {
     ['a_b.com', 'hyphen'],
     ['a..com', 'hyphen'],
     ['', 'empty'],
+    ['corp.internal', 'not a public name'],
+    ['mail.svc.cluster.local', 'not a public name'],
+    ['printer.local', 'not a public name'],
+    ['app.localhost', 'not a public name'],
+    ['intranet.corp', 'not a public name'],
+    ['router.home.arpa', 'not a public name'],
   ])('refuses %s', (input, reasonPart) => {
     const result = normalizeDomainName(input);
     expect(result.ok).toBe(false);

@@ -5,6 +5,10 @@ export type DomainNameResult =
   { ok: true; domain: string } | { ok: false; reason: string; tooLong?: boolean };
 
 const MAX_NAME = 253;
+/** Reserved for testing and documentation (RFC 2606): accepted so examples and test setups work. */
+const DOCUMENTATION_SUFFIXES = new Set(['test', 'example']);
+/** Special-use names the public suffix list carries but no one on the internet can resolve (RFC 8375, RFC 7686). */
+const SPECIAL_USE_SUFFIXES = new Set(['home.arpa', 'onion']);
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
 /**
@@ -49,6 +53,18 @@ export function normalizeDomainName(input: string): DomainNameResult {
   const parsed = parse(ascii, { allowPrivateDomains: true });
   if (parsed.isIp || parsed.domain === null) {
     return { ok: false, reason: `"${ascii}" is a public suffix; use a domain registered under it` };
+  }
+  // A name only a private network resolves (corp.internal, *.svc.cluster.local) can never pass
+  // receivers' checks, and its TXT values would be looked up inside that network.
+  const suffix = parsed.publicSuffix ?? '';
+  const publicName =
+    (parsed.isIcann || parsed.isPrivate || DOCUMENTATION_SUFFIXES.has(suffix)) &&
+    !SPECIAL_USE_SUFFIXES.has(suffix);
+  if (!publicName) {
+    return {
+      ok: false,
+      reason: `"${ascii}" is not a public name (".${suffix}" is not a public suffix); use a domain registered on the internet`,
+    };
   }
   return { ok: true, domain: ascii };
 }

@@ -16,6 +16,7 @@ import {
   NullableEmailField,
   OptionalNotNull,
   toNormalizedEmail,
+  IsSenderAddress,
 } from '../../common/validation/validators';
 import { CONDITION_SCHEMA } from '../../segments/dto/condition-schema';
 import { LiquidBodyField, LiquidSubjectField } from '../../templates/template-validators';
@@ -48,6 +49,7 @@ export class CreateCampaignDto {
   })
   @Transform(toNormalizedEmail)
   @IsEmail()
+  @IsSenderAddress()
   @MaxLength(320)
   from: string;
 

@@ -11,7 +11,7 @@ import {
   ValidationOptions,
 } from 'class-validator';
 import { constraint } from './constraint';
-import { normalizeEmail } from './email';
+import { hasDotAtomLocalPart, normalizeEmail } from './email';
 import { isPlainObject, jsonByteSize } from './json-text';
 
 /* General validation decorators and transforms for DTOs of every feature. */
@@ -32,6 +32,23 @@ export function MaxJsonSize(bytes: number, options?: ValidationOptions): Propert
 /** A plain JSON object (not an array, not null). Constraint `isObject` → `invalid_type`. */
 export function IsJsonObject(options?: ValidationOptions): PropertyDecorator {
   return constraint('isObject', '$property must be a JSON object', isPlainObject, options);
+}
+
+/**
+ * A sender address (a string, or `{email}`) has a dot-atom local part; other shapes are left to the
+ * type checks. Constraint `matches` → `invalid_string`.
+ */
+export function IsSenderAddress(options?: ValidationOptions): PropertyDecorator {
+  return constraint(
+    'matches',
+    "$property must be an address with a plain local part (letters, digits and !#$%&'*+/=?^_`{|}~- with single dots), not a quoted one",
+    (value) => {
+      const email =
+        typeof value === 'object' && value !== null ? (value as { email?: unknown }).email : value;
+      return typeof email !== 'string' || hasDotAtomLocalPart(email);
+    },
+    options,
+  );
 }
 
 /** Query-string booleans: "true"/"false" (and 1/0) become booleans; anything else stays and fails IsBoolean. */

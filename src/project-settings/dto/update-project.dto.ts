@@ -1,7 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsObject, ValidateIf, ValidateNested } from 'class-validator';
-import { NameField } from '../../common/validation/validators';
+import { IsSenderAddress, NameField } from '../../common/validation/validators';
 import { MailboxDto } from '../../sending/dto/send-email.dto';
 
 export class UpdateProjectDto {
@@ -16,6 +16,7 @@ export class UpdateProjectDto {
   })
   @ValidateIf((_, value) => value !== undefined && value !== null)
   @IsObject({ message: 'defaultFrom must be {email, name?} or null' })
+  @IsSenderAddress()
   @ValidateNested()
   @Type(() => MailboxDto)
   defaultFrom?: MailboxDto | null;

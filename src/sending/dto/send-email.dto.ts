@@ -29,6 +29,7 @@ import {
   OptionalNotNull,
   rawJsonValue,
   toNormalizedEmail,
+  IsSenderAddress,
 } from '../../common/validation/validators';
 import { ContactDataField } from '../../contacts/dto/validators';
 import { IsLiquidTemplate } from '../../templates/template-validators';
@@ -187,6 +188,7 @@ export class SendEmailDto {
   @OptionalNotNull()
   @Transform(({ value }: { value: unknown }) => toMailbox(value))
   @IsObject({ message: 'from must be an email or {email, name?}' })
+  @IsSenderAddress()
   @ValidateNested()
   @Type(() => MailboxDto)
   from?: MailboxDto;

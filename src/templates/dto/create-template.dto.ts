@@ -7,6 +7,7 @@ import {
   NullableEmailField,
   OptionalNotNull,
   toNormalizedEmail,
+  IsSenderAddress,
 } from '../../common/validation/validators';
 import { LiquidBodyField, LiquidSubjectField } from '../template-validators';
 import { TemplateType } from '../template.entity';
@@ -34,6 +35,7 @@ export class CreateTemplateDto {
   @IsOptional()
   @Transform(toNormalizedEmail)
   @IsEmail()
+  @IsSenderAddress()
   @MaxLength(320)
   from?: string | null;
 
