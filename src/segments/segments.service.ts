@@ -16,6 +16,7 @@ import { SegmentMembershipService } from './segment-membership.service';
 import { Segment } from './segment.entity';
 import { SegmentChanges, SegmentsRepository } from './segments.repository';
 import { sqlState, SQLSTATE } from '../database/postgres-errors';
+import { Semaphore } from '../common/concurrency/semaphore';
 
 /**
  * How long a stored memberCount is served before it is counted again.
@@ -27,12 +28,18 @@ import { sqlState, SQLSTATE } from '../database/postgres-errors';
 export const MEMBER_COUNT_TTL_MS = 60_000;
 
 const PREVIEW_SAMPLE_SIZE = 10;
+/** Recounts of stale segments seen by lists running at once in one process. */
+export const BACKGROUND_RECOUNTS = 2;
+const BACKGROUND_RECOUNTS_WAITING = 1000;
 
 @Injectable()
 export class SegmentsService {
   private readonly logger = new Logger(SegmentsService.name);
   /** Counts in progress in this process, keyed by segment and condition, so concurrent reads share one. */
   private readonly refreshing = new Map<string, Promise<number>>();
+  /** Background recounts waiting for a place (keys as in `refreshing`). */
+  private readonly scheduled = new Set<string>();
+  private readonly background = new Semaphore(BACKGROUND_RECOUNTS);
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -228,12 +235,28 @@ export class SegmentsService {
   private async listCount(segment: Segment): Promise<number> {
     if (segment.membershipKeptAt) return this.membership.count(this.dataSource.manager, segment.id);
     if (segment.memberCount === null) return this.recount(segment);
-    if (!this.isFresh(segment) && !this.refreshing.has(countKey(segment))) {
-      this.recount(segment).catch((error: unknown) =>
+    if (!this.isFresh(segment)) this.scheduleRecount(segment);
+    return segment.memberCount;
+  }
+
+  /**
+   * A stale count seen by a list is recounted later, never by the list itself: at most
+   * BACKGROUND_RECOUNTS at once per process and BACKGROUND_RECOUNTS_WAITING waiting, so listing
+   * many stale segments cannot fill the connection pool that every tenant's requests share.
+   */
+  private scheduleRecount(segment: Segment): void {
+    const key = countKey(segment);
+    if (this.refreshing.has(key) || this.scheduled.has(key)) return;
+    if (this.scheduled.size >= BACKGROUND_RECOUNTS_WAITING) return; // a later list schedules it again
+    this.scheduled.add(key);
+    this.background
+      .run(async () => {
+        this.scheduled.delete(key);
+        await this.recount(segment);
+      })
+      .catch((error: unknown) =>
         this.logger.warn(`Background recount of segment ${segment.id} failed: ${String(error)}`),
       );
-    }
-    return segment.memberCount;
   }
 
   private recount(segment: Segment): Promise<number> {
