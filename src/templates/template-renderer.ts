@@ -54,10 +54,12 @@ export const RENDER_LIMITS = {
 
 const PARSED_CACHE_SIZE = 500;
 
+/** liquidjs tags that load another template by name; a message has no other files to load. */
+const FILE_TAGS = ['include', 'render', 'layout'] as const;
+
 function engine(escape: boolean): Liquid {
-  return new Liquid({
-    // An empty in-memory template map: {% include %}, {% render %} and {% layout %} can
-    // never reach the file system, they simply fail to resolve.
+  const liquid = new Liquid({
+    // An empty in-memory file system: nothing can reach the disk even if a tag slipped through.
     templates: {},
     ownPropertyOnly: true,
     strictFilters: true,
@@ -67,6 +69,20 @@ function engine(escape: boolean): Liquid {
     memoryLimit: RENDER_LIMITS.memory,
     timezoneOffset: 0,
   });
+  // Refused when parsed, so the save-time check rejects them instead of every send failing on a lookup.
+  for (const name of FILE_TAGS) {
+    liquid.registerTag(name, {
+      parse() {
+        throw new Error(
+          `the {% ${name} %} tag is not supported: a template cannot load other files`,
+        );
+      },
+      render() {
+        return '';
+      },
+    });
+  }
+  return liquid;
 }
 
 /**
@@ -114,7 +130,10 @@ export class TemplateRenderer {
     try {
       const output = await liquid.render(this.parse(liquid, source, part === 'body'), context);
       if (output.length > RENDER_LIMITS.outputChars) {
-        throw new TemplateRenderError(part, `rendered ${part} exceeds ${RENDER_LIMITS.outputChars} characters`);
+        throw new TemplateRenderError(
+          part,
+          `rendered ${part} exceeds ${RENDER_LIMITS.outputChars} characters`,
+        );
       }
       return output;
     } catch (error) {
@@ -148,7 +167,10 @@ const convertHtml = compile({
     { selector: 'img', format: 'skip' },
     { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
     // Headings keep their case: shouting every title reads badly in a mail client.
-    ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((h) => ({ selector: h, options: { uppercase: false } })),
+    ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((h) => ({
+      selector: h,
+      options: { uppercase: false },
+    })),
   ],
 });
 
@@ -161,10 +183,15 @@ export function htmlToText(html: string): string {
  * Track-style values `{value, persistent}` render as their value; the
  * wrapper is an instruction about storage, not part of the data.
  */
-export function unwrapDataValues(data: Record<string, unknown> | null | undefined): Record<string, unknown> {
+export function unwrapDataValues(
+  data: Record<string, unknown> | null | undefined,
+): Record<string, unknown> {
   // fromEntries defines own properties, so keys such as "__proto__" stay plain keys.
   return Object.fromEntries(
-    Object.entries(data ?? {}).map(([key, value]) => [key, isPersistenceWrapper(value) ? value.value : value]),
+    Object.entries(data ?? {}).map(([key, value]) => [
+      key,
+      isPersistenceWrapper(value) ? value.value : value,
+    ]),
   );
 }
 
