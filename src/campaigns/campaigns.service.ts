@@ -22,7 +22,11 @@ import { EmailsService } from '../sending/emails.service';
 import { renderFailure } from '../templates/templates.service';
 import { AudienceType, Campaign, CampaignStatus } from './campaign.entity';
 import { CampaignCounts, CampaignsRepository } from './campaigns.repository';
-import { CampaignResponse, CampaignStatsResponse, toCampaignResponse } from './dto/campaign.response';
+import {
+  CampaignResponse,
+  CampaignStatsResponse,
+  toCampaignResponse,
+} from './dto/campaign.response';
 import type { CampaignTestResponse } from './dto/campaign-test.response';
 import type { CreateCampaignDto } from './dto/create-campaign.dto';
 import type { ListCampaignsQueryDto } from './dto/list-campaigns.query';
@@ -139,7 +143,11 @@ export class CampaignsService {
       if (dto.replyTo !== undefined) changes.replyTo = dto.replyTo;
       if (dto.trackOpens !== undefined) changes.trackOpens = dto.trackOpens;
       if (dto.trackClicks !== undefined) changes.trackClicks = dto.trackClicks;
-      if (dto.audienceType !== undefined || dto.segmentId !== undefined || dto.audienceFilter !== undefined) {
+      if (
+        dto.audienceType !== undefined ||
+        dto.segmentId !== undefined ||
+        dto.audienceFilter !== undefined
+      ) {
         const type = dto.audienceType ?? current.audienceType;
         const typeChanged = type !== current.audienceType;
         // A new audience type drops the other type's field unless the request sets it.
@@ -147,8 +155,14 @@ export class CampaignsService {
           changes,
           await this.checkAudience(manager, projectId, {
             audienceType: type,
-            segmentId: dto.segmentId !== undefined ? dto.segmentId : typeChanged ? null : current.segmentId,
-            audienceFilter: dto.audienceFilter !== undefined ? dto.audienceFilter : typeChanged ? null : current.audienceFilter,
+            segmentId:
+              dto.segmentId !== undefined ? dto.segmentId : typeChanged ? null : current.segmentId,
+            audienceFilter:
+              dto.audienceFilter !== undefined
+                ? dto.audienceFilter
+                : typeChanged
+                  ? null
+                  : current.audienceFilter,
           }),
         );
       }
@@ -162,15 +176,29 @@ export class CampaignsService {
           }
         } else {
           if (current.status !== CampaignStatus.SCHEDULED) {
-            throw illegal(current, 'be given a schedule by PATCH', 'Schedule a DRAFT campaign with POST /campaigns/{id}/send {scheduledFor}.');
+            throw illegal(
+              current,
+              'be given a schedule by PATCH',
+              'Schedule a DRAFT campaign with POST /campaigns/{id}/send {scheduledFor}.',
+            );
           }
           const at = futureTime(dto.scheduledAt, 'scheduledAt');
-          if (!at) throw ApiException.validation([{ field: 'scheduledAt', message: 'scheduledAt must be in the future', code: 'custom' }]);
+          if (!at)
+            throw ApiException.validation([
+              {
+                field: 'scheduledAt',
+                message: 'scheduledAt must be in the future',
+                code: 'custom',
+              },
+            ]);
           changes.scheduledAt = at;
           reschedule = at;
         }
       }
-      const row = Object.keys(changes).length > 0 ? await this.campaigns.update(manager, current.id, changes) : current;
+      const row =
+        Object.keys(changes).length > 0
+          ? await this.campaigns.update(manager, current.id, changes)
+          : current;
       return { row, reschedule };
     });
     if (reschedule === 'remove') await this.removeJob(row.id);
@@ -186,7 +214,11 @@ export class CampaignsService {
     await this.dataSource.transaction(async (manager) => {
       const current = await this.lockOrFail(manager, projectId, id);
       if (current.status !== CampaignStatus.DRAFT) {
-        throw illegal(current, 'be deleted', 'Only DRAFT campaigns can be deleted; cancel a SCHEDULED or SENDING one.');
+        throw illegal(
+          current,
+          'be deleted',
+          'Only DRAFT campaigns can be deleted; cancel a SCHEDULED or SENDING one.',
+        );
       }
       await this.campaigns.delete(manager, current.id);
     });
@@ -204,13 +236,20 @@ export class CampaignsService {
     const { row, started } = await this.dataSource.transaction(async (manager) => {
       const current = await this.lockOrFail(manager, projectId, id);
       if (current.status !== CampaignStatus.DRAFT && current.status !== CampaignStatus.SCHEDULED) {
-        throw illegal(current, 'be sent', 'A campaign is sent once; create a new campaign to send again.');
+        throw illegal(
+          current,
+          'be sent',
+          'A campaign is sent once; create a new campaign to send again.',
+        );
       }
       await this.domains.assertCanSend(projectId, current.fromEmail);
       await this.checkAudience(manager, projectId, current);
       if (at) {
         return {
-          row: await this.campaigns.update(manager, current.id, { status: CampaignStatus.SCHEDULED, scheduledAt: at }),
+          row: await this.campaigns.update(manager, current.id, {
+            status: CampaignStatus.SCHEDULED,
+            scheduledAt: at,
+          }),
           started: null,
         };
       }
@@ -229,8 +268,10 @@ export class CampaignsService {
   async startIfDue(campaignId: string): Promise<Campaign | null> {
     const { row, started } = await this.dataSource.transaction(async (manager) => {
       const current = await this.campaigns.lock(manager, null, campaignId);
-      if (!current || current.status !== CampaignStatus.SCHEDULED) return { row: current, started: null };
-      if (current.scheduledAt && current.scheduledAt.getTime() > Date.now() + 1000) return { row: current, started: null };
+      if (!current || current.status !== CampaignStatus.SCHEDULED)
+        return { row: current, started: null };
+      if (current.scheduledAt && current.scheduledAt.getTime() > Date.now() + 1000)
+        return { row: current, started: null };
       return this.start(manager, current);
     });
     if (started) await this.events.publish([{ ...started, email: null }]);
@@ -242,8 +283,14 @@ export class CampaignsService {
    * email renders at delivery), the counters are created, and
    * `campaign.started` is recorded. The RUN job does the rest.
    */
-  private async start(manager: EntityManager, current: Campaign): Promise<{ row: Campaign; started: EventRow }> {
-    const contentId = await this.emails.createContent(manager, current.projectId, { subject: current.subject, body: current.body });
+  private async start(
+    manager: EntityManager,
+    current: Campaign,
+  ): Promise<{ row: Campaign; started: EventRow }> {
+    const contentId = await this.emails.createContent(manager, current.projectId, {
+      subject: current.subject,
+      body: current.body,
+    });
     await this.campaigns.createCounters(manager, current.id);
     const row = await this.campaigns.update(manager, current.id, {
       status: CampaignStatus.SENDING,
@@ -271,10 +318,20 @@ export class CampaignsService {
     const { row, event } = await retryOnDeadlock(() =>
       this.dataSource.transaction(async (manager) => {
         const current = await this.lockOrFail(manager, projectId, id);
-        if (current.status !== CampaignStatus.SCHEDULED && current.status !== CampaignStatus.SENDING) {
-          throw illegal(current, 'be cancelled', 'Only SCHEDULED and SENDING campaigns can be cancelled.');
+        if (
+          current.status !== CampaignStatus.SCHEDULED &&
+          current.status !== CampaignStatus.SENDING
+        ) {
+          throw illegal(
+            current,
+            'be cancelled',
+            'Only SCHEDULED and SENDING campaigns can be cancelled.',
+          );
         }
-        const cancelled = current.status === CampaignStatus.SENDING ? await this.emails.cancelQueuedOfCampaign(manager, current.id) : 0;
+        const cancelled =
+          current.status === CampaignStatus.SENDING
+            ? await this.emails.cancelQueuedOfCampaign(manager, current.id)
+            : 0;
         const row = await this.campaigns.update(manager, current.id, {
           status: CampaignStatus.CANCELLED,
           cancelledAt: () => 'now()',
@@ -300,21 +357,44 @@ export class CampaignsService {
    * it happened now.
    */
   async finishIfDone(campaignId: string): Promise<boolean> {
-    const event = await this.dataSource.transaction(async (manager) => {
+    const finished = await this.dataSource.transaction(async (manager) => {
       const current = await this.campaigns.lock(manager, null, campaignId);
       if (!current || current.status !== CampaignStatus.SENDING || !current.fanoutDone) return null;
       const counts = await this.campaigns.counts(manager, campaignId);
       if (counts.queued + counts.sending > 0) return null;
-      const row = await this.campaigns.update(manager, campaignId, { status: CampaignStatus.SENT, finishedAt: () => 'now()' });
-      return this.events.record(manager, {
+      const row = await this.campaigns.update(manager, campaignId, {
+        status: CampaignStatus.SENT,
+        finishedAt: () => 'now()',
+      });
+      const event = await this.events.record(manager, {
         projectId: row.projectId,
         contactId: null,
         name: CAMPAIGN_EVENTS.SENT,
         data: { campaignId: row.id, name: row.name, ...counts },
       });
+      return { event, counts, projectId: row.projectId };
     });
-    if (event) await this.events.publish([{ ...event, email: null }]);
-    return event !== null;
+    if (!finished) return false;
+    const { event, counts, projectId } = finished;
+    // SENT only says that nothing is left to try; failures must not pass without a line above info.
+    if (counts.failed > 0) {
+      const fields = {
+        campaignId,
+        projectId,
+        sent: counts.sent,
+        failed: counts.failed,
+        bounced: counts.bounced,
+        suppressed: counts.suppressed,
+      };
+      if (counts.sent === 0)
+        this.logger.error(
+          fields,
+          'campaign SENT without a message sent: its emails FAILED (their error says why)',
+        );
+      else this.logger.warn(fields, 'campaign SENT with FAILED emails (their error says why)');
+    }
+    await this.events.publish([{ ...event, email: null }]);
+    return true;
   }
 
   /**
@@ -331,7 +411,9 @@ export class CampaignsService {
       .transaction(async (manager) => {
         const emails = [];
         for (const address of [...dto.emails].sort()) {
-          const { contact } = await this.contacts.upsertByEmail(manager, projectId, address, { defaultSubscribed: false });
+          const { contact } = await this.contacts.upsertByEmail(manager, projectId, address, {
+            defaultSubscribed: false,
+          });
           emails.push(
             await this.emails.compose({
               projectId,
@@ -355,9 +437,19 @@ export class CampaignsService {
         throw renderFailure(error);
       });
     await this.emails.enqueue(composed.emails);
-    await this.events.publish(composed.queued.map((e) => ({ ...e, email: composed.emails.find((m) => m.id === e.emailId)?.toEmail ?? null })));
+    await this.events.publish(
+      composed.queued.map((e) => ({
+        ...e,
+        email: composed.emails.find((m) => m.id === e.emailId)?.toEmail ?? null,
+      })),
+    );
     return {
-      emails: composed.emails.map((e) => ({ id: e.id, to: e.toEmail, contact: e.contactId, status: e.status })),
+      emails: composed.emails.map((e) => ({
+        id: e.id,
+        to: e.toEmail,
+        contact: e.contactId,
+        status: e.status,
+      })),
     };
   }
 
@@ -368,10 +460,15 @@ export class CampaignsService {
   }
 
   /** The audience a campaign sends to, as one condition (the subscribed/suppressed rule is the fan-out query's). */
-  audienceCondition(campaign: Pick<Campaign, 'audienceType' | 'segmentId' | 'audienceFilter'>): ConditionGroup {
+  audienceCondition(
+    campaign: Pick<Campaign, 'audienceType' | 'segmentId' | 'audienceFilter'>,
+  ): ConditionGroup {
     switch (campaign.audienceType) {
       case AudienceType.SEGMENT:
-        return { logic: 'AND', conditions: [{ field: 'segment', operator: 'in', value: campaign.segmentId as string }] };
+        return {
+          logic: 'AND',
+          conditions: [{ field: 'segment', operator: 'in', value: campaign.segmentId as string }],
+        };
       case AudienceType.FILTERED:
         return campaign.audienceFilter as unknown as ConditionGroup;
       default:
@@ -388,7 +485,10 @@ export class CampaignsService {
     try {
       await this.queue.remove(campaignJobId(campaignId));
     } catch (error) {
-      this.logger.warn({ err: error, campaignId }, 'could not remove a campaign job (it is running; it follows the new status)');
+      this.logger.warn(
+        { err: error, campaignId },
+        'could not remove a campaign job (it is running; it follows the new status)',
+      );
     }
   }
 
@@ -404,31 +504,55 @@ export class CampaignsService {
   ): Promise<Pick<Campaign, 'audienceType' | 'segmentId' | 'audienceFilter'>> {
     const errors: FieldError[] = [];
     const { audienceType: type, segmentId, audienceFilter } = audience;
-    if (type === AudienceType.SEGMENT && !segmentId) errors.push(required('segmentId', 'segmentId is required when audienceType is SEGMENT'));
-    if (type !== AudienceType.SEGMENT && segmentId) errors.push(notAllowed('segmentId', `segmentId applies to SEGMENT campaigns only, not ${type}`));
-    if (type === AudienceType.FILTERED && (audienceFilter === null || audienceFilter === undefined)) {
-      errors.push(required('audienceFilter', 'audienceFilter is required when audienceType is FILTERED'));
+    if (type === AudienceType.SEGMENT && !segmentId)
+      errors.push(required('segmentId', 'segmentId is required when audienceType is SEGMENT'));
+    if (type !== AudienceType.SEGMENT && segmentId)
+      errors.push(
+        notAllowed('segmentId', `segmentId applies to SEGMENT campaigns only, not ${type}`),
+      );
+    if (
+      type === AudienceType.FILTERED &&
+      (audienceFilter === null || audienceFilter === undefined)
+    ) {
+      errors.push(
+        required('audienceFilter', 'audienceFilter is required when audienceType is FILTERED'),
+      );
     }
     if (type !== AudienceType.FILTERED && audienceFilter !== null && audienceFilter !== undefined) {
-      errors.push(notAllowed('audienceFilter', `audienceFilter applies to FILTERED campaigns only, not ${type}`));
+      errors.push(
+        notAllowed(
+          'audienceFilter',
+          `audienceFilter applies to FILTERED campaigns only, not ${type}`,
+        ),
+      );
     }
     if (errors.length > 0) throw ApiException.validation(errors);
     if (type === AudienceType.SEGMENT) {
-      const problems = await this.conditions.validate(manager, this.audienceCondition({ audienceType: type, segmentId, audienceFilter: null }), {
-        projectId,
-        path: 'segmentId',
-      });
+      const problems = await this.conditions.validate(
+        manager,
+        this.audienceCondition({ audienceType: type, segmentId, audienceFilter: null }),
+        {
+          projectId,
+          path: 'segmentId',
+        },
+      );
       if (problems.length > 0) {
-        throw ApiException.validation([{ field: 'segmentId', message: `Unknown segment id ${segmentId}`, code: 'custom' }]);
+        throw ApiException.validation([
+          { field: 'segmentId', message: `Unknown segment id ${segmentId}`, code: 'custom' },
+        ]);
       }
     }
     if (type === AudienceType.FILTERED) {
-      await this.conditions.assertValid(manager, audienceFilter, { projectId, path: 'audienceFilter' });
+      await this.conditions.assertValid(manager, audienceFilter, {
+        projectId,
+        path: 'audienceFilter',
+      });
     }
     return {
       audienceType: type,
       segmentId: type === AudienceType.SEGMENT ? segmentId : null,
-      audienceFilter: type === AudienceType.FILTERED ? (audienceFilter as Record<string, unknown>) : null,
+      audienceFilter:
+        type === AudienceType.FILTERED ? (audienceFilter as Record<string, unknown>) : null,
     };
   }
 
@@ -438,7 +562,11 @@ export class CampaignsService {
     return row;
   }
 
-  private async lockOrFail(manager: EntityManager, projectId: string, id: string): Promise<Campaign> {
+  private async lockOrFail(
+    manager: EntityManager,
+    projectId: string,
+    id: string,
+  ): Promise<Campaign> {
     const row = await this.campaigns.lock(manager, projectId, id);
     if (!row) throw ApiException.notFound('campaign', id);
     return row;
@@ -462,13 +590,18 @@ function futureTime(value: string, field: string): Date | null {
   const at = new Date(value);
   if (at.getTime() <= Date.now()) return null;
   if (at.getTime() - Date.now() > MAX_SCHEDULE_AHEAD_MS) {
-    throw ApiException.validation([{ field, message: `${field} must be at most one year ahead`, code: 'too_big' }]);
+    throw ApiException.validation([
+      { field, message: `${field} must be at most one year ahead`, code: 'too_big' },
+    ]);
   }
   return at;
 }
 
 function illegal(campaign: Campaign, what: string, suggestion: string): ApiException {
-  return ApiException.conflict(`Campaign ${campaign.id} is ${campaign.status} and cannot ${what}`, suggestion);
+  return ApiException.conflict(
+    `Campaign ${campaign.id} is ${campaign.status} and cannot ${what}`,
+    suggestion,
+  );
 }
 
 function required(field: string, message: string): FieldError {

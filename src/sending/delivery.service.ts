@@ -92,7 +92,12 @@ export class DeliveryService {
     let sender: SenderDomain | null;
     try {
       // The claim read the sender's domain row just now (no round trip of its own, still uncached).
-      sender = await this.domains.assertCanSend(email.projectId, email.fromEmail, undefined, email.sender);
+      sender = await this.domains.assertCanSend(
+        email.projectId,
+        email.fromEmail,
+        undefined,
+        email.sender,
+      );
     } catch (error) {
       if (!(error instanceof ApiException)) throw error;
       await this.finishFailed(email, `sender domain is not verified: ${error.message}`);
@@ -104,6 +109,11 @@ export class DeliveryService {
       content = await this.contentOf(email);
     } catch (error) {
       if (!(error instanceof ContentError)) throw error;
+      // Not retried and not the recipient's doing: an operator has to see it to fix the template or data.
+      this.logger.error(
+        { emailId: email.id, projectId: email.projectId, error: error.message },
+        'email FAILED: its content could not be built',
+      );
       await this.finishFailed(email, error.message);
       return 'failed';
     }
@@ -159,7 +169,12 @@ export class DeliveryService {
    */
   private async contentOf(email: ClaimedEmail): Promise<OutgoingContent> {
     if (email.contentId === null) {
-      return { subject: email.subject, html: email.html ?? '', text: email.text ?? '', headers: email.headers };
+      return {
+        subject: email.subject,
+        html: email.html ?? '',
+        text: email.text ?? '',
+        headers: email.headers,
+      };
     }
     const content = await this.sharedContent(email.contentId);
     const unsubscribeUrl = this.unsubscribeLinks.url(email.projectId, email.contactId, email.id);
@@ -167,18 +182,31 @@ export class DeliveryService {
     try {
       rendered = await this.templates.render(
         content,
-        { id: email.contactId, email: email.toEmail, subscribed: email.contactSubscribed, data: email.contactData ?? {} },
+        {
+          id: email.contactId,
+          email: email.toEmail,
+          subscribed: email.contactSubscribed,
+          data: email.contactData ?? {},
+        },
         null,
         unsubscribeUrl,
       );
     } catch (error) {
-      if (error instanceof TemplateRenderError) throw new ContentError(`could not render the message: ${error.message}`);
+      if (error instanceof TemplateRenderError)
+        throw new ContentError(`could not render the message: ${error.message}`);
       throw error;
     }
-    const headers = email.marketing && !email.headers['List-Unsubscribe']
-      ? { ...email.headers, ...this.unsubscribeLinks.headers(unsubscribeUrl) }
-      : email.headers;
-    return { subject: rendered.subject, html: rendered.html, text: rendered.text, headers, renderedSubject: rendered.subject };
+    const headers =
+      email.marketing && !email.headers['List-Unsubscribe']
+        ? { ...email.headers, ...this.unsubscribeLinks.headers(unsubscribeUrl) }
+        : email.headers;
+    return {
+      subject: rendered.subject,
+      html: rendered.html,
+      text: rendered.text,
+      headers,
+      renderedSubject: rendered.subject,
+    };
   }
 
   private async sharedContent(id: string): Promise<StoredContent> {
@@ -186,7 +214,8 @@ export class DeliveryService {
     if (cached) return cached;
     const content = await this.repository.findContent(this.dataSource.manager, id);
     if (!content) throw new ContentError(`content ${id} is missing`);
-    if (this.contents.size >= CONTENT_CACHE_SIZE) this.contents.delete(this.contents.keys().next().value as string);
+    if (this.contents.size >= CONTENT_CACHE_SIZE)
+      this.contents.delete(this.contents.keys().next().value as string);
     this.contents.set(id, content);
     return content;
   }
@@ -213,23 +242,44 @@ export class DeliveryService {
    * The server accepted the message: this write must land, or a retry would
    * send it again. A few quick tries ride out a database blip.
    */
-  private async finishSent(email: ClaimedEmail, messageId: string, dkimSigned: boolean, subject?: string): Promise<void> {
+  private async finishSent(
+    email: ClaimedEmail,
+    messageId: string,
+    dkimSigned: boolean,
+    subject?: string,
+  ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.finish(email, EmailStatus.SENT, { messageId, error: null, dkimSigned, subject }, 'email.sent', { messageId });
+        await this.finish(
+          email,
+          EmailStatus.SENT,
+          { messageId, error: null, dkimSigned, subject },
+          'email.sent',
+          { messageId },
+        );
         return;
       } catch (error) {
         if (attempt >= MARK_SENT_TRIES) throw error;
-        this.logger.warn({ err: error, emailId: email.id }, 'could not record an accepted message yet; retrying');
+        this.logger.warn(
+          { err: error, emailId: email.id },
+          'could not record an accepted message yet; retrying',
+        );
         await new Promise((r) => setTimeout(r, 200 * attempt));
       }
     }
   }
 
   private async finishBounced(email: ClaimedEmail, error: string, subject?: string): Promise<void> {
-    await this.finish(email, EmailStatus.BOUNCED, { error, subject }, 'email.bounced', { error }, async (manager) => {
-      await this.contacts.suppress(manager, email.projectId, email.contactId);
-    });
+    await this.finish(
+      email,
+      EmailStatus.BOUNCED,
+      { error, subject },
+      'email.bounced',
+      { error },
+      async (manager) => {
+        await this.contacts.suppress(manager, email.projectId, email.contactId);
+      },
+    );
   }
 
   private async finishFailed(email: ClaimedEmail, error: string, subject?: string): Promise<void> {
@@ -244,11 +294,23 @@ export class DeliveryService {
     eventData: Record<string, unknown>,
     extra?: (manager: EntityManager) => Promise<void>,
   ): Promise<void> {
-    const record = { projectId: email.projectId, contactId: email.contactId, emailId: email.id, name: eventName, data: eventData };
+    const record = {
+      projectId: email.projectId,
+      contactId: email.contactId,
+      emailId: email.id,
+      name: eventName,
+      data: eventData,
+    };
     // Nothing else to write (the common case): the status and its event in one statement, one round trip.
     const event =
       email.attachments.length === 0 && !extra
-        ? await this.repository.finishRecording(this.dataSource.manager, email.id, status, fields, record)
+        ? await this.repository.finishRecording(
+            this.dataSource.manager,
+            email.id,
+            status,
+            fields,
+            record,
+          )
         : await this.dataSource.transaction(async (manager): Promise<EventRow | null> => {
             if (!(await this.repository.finish(manager, email.id, status, fields))) return null;
             await this.repository.releaseAttachments(manager, email.attachments);
