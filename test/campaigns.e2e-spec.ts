@@ -291,6 +291,7 @@ describe('campaigns (e2e)', () => {
         expect(subjects.has(`News for ${expected[0].first}`)).toBe(true);
         const s = await stats(created.id);
         expect(s).toMatchObject({
+          status: 'SENT',
           recipients: expected.length,
           sent: expected.length,
           queued: 0,
@@ -339,6 +340,7 @@ describe('campaigns (e2e)', () => {
         expect(done.recipientCount).toBe(records.length);
         expect(records.every((r) => r.status === 'FAILED' && /memory/i.test(r.error))).toBe(true);
         expect(await stats(created.id)).toMatchObject({
+          status: 'SENT',
           recipients: records.length,
           sent: 0,
           failed: records.length,
@@ -414,7 +416,12 @@ describe('campaigns (e2e)', () => {
         .find((m) => m.parsed?.subject === '[TEST] News for you');
       expect(String(stranger?.parsed?.html)).toContain('Hello friend');
       expect(await campaign(created.id)).toEqual(created);
-      expect(await stats(created.id)).toMatchObject({ recipients: 0, sent: 0, queued: 0 });
+      expect(await stats(created.id)).toMatchObject({
+        status: 'DRAFT',
+        recipients: 0,
+        sent: 0,
+        queued: 0,
+      });
       for (const bad of [
         { emails: [] },
         { emails: ['a@b.co', 'b@b.co', 'c@b.co', 'd@b.co', 'e@b.co', 'f@b.co'] },
@@ -601,6 +608,7 @@ describe('campaign cancel while sending (e2e)', () => {
     expect(t.smtp.accepted).toBe(settled);
     const stats = (await t.app.request({ method: 'GET', url: `/campaigns/${id}/stats`, key })).body
       .data;
+    expect(stats.status).toBe('CANCELLED');
     expect(stats.recipients).toBe(200);
     expect(stats.sent + stats.cancelled + stats.failed + stats.bounced + stats.suppressed).toBe(
       200,

@@ -455,8 +455,9 @@ export class CampaignsService {
 
   async stats(projectId: string, id: string): Promise<CampaignStatsResponse> {
     const campaign = await this.find(this.dataSource.manager, projectId, id);
+    // Counts read after the status: a SENT status always comes with final counts.
     const counts = await this.campaigns.counts(this.dataSource.manager, campaign.id);
-    return toStats(campaign.recipientCount ?? 0, counts);
+    return toStats(campaign.status, campaign.recipientCount ?? 0, counts);
   }
 
   /** The audience a campaign sends to, as one condition (the subscribed/suppressed rule is the fan-out query's). */
@@ -573,9 +574,14 @@ export class CampaignsService {
   }
 }
 
-export function toStats(recipients: number, counts: CampaignCounts): CampaignStatsResponse {
+export function toStats(
+  status: CampaignStatus,
+  recipients: number,
+  counts: CampaignCounts,
+): CampaignStatsResponse {
   const rate = (n: number) => (counts.sent > 0 ? Math.min(1, n / counts.sent) : 0);
   return {
+    status,
     recipients,
     ...counts,
     openRate: rate(counts.opened),

@@ -11,10 +11,15 @@ export class CampaignResponse {
   @ApiProperty({ type: String, nullable: true }) fromName: string | null;
   @ApiProperty({ type: String, nullable: true }) replyTo: string | null;
   @ApiProperty({ enum: AudienceType, enumName: 'AudienceType' }) audienceType: AudienceType;
-  @ApiProperty({ enum: AudienceType, enumName: 'AudienceType', description: 'The same value as audienceType (the spec sample calls it type)' })
+  @ApiProperty({
+    enum: AudienceType,
+    enumName: 'AudienceType',
+    description: 'The same value as audienceType (the spec sample calls it type)',
+  })
   type: AudienceType;
   @ApiProperty({ type: String, format: 'uuid', nullable: true }) segmentId: string | null;
-  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true }) audienceFilter: Record<string, unknown> | null;
+  @ApiProperty({ type: 'object', additionalProperties: true, nullable: true })
+  audienceFilter: Record<string, unknown> | null;
   @ApiProperty() trackOpens: boolean;
   @ApiProperty() trackClicks: boolean;
   @ApiProperty({ enum: CampaignStatus, enumName: 'CampaignStatus' }) status: CampaignStatus;
@@ -22,14 +27,30 @@ export class CampaignResponse {
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) startedAt: string | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) finishedAt: string | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) cancelledAt: string | null;
-  @ApiProperty({ type: 'integer', nullable: true, minimum: 0, description: 'The audience fixed when sending started; null before' })
+  @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    minimum: 0,
+    description: 'The audience fixed when sending started; null before',
+  })
   recipientCount: number | null;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiProperty({ format: 'date-time' }) updatedAt: string;
 }
 
 export class CampaignStatsResponse {
-  @ApiProperty({ type: 'integer', minimum: 0, description: 'recipientCount (0 before sending starts)' }) recipients: number;
+  @ApiProperty({
+    enum: CampaignStatus,
+    enumName: 'CampaignStatus',
+    description: 'The campaign’s status, so one URL can be polled until SENT',
+  })
+  status: CampaignStatus;
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    description: 'recipientCount (0 before sending starts)',
+  })
+  recipients: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) queued: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) sending: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) sent: number;
@@ -37,10 +58,26 @@ export class CampaignStatsResponse {
   @ApiProperty({ type: 'integer', minimum: 0 }) bounced: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) suppressed: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) cancelled: number;
-  @ApiProperty({ type: 'integer', minimum: 0, description: 'Emails opened at least once (unique opens)' }) opened: number;
-  @ApiProperty({ type: 'integer', minimum: 0, description: 'Emails with at least one tracked click' }) clicked: number;
-  @ApiProperty({ type: 'integer', minimum: 0, description: 'Recipients who unsubscribed through this campaign’s mail' }) unsubscribed: number;
-  @ApiProperty({ minimum: 0, maximum: 1, description: 'opened / sent (0 when nothing is sent)' }) openRate: number;
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    description: 'Emails opened at least once (unique opens)',
+  })
+  opened: number;
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    description: 'Emails with at least one tracked click',
+  })
+  clicked: number;
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    description: 'Recipients who unsubscribed through this campaign’s mail',
+  })
+  unsubscribed: number;
+  @ApiProperty({ minimum: 0, maximum: 1, description: 'opened / sent (0 when nothing is sent)' })
+  openRate: number;
   @ApiProperty({ minimum: 0, maximum: 1 }) clickRate: number;
   @ApiProperty({ minimum: 0, maximum: 1 }) bounceRate: number;
   @ApiProperty({ minimum: 0, maximum: 1 }) unsubscribeRate: number;
