@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { Client } from 'pg';
 import { EmailsService } from '../src/sending/emails.service';
+import { WorkflowSecrets } from '../src/workflows/workflow-secrets';
 import { DIST_CLI, DIST_MAIN, freePort, runCli, startService, waitForHttp } from './support/processes';
 import { SendingTest, startSendingTest, verifyDkim, waitForEmailStatus } from './support/sending';
 import { flushPrefix, PG_ADMIN_URL, startTestApp, testConfig, TestApp, TEST_REDIS_URL } from './support/test-app';
@@ -25,6 +26,7 @@ beforeAll(() => {
 describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `secrets rotate` (e2e)', () => {
   let t: SendingTest;
   let app: TestApp | undefined;
+  const signedWorkflow = { id: '', secret: '' };
   /** Unsubscribe links signed under SECRET_A, for two subscribed contacts. */
   const oldLinks: { keptUrl: string; keptContact: string; droppedUrl: string; droppedContact: string } = {
     keptUrl: '',
@@ -103,6 +105,16 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     // A webhook endpoint: its signing secret is sealed too, and rotated with the DKIM keys.
     const hook = await app.request({ method: 'POST', url: '/webhooks', key: t.project.secretKey, body: { url: 'https://hooks.example.com/x', events: ['email.*'] } });
     expect(hook.status).toBe(201);
+    // A workflow: its WEBHOOK signing secret is sealed in the same box and rotated too.
+    const workflow = await app.request({
+      method: 'POST',
+      url: '/workflows',
+      key: t.project.secretKey,
+      body: { name: 'Hook', trigger: { type: 'MANUAL' }, steps: [{ type: 'WEBHOOK', url: 'https://hooks.example.com/w', method: 'POST' }] },
+    });
+    expect(workflow.status).toBe(201);
+    signedWorkflow.id = workflow.body.data.id;
+    signedWorkflow.secret = workflow.body.data.secret;
     const emails = app.app.get(EmailsService);
     for (const which of ['kept', 'dropped'] as const) {
       const contact = await app.request({
@@ -191,6 +203,8 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     await startApp({ APP_SECRET: SECRET_B, APP_SECRET_PREVIOUS: SECRET_A });
     const dkim = await sendSigned('previous@example.org');
     expect(dkim[0]).toMatchObject({ signingDomain: 'acme.test', status: { result: 'pass' } });
+    // The workflow's secret, re-sealed, opens under APP_SECRET alone and is the one its create answer showed.
+    expect(await app!.app.get(WorkflowSecrets).secretOf(signedWorkflow.id)).toBe(signedWorkflow.secret);
 
     // A link signed under the old secret, as in mail delivered before the change.
     const clicked = await oneClick(app!, oldLinks.keptUrl);
@@ -225,7 +239,12 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     const rotated = runCli(['secrets', 'rotate', '--json'], { ...cliEnv, APP_SECRET_PREVIOUS: SECRET_A });
     expect(rotated.stderr).toBe('');
     expect(rotated.status).toBe(0);
-    expect(JSON.parse(rotated.stdout)).toEqual({ resealed: 2, alreadyCurrent: 1, webhookSecrets: { resealed: 1, alreadyCurrent: 0 } });
+    expect(JSON.parse(rotated.stdout)).toEqual({
+      resealed: 2,
+      alreadyCurrent: 1,
+      webhookSecrets: { resealed: 1, alreadyCurrent: 0 },
+      workflowSecrets: { resealed: 1, alreadyCurrent: 0 },
+    });
     const after = await sealedKeys();
     expect([...after.keys()]).toEqual(['acme.test', 'second.test', 'third.test']);
     expect(after.get('acme.test')).not.toBe(before.get('acme.test'));
@@ -237,6 +256,7 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     expect(again.status).toBe(0);
     expect(again.stdout).toContain('Re-sealed 0 DKIM key(s) under the current APP_SECRET; 3 already were.');
     expect(again.stdout).toContain('Re-sealed 0 webhook signing secret(s); 1 already were.');
+    expect(again.stdout).toContain('Re-sealed 0 workflow signing secret(s); 1 already were.');
     expect(await sealedKeys()).toEqual(after);
 
     // The old secret alone is now the wrong one.

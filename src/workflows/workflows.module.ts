@@ -5,8 +5,10 @@ import { DomainsModule } from '../domains/domains.module';
 import { EventsModule } from '../events/events.module';
 import { SegmentsModule } from '../segments/segments.module';
 import { SendingModule } from '../sending/sending.module';
+import { WebhookSecretsModule } from '../webhooks/webhook-secrets.module';
 import { WorkflowDispatcher } from './workflow-dispatcher';
 import { WorkflowEngine } from './workflow-engine';
+import { WorkflowSecrets } from './workflow-secrets';
 import { WorkflowsController } from './workflows.controller';
 import { WorkflowsProcessor } from './workflows.processor';
 import { WorkflowsRecovery } from './workflows.recovery';
@@ -15,8 +17,8 @@ import { WorkflowsService } from './workflows.service';
 
 /** Automation: workflows, their executions, the engine that runs one step per job, and the triggers' dispatch. */
 @Module({
-  imports: [SendingModule, ConditionsModule, ContactsModule, DomainsModule, EventsModule, SegmentsModule],
+  imports: [SendingModule, ConditionsModule, ContactsModule, DomainsModule, EventsModule, SegmentsModule, WebhookSecretsModule],
   controllers: [WorkflowsController],
-  providers: [WorkflowsRepository, WorkflowsService, WorkflowDispatcher, WorkflowEngine, WorkflowsProcessor, WorkflowsRecovery],
+  providers: [WorkflowsRepository, WorkflowsService, WorkflowDispatcher, WorkflowEngine, WorkflowsProcessor, WorkflowsRecovery, WorkflowSecrets],
 })
 export class WorkflowsModule {}

@@ -135,7 +135,7 @@ const WRITE_STEPS = `WITH moved AS (
 @Injectable()
 export class WorkflowsRepository {
   async insert(manager: EntityManager, fields: Partial<Workflow>): Promise<Workflow> {
-    const id = newId();
+    const id = fields.id ?? newId();
     await manager.createQueryBuilder().insert().into(Workflow).values({ ...fields, id } as never).updateEntity(false).execute();
     return (await this.findById(manager, fields.projectId as string, id)) as Workflow;
   }
