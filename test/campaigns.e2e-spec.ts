@@ -510,6 +510,7 @@ describe('campaigns (e2e)', () => {
       expect(cancelled.status).toBe(200);
       expect(cancelled.body.data).toMatchObject({ status: 'CANCELLED' });
       expect(cancelled.body.data.cancelledAt).not.toBeNull();
+      // Past both schedules: a fixed wait on purpose, it asserts that neither campaign starts.
       await new Promise((r) => setTimeout(r, 4000));
       expect((await campaign(back.id)).status).toBe('DRAFT');
       expect((await campaign(gone.id)).status).toBe('CANCELLED');
@@ -581,6 +582,7 @@ describe('campaign cancel while sending (e2e)', () => {
         )[0],
       ]);
       expect(counters).toEqual(counted);
+      // Spaces the samples out over the send; nothing is waited for.
       await new Promise((r) => setTimeout(r, 150));
     }
     await pollUntil(
@@ -604,6 +606,7 @@ describe('campaign cancel while sending (e2e)', () => {
       10_000,
     );
     const settled = t.smtp.accepted;
+    // A fixed wait on purpose: it asserts that nothing more reaches SMTP in two seconds.
     await new Promise((r) => setTimeout(r, 2000));
     expect(t.smtp.accepted).toBe(settled);
     const stats = (await t.app.request({ method: 'GET', url: `/campaigns/${id}/stats`, key })).body

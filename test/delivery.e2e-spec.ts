@@ -85,6 +85,7 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     expect(again.body.data.emails[0].status).toBe('SUPPRESSED');
     const later = await waitForEmailStatus(t.app, t.project.secretKey, again.body.data.emails[0].id, ['SUPPRESSED']);
     expect(later.attempts).toBe(0);
+    // Fixed on purpose: asserts that no attempt follows.
     await sleep(500);
     expect(t.smtp.messagesTo('gone@example.org')).toHaveLength(0);
     expect(t.smtp.refusals).toEqual(['550 RCPT gone@example.org']);
@@ -104,6 +105,7 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     expect(changed.status).toBe(409);
     expect(changed.body.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
     await t.smtp.waitForMessages(1);
+    // Fixed on purpose: asserts that no second copy follows.
     await sleep(300);
     expect(t.smtp.messagesTo('idem@example.org')).toHaveLength(1);
     const list = await t.app.request({ method: 'GET', url: `/emails?contactId=${first.body.data.contact}`, key: t.project.secretKey });
@@ -168,6 +170,7 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     expect(results.map((r) => r.status)).toEqual(Array(8).fill(200));
     for (const r of results) expect(r.raw).toBe(results[0].raw);
     await t.smtp.waitForMessages(2);
+    // Fixed on purpose: asserts that no third message follows.
     await sleep(500);
     expect(t.smtp.accepted).toBe(2);
     const list = await t.app.request({ method: 'GET', url: `/emails?contactId=${results[0].body.data.contact}`, key: t.project.secretKey });
@@ -176,7 +179,8 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
 
   it('recovers QUEUED emails whose job was never added (crash between commit and enqueue)', async () => {
     const [email] = await insertWithoutJobs('orphan@example.org', [EmailSource.TRANSACTIONAL]);
-    // The process "died" before enqueue: nothing is delivered until the sweep finds the row.
+    // The process "died" before enqueue: nothing is delivered until the sweep finds the row (a
+    // fixed wait on purpose: it asserts that nothing happens).
     await sleep(300);
     expect(t.smtp.accepted).toBe(0);
     expect((await t.app.app.get(DeliveryRecovery).recover(0)).found).toBeGreaterThanOrEqual(1);
@@ -185,6 +189,7 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     expect(t.smtp.messagesTo('orphan@example.org')).toHaveLength(1);
     // Sweeping again re-adds nothing that is not QUEUED.
     await t.app.app.get(DeliveryRecovery).recover(0);
+    // Fixed on purpose: asserts that no second delivery follows.
     await sleep(300);
     expect(t.smtp.messagesTo('orphan@example.org')).toHaveLength(1);
   });
@@ -293,6 +298,7 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     const receipt = await t.send({ to: 'reader@example.org', from: 'hello@acme.test', subject: 'Receipt', body: '<p>r</p>' });
     expect(receipt.body.data.emails[0].status).toBe('QUEUED');
     await t.smtp.waitForMessages(1);
+    // Fixed on purpose: asserts that the marketing mail does not follow.
     await sleep(300);
     expect(t.smtp.messages.map((m) => m.parsed!.subject)).toEqual(['Receipt']);
 

@@ -242,7 +242,7 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     expect(badLiquid.status).toBe(422);
     expect(badLiquid.body.error.errors[0]).toMatchObject({ field: 'body', code: 'invalid_template' });
 
-    // Nothing was accepted, so nothing was sent.
+    // Nothing was accepted, so nothing was sent (a fixed wait on purpose: it asserts that nothing happens).
     await new Promise((r) => setTimeout(r, 300));
     expect(t.smtp.accepted).toBe(0);
   });
