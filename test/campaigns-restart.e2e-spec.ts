@@ -4,17 +4,9 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { DELIVERY_CONCURRENCY } from '../src/sending/delivery.processor';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
-import { DomainBody, publishDomainRecords } from './support/domains';
 import { pollUntil } from './support/poll';
-import {
-  DIST_CLI,
-  DIST_MAIN,
-  freePort,
-  runCli,
-  ServiceProcess,
-  startService,
-  waitForHttp,
-} from './support/processes';
+import { DIST_CLI, DIST_MAIN } from './support/processes';
+import { callApi as call, ServiceCluster, verifyDomainOverHttp } from './support/services';
 import { startTestSmtpServer, TestSmtpServer } from './support/smtp-server';
 import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './support/test-app';
 
@@ -30,16 +22,17 @@ import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './s
  *    the restart never sends.
  * 2. SIGTERM stops a worker within seconds while its campaign still sends (the
  *    RUN job hands itself back to the queue); the next worker carries on.
- * 3. The worker is SIGKILLed in the middle of a 50,000-recipient fan-out; a new
- *    worker resumes it: one email record per recipient, every recipient
- *    reached, duplicates at most what the killed worker had in flight.
+ * 3. The worker is SIGKILLed in the middle of a 2,000-recipient fan-out (held
+ *    there by a lock on the campaign row, so the kill cannot come after the
+ *    last batch however fast the machine); a new worker resumes it: one email
+ *    record per recipient, every recipient reached, duplicates at most what the
+ *    killed worker had in flight.
  *
  * Needs the build (npm test builds first).
  */
 const SECRET = 'test-secret-test-secret-test-secret-0123456789';
-const BIG = 50_000;
-/** The fan-out commits 2,000 records a batch: the kill comes after a few batches, long before 50,000. */
-const KILL_AFTER_RECORDS = 6000;
+/** Batches of 500, 1,000 and the rest: the kill comes after the first, with the second held back. */
+const BIG = 2_000;
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -50,95 +43,39 @@ describe('campaigns across restarts and crashes (e2e)', () => {
   let smtp: TestSmtpServer;
   const prefix = uniqueName('mwt_campr');
   const cwd = mkdtempSync(join(tmpdir(), 'mw-campr-'));
-  const running: ServiceProcess[] = [];
-
-  const serviceEnv = (role: 'api' | 'worker', extra: Record<string, string> = {}): Record<string, string> => ({
-    APP_ROLE: role,
-    DATABASE_URL: db.url,
-    REDIS_URL: TEST_REDIS_URL,
-    QUEUE_PREFIX: prefix,
-    // The worker's "started" line is logged at info; the API answers /health/ready instead.
-    LOG_LEVEL: role === 'worker' ? 'info' : 'warn',
-    APP_SECRET: SECRET,
-    SMTP_URL: smtp.url,
-    // Domain checks (the API's verify, the workers' re-checks) ask the loopback DNS server.
-    DNS_SERVERS: dns.address,
-    PUBLIC_URL: 'https://mail.example.test',
-    MAIL_OUTBOX_DIR: join(cwd, 'outbox'),
-    API_RATE_LIMIT_PER_MINUTE: '10000000',
-    EMAIL_RATE_PER_SECOND: '1000',
-    ...extra,
-  });
-
-  const startApi = async (): Promise<{ proc: ServiceProcess; base: string }> => {
-    const port = await freePort();
-    const proc = startService(serviceEnv('api', { HOST: '127.0.0.1', PORT: String(port) }), cwd);
-    running.push(proc);
-    const base = `http://127.0.0.1:${port}`;
-    await waitForHttp(`${base}/health/ready`);
-    return { proc, base };
-  };
-
-  /** A worker process, answered once it logged that it started (its queue workers are then running). */
-  const startWorker = async (extra: Record<string, string> = {}): Promise<ServiceProcess> => {
-    const proc = startService(serviceEnv('worker', extra), cwd);
-    running.push(proc);
-    const deadline = Date.now() + 30_000;
-    while (!proc.output().includes('worker started')) {
-      if (proc.child.exitCode !== null || proc.child.signalCode !== null || Date.now() > deadline) {
-        throw new Error(`worker did not start: ${proc.output().slice(-2000)}`);
-      }
-      await sleep(50);
-    }
-    return proc;
-  };
-
-  const stop = async (proc: ServiceProcess, signal: NodeJS.Signals): Promise<number | string | null> => {
-    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill(signal);
-    return proc.exited;
-  };
-
-  const createProject = (name: string): { id: string; secretKey: string } => {
-    const res = runCli(['projects', 'create', '--name', name, '--json'], {
+  const cluster = new ServiceCluster(
+    () => ({
       DATABASE_URL: db.url,
       REDIS_URL: TEST_REDIS_URL,
       QUEUE_PREFIX: prefix,
+      // Workers log at info (the cluster waits for their "started" line); the API answers /health/ready.
+      LOG_LEVEL: 'warn',
       APP_SECRET: SECRET,
-    });
-    if (res.status !== 0) throw new Error(`projects create failed: ${res.stdout}${res.stderr}`);
-    const doc = JSON.parse(res.stdout);
-    return { id: doc.project.id, secretKey: doc.secretKey };
+      SMTP_URL: smtp.url,
+      // Domain checks (the API's verify, the workers' re-checks) ask the loopback DNS server.
+      DNS_SERVERS: dns.address,
+      PUBLIC_URL: 'https://mail.example.test',
+      MAIL_OUTBOX_DIR: join(cwd, 'outbox'),
+      API_RATE_LIMIT_PER_MINUTE: '10000000',
+      EMAIL_RATE_PER_SECOND: '1000',
+    }),
+    cwd,
+  );
+  const startApi = () => cluster.startApi();
+  const startWorker = (extra: Record<string, string> = {}) => cluster.startWorker(extra);
+  const stop = (proc: Parameters<ServiceCluster['stop']>[0], signal: NodeJS.Signals) =>
+    cluster.stop(proc, signal);
+  const createProject = (name: string) => cluster.createProject(name);
+  const verifyDomain = async (base: string, key: string, domain: string): Promise<void> => {
+    await verifyDomainOverHttp(base, key, domain, dns);
   };
 
-  const call = async (
+  const createCampaign = async (
     base: string,
     key: string,
-    method: 'GET' | 'POST' | 'PATCH',
-    path: string,
-    body?: unknown,
-  ): Promise<{ status: number; body: Json }> => {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? (JSON.parse(text) as Json) : {} };
-  };
-
-  /** POST /domains, publish its records on the test DNS server, POST /domains/{id}/verify. */
-  const verifyDomain = async (base: string, key: string, domain: string): Promise<void> => {
-    const created = await call(base, key, 'POST', '/domains', { domain });
-    expect(created.status).toBe(201);
-    publishDomainRecords(dns, created.body.data as DomainBody);
-    const verified = await call(base, key, 'POST', `/domains/${created.body.data.id}/verify`);
-    expect({ status: verified.status, domain: verified.body.data?.status }).toEqual({ status: 200, domain: 'VERIFIED' });
-  };
-
-  const createCampaign = async (base: string, key: string, name: string, from: string): Promise<string> => {
+    name: string,
+    from: string,
+  ): Promise<string> => {
     const res = await call(base, key, 'POST', '/campaigns', {
       name,
       subject: `${name} for {{ contact.email }}`,
@@ -160,7 +97,8 @@ describe('campaigns across restarts and crashes (e2e)', () => {
   };
 
   const recordCount = async (campaignId: string): Promise<number> =>
-    (await pg.query('SELECT count(*)::int AS n FROM emails WHERE campaign_id = $1', [campaignId])).rows[0].n;
+    (await pg.query('SELECT count(*)::int AS n FROM emails WHERE campaign_id = $1', [campaignId]))
+      .rows[0].n;
 
   /** When the SMTP server accepted each message, per envelope recipient, for recipients ending with `suffix`. */
   const deliveriesTo = (suffix: string): Map<string, number[]> => {
@@ -168,7 +106,8 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     for (const message of smtp.messages) {
       for (const to of message.to) {
         const address = to.toLowerCase();
-        if (address.endsWith(suffix)) times.set(address, [...(times.get(address) ?? []), message.receivedAt]);
+        if (address.endsWith(suffix))
+          times.set(address, [...(times.get(address) ?? []), message.receivedAt]);
       }
     }
     return times;
@@ -181,17 +120,17 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     pg = new Client({ connectionString: db.url });
     await pg.connect();
     dns = await startTestDnsServer();
-    // 50,000 messages: keep only the envelopes.
+    // Thousands of messages: keep only the envelopes.
     smtp = await startTestSmtpServer({ parse: false, keepRaw: false });
   }, 60_000);
 
   afterEach(async () => {
     // No process outlives its test.
-    for (const proc of running.splice(0)) await stop(proc, 'SIGKILL');
+    await cluster.killAll();
   });
 
   afterAll(async () => {
-    for (const proc of running.splice(0)) await stop(proc, 'SIGKILL');
+    await cluster.killAll();
     await pg?.end();
     await smtp?.close();
     await dns?.stop();
@@ -205,7 +144,10 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     let [api, worker] = await Promise.all([startApi(), startWorker()]);
     await verifyDomain(api.base, key, 'sched.test');
 
-    const recipients = Array.from({ length: 20 }, (_, i) => `r${String(i).padStart(2, '0')}@sched.example.org`);
+    const recipients = Array.from(
+      { length: 20 },
+      (_, i) => `r${String(i).padStart(2, '0')}@sched.example.org`,
+    );
     for (const email of recipients) {
       const res = await call(api.base, key, 'POST', '/contacts', { email, subscribed: true });
       expect(res.status).toBe(201);
@@ -216,10 +158,18 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     // The cancelled one is due first (2 s): had its job survived, it would run before the other.
     const cancelledAt = new Date(Date.now() + 2000);
     const scheduledFor = new Date(Date.now() + 3000);
-    const scheduled = await call(api.base, key, 'POST', `/campaigns/${scheduledId}/send`, { scheduledFor: scheduledFor.toISOString() });
+    const scheduled = await call(api.base, key, 'POST', `/campaigns/${scheduledId}/send`, {
+      scheduledFor: scheduledFor.toISOString(),
+    });
     expect(scheduled.status).toBe(202);
-    expect(scheduled.body.data).toMatchObject({ status: 'SCHEDULED', scheduledAt: scheduledFor.toISOString(), startedAt: null });
-    const toCancel = await call(api.base, key, 'POST', `/campaigns/${cancelledId}/send`, { scheduledFor: cancelledAt.toISOString() });
+    expect(scheduled.body.data).toMatchObject({
+      status: 'SCHEDULED',
+      scheduledAt: scheduledFor.toISOString(),
+      startedAt: null,
+    });
+    const toCancel = await call(api.base, key, 'POST', `/campaigns/${cancelledId}/send`, {
+      scheduledFor: cancelledAt.toISOString(),
+    });
     expect(toCancel.status).toBe(202);
     expect(toCancel.body.data.status).toBe('SCHEDULED');
     const cancel = await call(api.base, key, 'POST', `/campaigns/${cancelledId}/cancel`);
@@ -257,7 +207,8 @@ describe('campaigns across restarts and crashes (e2e)', () => {
         `status after restart ${before.body.data.status}, started ${lag} ms after its time, ` +
         `${done.status} ${new Date(done.finishedAt).getTime() - scheduledFor.getTime()} ms after its time`,
     );
-    if (done.status !== 'SENT' || new Date(done.startedAt).getTime() - due >= 5000) console.error(worker.output().slice(-4000));
+    if (done.status !== 'SENT' || new Date(done.startedAt).getTime() - due >= 5000)
+      console.error(worker.output().slice(-4000));
     expect(done.status).toBe('SENT');
     expect(done.scheduledAt).toBe(scheduledFor.toISOString());
     // Started on time: not before its time (the runner allows 1 s of clock slack), within 5 s after
@@ -268,9 +219,12 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     expect(await recordsByStatus(scheduledId)).toEqual({ SENT: 20 });
 
     // Every contact got exactly one message: one from the scheduled campaign, none from the cancelled
-    // one (due a second earlier). Two quiet seconds first, so a late send would be seen.
+    // one (due a second earlier). Two quiet seconds first, so a late send would be seen: a fixed
+    // sleep on purpose, as it asserts that nothing happens.
     await sleep(2000);
-    const received = new Map([...deliveriesTo('@sched.example.org')].map(([to, at]) => [to, at.length]));
+    const received = new Map(
+      [...deliveriesTo('@sched.example.org')].map(([to, at]) => [to, at.length]),
+    );
     expect(Object.fromEntries(received)).toEqual(Object.fromEntries(recipients.map((r) => [r, 1])));
 
     // The cancelled campaign stays CANCELLED with no email record, well after its time.
@@ -278,9 +232,15 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     expect(cancelled).toMatchObject({ status: 'CANCELLED', startedAt: null, recipientCount: null });
     expect(cancelled.cancelledAt).not.toBeNull();
     expect(await recordsByStatus(cancelledId)).toEqual({});
-    const cancelledStats = (await call(api.base, key, 'GET', `/campaigns/${cancelledId}/stats`)).body.data;
-    expect(cancelledStats).toMatchObject({ recipients: 0, queued: 0, sending: 0, sent: 0, cancelled: 0 });
-
+    const cancelledStats = (await call(api.base, key, 'GET', `/campaigns/${cancelledId}/stats`))
+      .body.data;
+    expect(cancelledStats).toMatchObject({
+      recipients: 0,
+      queued: 0,
+      sending: 0,
+      sent: 0,
+      cancelled: 0,
+    });
   }, 120_000);
 
   it('SIGTERM stops a worker whose campaign is still sending within seconds; the next worker carries on', async () => {
@@ -299,9 +259,19 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     const workerEnv = { EMAIL_RATE_PER_SECOND: '5', RECOVERY_EVERY_MS: '60000' };
     const first = await startWorker(workerEnv);
     const acceptedBefore = smtp.accepted;
-    expect((await call(api.base, key, 'POST', `/campaigns/${campaignId}/send`, {})).status).toBe(202);
-    await pollUntil(() => recordCount(campaignId), (n) => n === 3000, 30_000);
-    await pollUntil(async () => smtp.accepted, (n) => n > acceptedBefore, 10_000);
+    expect((await call(api.base, key, 'POST', `/campaigns/${campaignId}/send`, {})).status).toBe(
+      202,
+    );
+    await pollUntil(
+      () => recordCount(campaignId),
+      (n) => n === 3000,
+      30_000,
+    );
+    await pollUntil(
+      async () => smtp.accepted,
+      (n) => n > acceptedBefore,
+      10_000,
+    );
     const stoppingAt = Date.now();
     const code = await stop(first, 'SIGTERM');
     const tookMs = Date.now() - stoppingAt;
@@ -313,14 +283,20 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     const acceptedAtStop = smtp.accepted;
     const second = await startWorker(workerEnv);
     // The job handed back runs on the new worker (no recovery run needed: its interval is a minute).
-    await pollUntil(async () => smtp.accepted, (n) => n > acceptedAtStop + 5, 20_000);
+    await pollUntil(
+      async () => smtp.accepted,
+      (n) => n > acceptedAtStop + 5,
+      20_000,
+    );
     expect(smtp.accepted).toBeGreaterThan(acceptedAtStop + 5);
-    console.log(`graceful stop: SIGTERM to exit ${tookMs} ms with the campaign SENDING; ${smtp.accepted - acceptedAtStop} more messages after the next worker started`);
+    console.log(
+      `graceful stop: SIGTERM to exit ${tookMs} ms with the campaign SENDING; ${smtp.accepted - acceptedAtStop} more messages after the next worker started`,
+    );
     expect((await call(api.base, key, 'POST', `/campaigns/${campaignId}/cancel`)).status).toBe(200);
     await stop(second, 'SIGTERM');
   }, 120_000);
 
-  it('SIGKILL the worker in the middle of a 50,000-recipient fan-out', async () => {
+  it('SIGKILL the worker in the middle of a 2,000-recipient fan-out', async () => {
     const project = createProject('Fan-out crash');
     const key = project.secretKey;
     const api = await startApi();
@@ -341,19 +317,41 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     expect(send.status).toBe(202);
     expect(send.body.data.status).toBe('SENDING');
 
-    // Kill once the fan-out has committed some batches and not all.
-    const seen = await pollUntil(() => recordCount(campaignId), (n) => n >= KILL_AFTER_RECORDS, 60_000, 10);
-    first.child.kill('SIGKILL');
-    const killedAt = Date.now();
-    expect(await first.exited).toBe('SIGKILL');
-    const atKill = await recordCount(campaignId);
-    const [state] = (await pg.query('SELECT status, fanout_done FROM campaigns WHERE id = $1', [campaignId])).rows;
-    console.log(`fan-out: ${seen} records ${killedAt - sentAt} ms after send; ${atKill} at the kill, fanout_done ${state.fanout_done}`);
-    expect(seen).toBeGreaterThan(0);
-    // The premise: the crash lands in the middle of the fan-out.
+    // Once the first batch is committed, the campaign row is locked: every later batch commits
+    // under that lock, so the fan-out stops where it is, and the kill lands in its middle.
+    const seen = await pollUntil(
+      () => recordCount(campaignId),
+      (n) => n > 0,
+      60_000,
+      10,
+    );
+    const holder = new Client({ connectionString: db.url });
+    await holder.connect();
+    let atKill: number;
+    let killedAt: number;
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM campaigns WHERE id = $1 FOR UPDATE', [campaignId]);
+      const [held] = (
+        await pg.query('SELECT status, fanout_done FROM campaigns WHERE id = $1', [campaignId])
+      ).rows;
+      // The premise: the crash lands in the middle of the fan-out.
+      expect(held).toEqual({ status: 'SENDING', fanout_done: false });
+      first.child.kill('SIGKILL');
+      killedAt = Date.now();
+      expect(await first.exited).toBe('SIGKILL');
+      atKill = await recordCount(campaignId);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+    console.log(
+      `fan-out: ${seen} records ${killedAt - sentAt} ms after send; ${atKill} at the kill`,
+    );
+    expect(atKill).toBeGreaterThan(0);
     expect(atKill).toBeLessThan(BIG);
-    expect(state).toEqual({ status: 'SENDING', fanout_done: false });
-    // Nothing moves while no worker runs (the API process runs no processor).
+    // Nothing moves while no worker runs (the API process runs no processor). These waits are the
+    // assertion itself, "nothing happened in two seconds", so they stay fixed sleeps.
     await sleep(500);
     const acceptedAtKill = smtp.accepted;
     const recordsAtKill = await recordCount(campaignId);
@@ -369,12 +367,14 @@ describe('campaigns across restarts and crashes (e2e)', () => {
         const c = (await call(api.base, key, 'GET', `/campaigns/${campaignId}`)).body.data as Json;
         if (Date.now() - lastLog > 15_000) {
           lastLog = Date.now();
-          console.log(`fan-out: ${Math.round((Date.now() - restartedAt) / 1000)} s after the restart: ${c.status}, ${await recordCount(campaignId)} records, ${smtp.accepted} accepted`);
+          console.log(
+            `fan-out: ${Math.round((Date.now() - restartedAt) / 1000)} s after the restart: ${c.status}, ${await recordCount(campaignId)} records, ${smtp.accepted} accepted`,
+          );
         }
         return c;
       },
       (c) => c.status === 'SENT',
-      780_000,
+      240_000,
       500,
     );
     const doneAt = Date.now();
@@ -395,14 +395,25 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     expect(missing[0].n).toBe(0);
     expect(await recordsByStatus(campaignId)).toEqual({ SENT: BIG });
     expect(done.recipientCount).toBe(BIG);
-    const stats = (await call(api.base, key, 'GET', `/campaigns/${campaignId}/stats`)).body.data as Json;
+    const stats = (await call(api.base, key, 'GET', `/campaigns/${campaignId}/stats`)).body
+      .data as Json;
     expect(stats).toMatchObject({ recipients: BIG, sent: BIG, queued: 0, sending: 0 });
-    expect(stats.queued + stats.sending + stats.sent + stats.failed + stats.bounced + stats.suppressed + stats.cancelled).toBe(BIG);
+    expect(
+      stats.queued +
+        stats.sending +
+        stats.sent +
+        stats.failed +
+        stats.bounced +
+        stats.suppressed +
+        stats.cancelled,
+    ).toBe(BIG);
 
     // Every recipient reached; a repeat only for a message accepted by the SMTP server in the
     // instant before the kill and not yet recorded SENT: at most the killed worker's concurrency.
     const received = deliveriesTo('@fan.example.org');
-    const { rows: addresses } = await pg.query('SELECT email FROM contacts WHERE project_id = $1', [project.id]);
+    const { rows: addresses } = await pg.query('SELECT email FROM contacts WHERE project_id = $1', [
+      project.id,
+    ]);
     const unreached = addresses.filter((r: { email: string }) => !received.has(r.email));
     expect(unreached).toEqual([]);
     expect(received.size).toBe(BIG);
@@ -411,7 +422,9 @@ describe('campaigns across restarts and crashes (e2e)', () => {
     expect(duplicates).toBeLessThanOrEqual(DELIVERY_CONCURRENCY);
     // Each repeat is a message of the killed worker sent once more: twice in all, the first copy
     // accepted before the kill (a second of slack for bytes still in the socket when it died).
-    expect(repeated.filter(([, at]) => at.length !== 2 || Math.min(...at) > killedAt + 1000)).toEqual([]);
+    expect(
+      repeated.filter(([, at]) => at.length !== 2 || Math.min(...at) > killedAt + 1000),
+    ).toEqual([]);
 
     console.log(
       `fan-out crash: killed ${killedAt - sentAt} ms after send with ${atKill} records and ${acceptedAtKill} messages accepted; ` +
@@ -419,9 +432,8 @@ describe('campaigns across restarts and crashes (e2e)', () => {
         `(${Math.round((BIG - acceptedAtKill) / ((doneAt - restartedAt) / 1000))} msgs/s overall), ` +
         `${smtp.accepted} messages accepted, ${duplicates} duplicates`,
     );
-  }, 900_000);
+  }, 300_000);
 });
-
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
