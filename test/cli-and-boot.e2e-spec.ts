@@ -2,11 +2,21 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { createTestDatabase, flushPrefix, PG_ADMIN_URL, startTestApp, testConfig, TestApp, uniqueName } from './support/test-app';
+import {
+  createTestDatabase,
+  flushPrefix,
+  PG_ADMIN_URL,
+  startTestApp,
+  testConfig,
+  TestApp,
+  uniqueName,
+} from './support/test-app';
+import { pollUntil } from './support/poll';
 import { DIST_CLI, freePort, runCli, startService, waitForHttp } from './support/processes';
 
 beforeAll(() => {
-  if (!existsSync(DIST_CLI)) throw new Error('dist/ is missing: run `npm run build` (npm test does it first)');
+  if (!existsSync(DIST_CLI))
+    throw new Error('dist/ is missing: run `npm run build` (npm test does it first)');
 });
 
 describe('CLI (e2e)', () => {
@@ -54,23 +64,34 @@ describe('CLI (e2e)', () => {
 
   it('creates extra keys, disables and enables projects, lists them', async () => {
     const doc = JSON.parse(runCli(['projects', 'create', '--name', 'Beta', '--json'], env).stdout);
-    const key = JSON.parse(runCli(['keys', 'create', doc.project.id, '--type', 'public', '--json'], env).stdout);
+    const key = JSON.parse(
+      runCli(['keys', 'create', doc.project.id, '--type', 'public', '--json'], env).stdout,
+    );
     expect(key.apiKey).toMatch(/^pk_/);
-    expect(key.key).toEqual(expect.objectContaining({ type: 'public', projectId: doc.project.id, revoked: false }));
+    expect(key.key).toEqual(
+      expect.objectContaining({ type: 'public', projectId: doc.project.id, revoked: false }),
+    );
 
     expect(runCli(['projects', 'disable', doc.project.id, '--json'], env).status).toBe(0);
     const disabled = await app.request({ method: 'GET', url: '/project', key: doc.secretKey });
     expect(disabled.status).toBe(403);
     expect(disabled.body.error.code).toBe('PROJECT_DISABLED');
     expect(runCli(['projects', 'enable', doc.project.id], env).status).toBe(0);
-    expect((await app.request({ method: 'GET', url: '/project', key: doc.secretKey })).status).toBe(200);
+    expect((await app.request({ method: 'GET', url: '/project', key: doc.secretKey })).status).toBe(
+      200,
+    );
 
     const list = JSON.parse(runCli(['projects', 'list', '--json'], env).stdout);
-    expect(list.projects.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['Acme', 'Beta']));
+    expect(list.projects.map((p: { name: string }) => p.name)).toEqual(
+      expect.arrayContaining(['Acme', 'Beta']),
+    );
   });
 
   it('reports errors as JSON with a non-zero exit', () => {
-    const missing = runCli(['keys', 'revoke', '00000000-0000-7000-8000-000000000000', '--json'], env);
+    const missing = runCli(
+      ['keys', 'revoke', '00000000-0000-7000-8000-000000000000', '--json'],
+      env,
+    );
     expect(missing.status).toBe(1);
     expect(JSON.parse(missing.stdout).error.code).toBe('KEY_NOT_FOUND');
     const usage = runCli(['keys', 'create', 'x', '--type', 'admin', '--json'], env);
@@ -120,13 +141,20 @@ describe('booting the service (e2e)', () => {
         headers: { authorization: `Bearer ${created.secretKey}`, 'x-request-id': 'boot-test-1' },
       });
       expect(res.status).toBe(200);
-      await new Promise((r) => setTimeout(r, 200));
-      const line = proc
-        .output()
-        .split('\n')
-        .find((l) => l.includes('boot-test-1'));
+      // The request's log line is written asynchronously: wait for it rather than a fixed time.
+      const line = await pollUntil(
+        async () =>
+          proc
+            .output()
+            .split('\n')
+            .find((l) => l.includes('boot-test-1')),
+        (found) => found !== undefined,
+        5_000,
+      );
       expect(line).toBeDefined();
-      expect(JSON.parse(line as string)).toEqual(expect.objectContaining({ requestId: 'boot-test-1' }));
+      expect(JSON.parse(line as string)).toEqual(
+        expect.objectContaining({ requestId: 'boot-test-1' }),
+      );
       expect(proc.output()).not.toContain(created.secretKey);
 
       // Nest closes HTTP, workers and pools, then re-raises the signal it caught.
