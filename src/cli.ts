@@ -34,7 +34,7 @@ Commands:
   keys revoke <keyId>
   keys list <projectId>
   health worker                             exit 0 when a worker process here consumes every queue (container health check)
-  secrets rotate                            re-seal stored secrets (DKIM keys, webhook signing secrets) under the current APP_SECRET;
+  secrets rotate                            re-seal stored secrets (DKIM keys, webhook and workflow signing secrets) under the current APP_SECRET;
                                             earlier secrets are read from APP_SECRET_PREVIOUS
 
 --json prints one JSON document on stdout. API keys are shown once, on creation.`;
@@ -167,12 +167,13 @@ async function dispatch(
     }
     case 'secrets rotate': {
       const rotated = await sealedKeys.rotate();
-      const webhooks = await webhookSecrets.rotate();
+      const signing = await webhookSecrets.rotate();
       return {
-        json: { ...rotated, webhookSecrets: webhooks },
+        json: { ...rotated, webhookSecrets: signing.endpoints, workflowSecrets: signing.workflows },
         text:
           `Re-sealed ${rotated.resealed} DKIM key(s) under the current APP_SECRET; ${rotated.alreadyCurrent} already were.\n` +
-          `Re-sealed ${webhooks.resealed} webhook signing secret(s); ${webhooks.alreadyCurrent} already were.\n` +
+          `Re-sealed ${signing.endpoints.resealed} webhook signing secret(s); ${signing.endpoints.alreadyCurrent} already were.\n` +
+          `Re-sealed ${signing.workflows.resealed} workflow signing secret(s); ${signing.workflows.alreadyCurrent} already were.\n` +
           'Stored keys no longer need APP_SECRET_PREVIOUS; keep it set while unsubscribe links signed with an earlier secret should keep working.',
       };
     }

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { Client } from 'pg';
 import { EmailsService } from '../src/sending/emails.service';
+import { WorkflowSecrets } from '../src/workflows/workflow-secrets';
 import {
   DIST_CLI,
   DIST_MAIN,
@@ -40,6 +41,7 @@ beforeAll(() => {
 describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `secrets rotate` (e2e)', () => {
   let t: SendingTest;
   let app: TestApp | undefined;
+  const signedWorkflow = { id: '', secret: '' };
   /** Unsubscribe links signed under SECRET_A, for two subscribed contacts. */
   const oldLinks: {
     keptUrl: string;
@@ -138,6 +140,20 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
       body: { url: 'https://hooks.example.com/x', events: ['email.*'] },
     });
     expect(hook.status).toBe(201);
+    // A workflow: its WEBHOOK signing secret is sealed in the same box and rotated too.
+    const workflow = await app.request({
+      method: 'POST',
+      url: '/workflows',
+      key: t.project.secretKey,
+      body: {
+        name: 'Hook',
+        trigger: { type: 'MANUAL' },
+        steps: [{ type: 'WEBHOOK', url: 'https://hooks.example.com/w', method: 'POST' }],
+      },
+    });
+    expect(workflow.status).toBe(201);
+    signedWorkflow.id = workflow.body.data.id;
+    signedWorkflow.secret = workflow.body.data.secret;
     const emails = app.app.get(EmailsService);
     for (const which of ['kept', 'dropped'] as const) {
       const contact = await app.request({
@@ -235,6 +251,10 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     await startApp({ APP_SECRET: SECRET_B, APP_SECRET_PREVIOUS: SECRET_A });
     const dkim = await sendSigned('previous@example.org');
     expect(dkim[0]).toMatchObject({ signingDomain: 'acme.test', status: { result: 'pass' } });
+    // The workflow's secret, re-sealed, opens under APP_SECRET alone and is the one its create answer showed.
+    expect(await app!.app.get(WorkflowSecrets).secretOf(signedWorkflow.id)).toBe(
+      signedWorkflow.secret,
+    );
 
     // A link signed under the old secret, as in mail delivered before the change.
     const clicked = await oneClick(app!, oldLinks.keptUrl);
@@ -292,6 +312,7 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
       resealed: 2,
       alreadyCurrent: 1,
       webhookSecrets: { resealed: 1, alreadyCurrent: 0 },
+      workflowSecrets: { resealed: 1, alreadyCurrent: 0 },
     });
     const after = await sealedKeys();
     expect([...after.keys()]).toEqual(['acme.test', 'second.test', 'third.test']);
@@ -306,6 +327,7 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
       'Re-sealed 0 DKIM key(s) under the current APP_SECRET; 3 already were.',
     );
     expect(again.stdout).toContain('Re-sealed 0 webhook signing secret(s); 1 already were.');
+    expect(again.stdout).toContain('Re-sealed 0 workflow signing secret(s); 1 already were.');
     expect(await sealedKeys()).toEqual(after);
 
     // The old secret alone is now the wrong one.

@@ -1,4 +1,5 @@
 import { DataSource } from 'typeorm';
+import { PinoNestLogger } from '../src/common/logging/logger';
 import { pollUntil } from './support/poll';
 import { SendingTest, startSendingTest } from './support/sending';
 
@@ -290,6 +291,7 @@ describe('campaigns (e2e)', () => {
         expect(subjects.has(`News for ${expected[0].first}`)).toBe(true);
         const s = await stats(created.id);
         expect(s).toMatchObject({
+          status: 'SENT',
           recipients: expected.length,
           sent: expected.length,
           queued: 0,
@@ -306,6 +308,65 @@ describe('campaigns (e2e)', () => {
         ).toBe(true);
       },
     );
+
+    it('a message that fails to render is logged as an error with its email id; a campaign whose every message failed logs an error with its counts and its stats show them', async () => {
+      // Valid Liquid that breaks the render's memory budget for these recipients' data (score >= 20).
+      const created = (
+        await create({
+          name: 'Render failures',
+          body: '{% assign n = score | times: 1000000 %}{% for i in (1..n) %}x{% endfor %}',
+          audienceType: 'FILTERED',
+          audienceFilter: {
+            logic: 'AND',
+            conditions: [{ field: 'data.score', operator: 'greaterThanOrEqual', value: 20 }],
+          },
+        })
+      ).body.data;
+      const lines: Array<{ level: string; fields: Json; message: unknown }> = [];
+      const spies = (['error', 'warn', 'log'] as const).map((level) =>
+        jest.spyOn(PinoNestLogger.prototype, level).mockImplementation((...args: unknown[]) => {
+          const [fields, message] = args;
+          lines.push({ level, fields: (typeof fields === 'object' && fields) || {}, message });
+        }),
+      );
+      try {
+        expect((await req('POST', `/campaigns/${created.id}/send`, {})).status).toBe(202);
+        const done = await waitForStatus(created.id, ['SENT']);
+        const records: Array<{ id: string; status: string; error: string }> = await db.query(
+          'SELECT id, status, error FROM emails WHERE campaign_id = $1',
+          [created.id],
+        );
+        expect(records.length).toBeGreaterThan(2);
+        expect(done.recipientCount).toBe(records.length);
+        expect(records.every((r) => r.status === 'FAILED' && /memory/i.test(r.error))).toBe(true);
+        expect(await stats(created.id)).toMatchObject({
+          status: 'SENT',
+          recipients: records.length,
+          sent: 0,
+          failed: records.length,
+          queued: 0,
+          sending: 0,
+        });
+        for (const record of records) {
+          expect(lines.filter((l) => l.fields.emailId === record.id).map((l) => l.level)).toEqual([
+            'error',
+          ]);
+        }
+        const finished = await pollUntil(
+          () => Promise.resolve(lines.filter((l) => l.fields.campaignId === created.id)),
+          (xs) => xs.length > 0,
+          5000,
+        );
+        expect(finished).toEqual([
+          expect.objectContaining({
+            level: 'error',
+            fields: expect.objectContaining({ sent: 0, failed: records.length }),
+          }),
+        ]);
+      } finally {
+        for (const spy of spies) spy.mockRestore();
+      }
+    });
 
     it('every illegal transition is 409 and changes nothing', async () => {
       const sentCampaign = (await req('GET', '/campaigns?status=SENT&limit=1')).body.data.items[0];
@@ -355,7 +416,12 @@ describe('campaigns (e2e)', () => {
         .find((m) => m.parsed?.subject === '[TEST] News for you');
       expect(String(stranger?.parsed?.html)).toContain('Hello friend');
       expect(await campaign(created.id)).toEqual(created);
-      expect(await stats(created.id)).toMatchObject({ recipients: 0, sent: 0, queued: 0 });
+      expect(await stats(created.id)).toMatchObject({
+        status: 'DRAFT',
+        recipients: 0,
+        sent: 0,
+        queued: 0,
+      });
       for (const bad of [
         { emails: [] },
         { emails: ['a@b.co', 'b@b.co', 'c@b.co', 'd@b.co', 'e@b.co', 'f@b.co'] },
@@ -444,6 +510,7 @@ describe('campaigns (e2e)', () => {
       expect(cancelled.status).toBe(200);
       expect(cancelled.body.data).toMatchObject({ status: 'CANCELLED' });
       expect(cancelled.body.data.cancelledAt).not.toBeNull();
+      // Past both schedules: a fixed wait on purpose, it asserts that neither campaign starts.
       await new Promise((r) => setTimeout(r, 4000));
       expect((await campaign(back.id)).status).toBe('DRAFT');
       expect((await campaign(gone.id)).status).toBe('CANCELLED');
@@ -515,6 +582,7 @@ describe('campaign cancel while sending (e2e)', () => {
         )[0],
       ]);
       expect(counters).toEqual(counted);
+      // Spaces the samples out over the send; nothing is waited for.
       await new Promise((r) => setTimeout(r, 150));
     }
     await pollUntil(
@@ -538,10 +606,12 @@ describe('campaign cancel while sending (e2e)', () => {
       10_000,
     );
     const settled = t.smtp.accepted;
+    // A fixed wait on purpose: it asserts that nothing more reaches SMTP in two seconds.
     await new Promise((r) => setTimeout(r, 2000));
     expect(t.smtp.accepted).toBe(settled);
     const stats = (await t.app.request({ method: 'GET', url: `/campaigns/${id}/stats`, key })).body
       .data;
+    expect(stats.status).toBe('CANCELLED');
     expect(stats.recipients).toBe(200);
     expect(stats.sent + stats.cancelled + stats.failed + stats.bounced + stats.suppressed).toBe(
       200,

@@ -11,6 +11,7 @@ import {
   TestApp,
   uniqueName,
 } from './support/test-app';
+import { pollUntil } from './support/poll';
 import { DIST_CLI, freePort, runCli, startService, waitForHttp } from './support/processes';
 
 beforeAll(() => {
@@ -140,11 +141,16 @@ describe('booting the service (e2e)', () => {
         headers: { authorization: `Bearer ${created.secretKey}`, 'x-request-id': 'boot-test-1' },
       });
       expect(res.status).toBe(200);
-      await new Promise((r) => setTimeout(r, 200));
-      const line = proc
-        .output()
-        .split('\n')
-        .find((l) => l.includes('boot-test-1'));
+      // The request's log line is written asynchronously: wait for it rather than a fixed time.
+      const line = await pollUntil(
+        async () =>
+          proc
+            .output()
+            .split('\n')
+            .find((l) => l.includes('boot-test-1')),
+        (found) => found !== undefined,
+        5_000,
+      );
       expect(line).toBeDefined();
       expect(JSON.parse(line as string)).toEqual(
         expect.objectContaining({ requestId: 'boot-test-1' }),

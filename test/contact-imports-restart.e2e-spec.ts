@@ -1,12 +1,12 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
-import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { Client } from 'pg';
 import { QUEUES } from '../src/queue/queue.constants';
 import { postImport } from './support/imports';
 import { pollUntil } from './support/poll';
+import { DIST_MAIN as MAIN, ROOT } from './support/processes';
+import { ServiceCluster } from './support/services';
 import {
   setupTestApp,
   startTestApp,
@@ -15,7 +15,6 @@ import {
   TEST_REDIS_URL,
 } from './support/test-app';
 
-const MAIN = join(__dirname, '..', 'dist', 'main.js');
 /** Every worker here runs the imports recovery each second (queue/recovery.ts), not each minute. */
 const RECOVERY_EVERY_MS = '1000';
 
@@ -27,8 +26,17 @@ describe('Contact import survives a worker crash', () => {
   let env: Awaited<ReturnType<typeof setupTestApp>>;
   let api: TestApp;
   let worker: TestApp | null = null;
-  let child: ChildProcess | null = null;
   let db: Client;
+  const cluster = new ServiceCluster(
+    () => ({
+      DATABASE_URL: env.db.url,
+      REDIS_URL: TEST_REDIS_URL,
+      QUEUE_PREFIX: env.prefix,
+      LOG_LEVEL: 'silent',
+      APP_SECRET: 'test-secret-test-secret-test-secret-0123456789',
+    }),
+    ROOT,
+  );
 
   beforeAll(async () => {
     if (!existsSync(MAIN))
@@ -40,7 +48,7 @@ describe('Contact import survives a worker crash', () => {
     await db.connect();
   });
   afterAll(async () => {
-    if (child && child.exitCode === null) child.kill('SIGKILL');
+    await cluster.killAll();
     await worker?.close();
     await db?.end();
     await env?.close();
@@ -68,20 +76,10 @@ describe('Contact import survives a worker crash', () => {
     const id = res.body.data.id;
     expect((await progress(id)).status).toBe('QUEUED');
 
-    child = spawn(process.execPath, [MAIN], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        APP_ROLE: 'worker',
-        DATABASE_URL: env.db.url,
-        REDIS_URL: TEST_REDIS_URL,
-        QUEUE_PREFIX: env.prefix,
-        LOG_LEVEL: 'silent',
-        APP_SECRET: 'test-secret-test-secret-test-secret-0123456789',
-        // Small chunks: 50 resume points, so the kill lands mid-import.
-        IMPORT_BATCH_SIZE: '100',
-        RECOVERY_EVERY_MS,
-      },
-      stdio: 'ignore',
+    const child = await cluster.startWorker({
+      // Small chunks: 50 resume points, so the kill lands mid-import.
+      IMPORT_BATCH_SIZE: '100',
+      RECOVERY_EVERY_MS,
     });
     // Kill it once some chunks are committed and most are not.
     await pollUntil(
@@ -90,8 +88,7 @@ describe('Contact import survives a worker crash', () => {
       30_000,
       5,
     );
-    child.kill('SIGKILL');
-    await new Promise((resolve) => child?.once('exit', resolve));
+    expect(await cluster.stop(child, 'SIGKILL')).toBe('SIGKILL');
     const atKill = await progress(id);
     expect(atKill.processed).toBeGreaterThanOrEqual(1000);
     expect(atKill.processed).toBeLessThan(5000);

@@ -1,7 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ServiceProcess, startService } from './support/processes';
+import { ROOT, ServiceProcess } from './support/processes';
+import { ServiceCluster } from './support/services';
 import { SendingTest, startSendingTest } from './support/sending';
 import { TEST_REDIS_URL } from './support/test-app';
 
@@ -15,33 +16,27 @@ const APP_SECRET = 'test-secret-test-secret-test-secret-0123456789';
  */
 describe('Delivery across worker processes', () => {
   let t: SendingTest;
-  const workers: ServiceProcess[] = [];
+  const cluster = new ServiceCluster(
+    () => ({
+      DATABASE_URL: t.db.url,
+      REDIS_URL: TEST_REDIS_URL,
+      QUEUE_PREFIX: t.prefix,
+      SMTP_URL: t.smtp.url,
+      // Workers also run the domain re-checks: they must see the same (test) DNS.
+      DNS_SERVERS: t.dns.address,
+      APP_SECRET,
+      DELIVERY_BACKOFF_MS: '200',
+      MAIL_OUTBOX_DIR: join(mkdtempSync(join(tmpdir(), 'mw-worker-')), 'outbox'),
+    }),
+    ROOT,
+  );
 
-  const workerEnv = (rate: number): Record<string, string> => ({
-    APP_ROLE: 'worker',
-    DATABASE_URL: t.db.url,
-    REDIS_URL: TEST_REDIS_URL,
-    QUEUE_PREFIX: t.prefix,
-    SMTP_URL: t.smtp.url,
-    // Workers also run the domain re-checks: they must see the same (test) DNS.
-    DNS_SERVERS: t.dns.address,
-    APP_SECRET,
-    LOG_LEVEL: 'silent',
-    EMAIL_RATE_PER_SECOND: String(rate),
-    DELIVERY_BACKOFF_MS: '200',
-    MAIL_OUTBOX_DIR: join(mkdtempSync(join(tmpdir(), 'mw-worker-')), 'outbox'),
-  });
-
-  const startWorker = (rate: number) => {
-    const worker = startService(workerEnv(rate));
-    workers.push(worker);
-    return worker;
-  };
+  /** A worker process whose queue workers run (it logged that it started; boots are slow on a loaded machine). */
+  const startWorker = (rate: number) =>
+    cluster.startWorker({ EMAIL_RATE_PER_SECOND: String(rate) }, 90_000);
 
   const stopWorker = async (worker: ServiceProcess, signal: NodeJS.Signals = 'SIGTERM') => {
-    if (worker.child.exitCode === null && worker.child.signalCode === null)
-      worker.child.kill(signal);
-    await worker.exited;
+    await cluster.stop(worker, signal);
   };
 
   const countByStatus = async (status: string): Promise<number> => {
@@ -74,15 +69,18 @@ describe('Delivery across worker processes', () => {
     t = await startSendingTest('Workers', { APP_ROLE: 'api' }, { parse: false, keepRaw: false });
   });
 
+  afterEach(async () => {
+    // No worker outlives its test: a leftover one would deliver the next test's mail.
+    await cluster.killAll();
+  });
+
   afterAll(async () => {
-    for (const worker of workers) await stopWorker(worker, 'SIGKILL');
+    await cluster.killAll();
     await t?.close();
   });
 
   it('holds EMAIL_RATE_PER_SECOND across two worker processes: 50 emails at 5/s take at least 9 s', async () => {
-    const a = startWorker(5);
-    const b = startWorker(5);
-    await sleep(3000); // both workers booted and polling
+    const [a, b] = await Promise.all([startWorker(5), startWorker(5)]);
     t.smtp.reset();
     const started = Date.now();
     await sendBatch(
@@ -101,15 +99,14 @@ describe('Delivery across worker processes', () => {
       expect(times[i + 10] - times[i]).toBeGreaterThan(800);
     await stopWorker(a);
     await stopWorker(b);
-  }, 90_000);
+  }, 180_000);
 
   it('a SIGTERMed worker finishes what it has in flight: nothing left SENDING, nothing sent twice', async () => {
     t.smtp.reset();
     t.smtp.dataDelayMs = 50;
     const sentBefore = await countByStatus('SENT');
     const recipients = Array.from({ length: 60 }, (_, i) => `term${i}@example.org`);
-    const worker = startWorker(20);
-    await sleep(2500);
+    const worker = await startWorker(20);
     await sendBatch(recipients, 'Term');
     await t.smtp.waitForMessages(10, 40_000);
     await stopWorker(worker);
@@ -118,7 +115,7 @@ describe('Delivery across worker processes', () => {
     expect((await countByStatus('SENT')) - sentBefore).toBe(t.smtp.accepted);
     expect(t.smtp.accepted).toBeLessThan(60);
 
-    const next = startWorker(100);
+    const next = await startWorker(100);
     const deadline = Date.now() + 60_000;
     while ((await countByStatus('SENT')) - sentBefore < 60 && Date.now() < deadline)
       await sleep(250);
@@ -129,15 +126,14 @@ describe('Delivery across worker processes', () => {
     expect(recipients.map((r) => perRecipient.get(r) ?? 0)).toEqual(recipients.map(() => 1));
     await stopWorker(next);
     t.smtp.dataDelayMs = 0;
-  }, 120_000);
+  }, 240_000);
 
   it('a SIGKILLed worker loses nothing: every email ends SENT, duplicates at most the worker concurrency', async () => {
     t.smtp.reset();
     t.smtp.dataDelayMs = 20;
     const recipients = Array.from({ length: 500 }, (_, i) => `kill${i}@example.org`);
     const sentBefore = await countByStatus('SENT');
-    const first = startWorker(150);
-    await sleep(2500);
+    const first = await startWorker(150);
     await sendBatch(recipients, 'Crash');
 
     await t.smtp.waitForMessages(120, 60_000);
@@ -148,7 +144,7 @@ describe('Delivery across worker processes', () => {
     expect(sentAtKill).toBeLessThan(500);
     expect(acceptedAtKill).toBeLessThan(500);
 
-    startWorker(150);
+    await startWorker(150);
     const deadline = Date.now() + 90_000;
     while ((await countByStatus('SENT')) - sentBefore < 500 && Date.now() < deadline)
       await sleep(500);
@@ -164,5 +160,5 @@ describe('Delivery across worker processes', () => {
     const duplicates = [...perRecipient.values()].reduce((sum, n) => sum + (n - 1), 0);
     // Only messages accepted in the instant between the server's 250 and the SENT update can repeat.
     expect(duplicates).toBeLessThanOrEqual(20);
-  }, 180_000);
+  }, 300_000);
 });

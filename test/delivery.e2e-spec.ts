@@ -153,6 +153,7 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
       ['SUPPRESSED'],
     );
     expect(later.attempts).toBe(0);
+    // Fixed on purpose: asserts that no attempt follows.
     await sleep(500);
     expect(t.smtp.messagesTo('gone@example.org')).toHaveLength(0);
     expect(t.smtp.refusals).toEqual(['550 RCPT gone@example.org']);
@@ -180,6 +181,7 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     expect(changed.status).toBe(409);
     expect(changed.body.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
     await t.smtp.waitForMessages(1);
+    // Fixed on purpose: asserts that no second copy follows.
     await sleep(300);
     expect(t.smtp.messagesTo('idem@example.org')).toHaveLength(1);
     const list = await t.app.request({
@@ -261,6 +263,7 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     expect(results.map((r) => r.status)).toEqual(Array(8).fill(200));
     for (const r of results) expect(r.raw).toBe(results[0].raw);
     await t.smtp.waitForMessages(2);
+    // Fixed on purpose: asserts that no third message follows.
     await sleep(500);
     expect(t.smtp.accepted).toBe(2);
     const list = await t.app.request({
@@ -273,7 +276,8 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
 
   it('recovers QUEUED emails whose job was never added (crash between commit and enqueue)', async () => {
     const [email] = await insertWithoutJobs('orphan@example.org', [EmailSource.TRANSACTIONAL]);
-    // The process "died" before enqueue: nothing is delivered until the sweep finds the row.
+    // The process "died" before enqueue: nothing is delivered until the sweep finds the row (a
+    // fixed wait on purpose: it asserts that nothing happens).
     await sleep(300);
     expect(t.smtp.accepted).toBe(0);
     expect((await t.app.app.get(DeliveryRecovery).recover(0)).found).toBeGreaterThanOrEqual(1);
@@ -282,6 +286,7 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     expect(t.smtp.messagesTo('orphan@example.org')).toHaveLength(1);
     // Sweeping again re-adds nothing that is not QUEUED.
     await t.app.app.get(DeliveryRecovery).recover(0);
+    // Fixed on purpose: asserts that no second delivery follows.
     await sleep(300);
     expect(t.smtp.messagesTo('orphan@example.org')).toHaveLength(1);
   });
@@ -447,6 +452,7 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     });
     expect(receipt.body.data.emails[0].status).toBe('QUEUED');
     await t.smtp.waitForMessages(1);
+    // Fixed on purpose: asserts that the marketing mail does not follow.
     await sleep(300);
     expect(t.smtp.messages.map((m) => m.parsed!.subject)).toEqual(['Receipt']);
 

@@ -431,6 +431,10 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
   'DELETE /workflows/{id}': async (f) => [
     { name: 'delete', status: 200, params: { id: await f.newWorkflow() } },
   ],
+  'POST /workflows/{id}/rotate-secret': async (f) => [
+    { name: 'rotate', status: 200, params: { id: await f.newWorkflow() } },
+    { name: 'unknown', status: 404, params: { id: UNKNOWN_ID } },
+  ],
   'GET /workflows/{id}/executions': (f) => [
     { name: 'list', status: 200, params: { id: f.workflowId } },
     {

@@ -213,6 +213,7 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
     const delivery = workers.map((w) => jest.spyOn(w.app.get(DeliveryRecovery), 'recover'));
     const imports = workers.map((w) => jest.spyOn(w.app.get(ContactImportsRecovery), 'recover'));
     const windowMs = 5000;
+    // A measuring window, not a wait for a condition: the runs in it are counted.
     await sleep(windowMs);
     const runs = (spies: jest.SpyInstance[]) =>
       spies.reduce((sum, spy) => sum + spy.mock.calls.length, 0);

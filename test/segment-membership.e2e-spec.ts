@@ -187,7 +187,8 @@ describe('Live segment membership', () => {
     expect(again).toEqual(keptAt);
     expect(await members(segmentId)).toEqual(ids);
 
-    // Past at least one sweep: the baseline members never "enter".
+    // Past at least one sweep: the baseline members never "enter" (a fixed wait on purpose: it
+    // asserts that nothing happens).
     await sleep(SWEEP_EVERY_MS + 1_000);
     expect(await events(p, entered(segmentId))).toEqual([]);
     expect(await events(p, exited(segmentId))).toEqual([]);
@@ -385,6 +386,7 @@ describe('Live segment membership', () => {
       await track(p, { email: 'two@example.com', event: 'upgraded', data: { plan: 'pro' } })
     ).body.data.contact;
     expect(await dirtyRows(p.id)).toBe(0);
+    // Past a sweep, on purpose: asserts that the sweep does not make the contact enter.
     await sleep(SWEEP_EVERY_MS + 1_000);
     expect(await events(p, entered(segmentId), contactId)).toEqual([]);
     expect(await members(segmentId)).toEqual([]);
@@ -414,6 +416,7 @@ describe('Live segment membership', () => {
 
     expect(await members(segA)).toEqual([inA]);
     expect(await members(segB)).toEqual([inB]);
+    // Past a sweep, on purpose: asserts that the members stay as they are.
     await sleep(SWEEP_EVERY_MS + 500);
     expect(await members(segA)).toEqual([inA]);
     expect(await members(segB)).toEqual([inB]);

@@ -354,7 +354,7 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
       code: 'invalid_template',
     });
 
-    // Nothing was accepted, so nothing was sent.
+    // Nothing was accepted, so nothing was sent (a fixed wait on purpose: it asserts that nothing happens).
     await new Promise((r) => setTimeout(r, 300));
     expect(t.smtp.accepted).toBe(0);
   });

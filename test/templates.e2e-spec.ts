@@ -1,3 +1,4 @@
+import { DataSource } from 'typeorm';
 import { setupTestApp, TestApp, TestProject } from './support/test-app';
 
 describe('Templates', () => {
@@ -270,7 +271,7 @@ describe('Templates', () => {
     expect(array.body.error.errors[0]).toMatchObject({ field: 'data', code: 'invalid_type' });
   });
 
-  it('renders in a sandbox: no file includes, no prototype access, bounded time and memory', async () => {
+  it('renders in a sandbox: no prototype access, bounded time and memory', async () => {
     const create = (body: string) =>
       req('POST', '/templates', { name: 'S', subject: 's', body, type: 'TRANSACTIONAL' });
     const preview = async (body: string) => {
@@ -278,9 +279,6 @@ describe('Templates', () => {
       expect(tpl.status).toBe(201);
       return req('POST', `/templates/${tpl.body.data.id}/preview`, {});
     };
-    const include = await preview('{% include "/etc/passwd" %}');
-    expect(include.status).toBe(422);
-    expect(include.raw).not.toContain('root:');
     const proto = await preview('[{{ email.constructor }}{{ contact.__proto__ }}]');
     expect(proto.status).toBe(200);
     expect(proto.body.data.html).toBe('[]');
@@ -293,5 +291,115 @@ describe('Templates', () => {
     );
     expect(slow.status).toBe(422);
     expect(Date.now() - started).toBeLessThan(3000);
+  });
+  it('refuses tags that load other files wherever Liquid is saved or rendered: 422 invalid_template naming the tag', async () => {
+    const refused = (
+      res: {
+        status: number;
+        body: { error?: { errors?: { field: string; code: string; message: string }[] } };
+      },
+      tag: string,
+    ) => {
+      expect(res.status).toBe(422);
+      expect(res.body.error?.errors).toEqual([
+        expect.objectContaining({
+          code: 'invalid_template',
+          message: expect.stringContaining(`{% ${tag} %}`),
+        }),
+      ]);
+    };
+    const sources: [string, string][] = [
+      ['include', '{% include "/etc/passwd" %}'],
+      ['render', 'Hi {% render "footer", name: name %}'],
+      ['layout', '{% layout "base" %}{% block x %}y{% endblock %}'],
+      ['include', '{% if a %}{%- include footer -%}{% endif %}'],
+      ['render', '{% liquid\n  render "x"\n%}'],
+    ];
+    for (const [tag, source] of sources) {
+      refused(
+        await req('POST', '/templates', {
+          name: 'T',
+          subject: 's',
+          body: source,
+          type: 'TRANSACTIONAL',
+        }),
+        tag,
+      );
+    }
+    refused(
+      await req('POST', '/templates', {
+        name: 'T',
+        subject: '{% include "s" %}',
+        body: 'b',
+        type: 'TRANSACTIONAL',
+      }),
+      'include',
+    );
+    const tpl = await req('POST', '/templates', {
+      name: 'T',
+      subject: 's',
+      body: 'b',
+      type: 'TRANSACTIONAL',
+    });
+    refused(
+      await req('PATCH', `/templates/${tpl.body.data.id}`, { body: '{% render "x" %}' }),
+      'render',
+    );
+
+    const campaign = {
+      name: 'C',
+      subject: 's',
+      body: 'b',
+      from: 'news@acme.test',
+      audienceType: 'ALL',
+    };
+    refused(await req('POST', '/campaigns', { ...campaign, body: '{% include "x" %}' }), 'include');
+    refused(
+      await req('POST', '/campaigns', { ...campaign, subject: '{% render "x" %}' }),
+      'render',
+    );
+    const draft = await req('POST', '/campaigns', campaign);
+    expect(draft.status).toBe(201);
+    refused(
+      await req('PATCH', `/campaigns/${draft.body.data.id}`, { body: '{% layout "x" %}' }),
+      'layout',
+    );
+
+    const hook = (step: Record<string, unknown>) =>
+      req('POST', '/workflows', {
+        name: 'W',
+        trigger: { type: 'MANUAL' },
+        steps: [
+          {
+            id: 'hook',
+            type: 'WEBHOOK',
+            url: 'https://hooks.example.org/x',
+            method: 'POST',
+            ...step,
+          },
+        ],
+      });
+    refused(await hook({ body: '{"a":"{% include "x" %}"}' }), 'include');
+    refused(await hook({ headers: { 'x-a': '{% render "x" %}' } }), 'render');
+
+    refused(
+      await req('POST', '/v1/send', {
+        to: 'x@example.org',
+        from: 'hello@acme.test',
+        subject: 's',
+        body: '{% include "x" %}',
+      }),
+      'include',
+    );
+
+    // A template stored before the check answers the same 422 at preview rather than a file lookup error.
+    await ctx.app.app
+      .get(DataSource)
+      .query(`UPDATE templates SET body = '{% include "/etc/passwd" %}' WHERE id = $1`, [
+        tpl.body.data.id,
+      ]);
+    const preview = await req('POST', `/templates/${tpl.body.data.id}/preview`, {});
+    refused(preview, 'include');
+    expect(preview.raw).not.toContain('root:');
   });
 });

@@ -1,12 +1,7 @@
 import { existsSync } from 'node:fs';
 import { DataSource } from 'typeorm';
-import {
-  DIST_MAIN,
-  freePort,
-  ServiceProcess,
-  startService,
-  waitForHttp,
-} from './support/processes';
+import { DIST_MAIN, ROOT, ServiceProcess } from './support/processes';
+import { ServiceCluster } from './support/services';
 import { setupTestApp, TEST_REDIS_URL, TestApp, TestProject } from './support/test-app';
 
 /**
@@ -21,6 +16,17 @@ describe('POST /v1/track survives a crash of the API process', () => {
   let project: TestProject;
   let dataSource: DataSource;
   let service: ServiceProcess | null = null;
+  const cluster = new ServiceCluster(
+    () => ({
+      DATABASE_URL: env.db.url,
+      REDIS_URL: TEST_REDIS_URL,
+      QUEUE_PREFIX: env.prefix,
+      LOG_LEVEL: 'silent',
+      APP_SECRET: 'test-secret-test-secret-test-secret-0123456789',
+      API_RATE_LIMIT_PER_MINUTE: '1000000',
+    }),
+    ROOT,
+  );
 
   beforeAll(async () => {
     if (!existsSync(DIST_MAIN))
@@ -31,26 +37,14 @@ describe('POST /v1/track survives a crash of the API process', () => {
     project = await app.createProject('Crash while tracking');
   });
   afterAll(async () => {
-    if (service && service.child.exitCode === null) service.child.kill('SIGKILL');
+    await cluster.killAll();
     await env?.close();
   });
 
   async function start(): Promise<string> {
-    const port = await freePort();
-    service = startService({
-      APP_ROLE: 'api',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DATABASE_URL: env.db.url,
-      REDIS_URL: TEST_REDIS_URL,
-      QUEUE_PREFIX: env.prefix,
-      LOG_LEVEL: 'silent',
-      APP_SECRET: 'test-secret-test-secret-test-secret-0123456789',
-      API_RATE_LIMIT_PER_MINUTE: '1000000',
-    });
-    const base = `http://127.0.0.1:${port}`;
-    await waitForHttp(`${base}/health/ready`);
-    return base;
+    const api = await cluster.startApi();
+    service = api.proc;
+    return api.base;
   }
 
   const track = (base: string, seq: number) =>
@@ -87,8 +81,7 @@ describe('POST /v1/track survives a crash of the API process', () => {
     // Kill it mid-stream, once plenty of tracks have been answered.
     while (acked.size < 1500 && alive > 0) await new Promise((resolve) => setTimeout(resolve, 5));
     expect(acked.size).toBeGreaterThanOrEqual(1500);
-    service?.child.kill('SIGKILL');
-    expect(await service?.exited).toBe('SIGKILL');
+    expect(await cluster.stop(service as ServiceProcess, 'SIGKILL')).toBe('SIGKILL');
     stop = true;
     await Promise.all(clients);
 
@@ -112,7 +105,6 @@ describe('POST /v1/track survives a crash of the API process', () => {
     const res = await track(again, seq + 1);
     expect(res.status).toBe(200);
     // Nest closes HTTP and the pools, then re-raises the signal it caught.
-    service?.child.kill('SIGTERM');
-    expect([0, 'SIGTERM']).toContain(await service?.exited);
+    expect([0, 'SIGTERM']).toContain(await cluster.stop(service as ServiceProcess, 'SIGTERM'));
   }, 120_000);
 });

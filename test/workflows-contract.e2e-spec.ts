@@ -76,7 +76,8 @@ describe('workflows contract (e2e)', () => {
     ).toContain(w.id);
 
     expect((await track('off@example.org', 'joined')).status).toBe(200);
-    // Longer than the recovery sweep (1 s): a trigger left to it would show by now.
+    // Longer than the recovery sweep (1 s): a trigger left to it would show by now. A fixed wait
+    // on purpose: it asserts that nothing starts.
     await sleep(1500);
     expect(await executions(w.id)).toEqual([]);
     expect(await rowsOf(w.id)).toEqual([]);
@@ -121,7 +122,7 @@ describe('workflows contract (e2e)', () => {
       ['after', 'COMPLETED'],
     ]);
     expect((await t.contact(x.contactId)).data).toEqual({ reached: 'after' });
-    await sleep(1200); // past a recovery sweep
+    await sleep(1200); // past a recovery sweep, on purpose: it asserts that the sweep starts nothing more
     const rows = await rowsOf(w.id);
     expect(rows.map((r) => [r.contact_id, r.status])).toEqual([[x.contactId, 'COMPLETED']]);
     expect((await req('GET', `/workflows/${w.id}`)).body.data).toMatchObject({
@@ -194,7 +195,7 @@ describe('workflows contract (e2e)', () => {
     const byId = await req('POST', `/workflows/${w.id}/executions`, { contactId });
     expect(byId.status).toBe(409);
 
-    await sleep(1200); // past a recovery sweep
+    await sleep(1200); // past a recovery sweep, on purpose: it asserts that the sweep starts nothing more
     const rows = await rowsOf(w.id);
     expect(rows.map((r) => [r.id, r.contact_id])).toEqual([[first.body.data.id, contactId]]);
     expect((await req('GET', `/workflows/${w.id}`)).body.data.stats).toMatchObject({
@@ -213,6 +214,7 @@ describe('workflows contract (e2e)', () => {
     expect((await track('leaver@example.org', 'visited', { subscribed: true })).status).toBe(200);
     const contact = (await req('GET', '/contacts?email=leaver@example.org')).body.data.items[0];
     expect(contact.subscribed).toBe(true);
+    // Fixed on purpose: asserts that no execution starts.
     await sleep(500);
     expect(await executions(w.id)).toEqual([]);
 

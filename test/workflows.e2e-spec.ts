@@ -335,6 +335,7 @@ describe('workflows (e2e)', () => {
     // A race: the event lands as the timeout fires; exactly one branch runs.
     await track('racer@example.org', 'cart');
     await waitForExecutions(w.id, (all) => all.some((x) => x.status === 'WAITING'));
+    // Time itself is the subject: the event is sent as the 2 s timeout fires.
     await new Promise((r) => setTimeout(r, 1_990));
     await track('racer@example.org', 'paid');
     const all = await waitForExecutions(w.id, (list) => finished(list, 3));
@@ -476,6 +477,7 @@ describe('workflows (e2e)', () => {
 
     // The old event no longer ends the wait; the new one does.
     await track('ask@example.org', 'old-answer');
+    // Fixed on purpose: asserts that the old event does not end the wait.
     await new Promise((r) => setTimeout(r, 500));
     expect((await executions(waiter.id))[0].status).toBe('WAITING');
     await track('ask@example.org', 'new-answer');

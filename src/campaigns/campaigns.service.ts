@@ -357,7 +357,7 @@ export class CampaignsService {
    * it happened now.
    */
   async finishIfDone(campaignId: string): Promise<boolean> {
-    const event = await this.dataSource.transaction(async (manager) => {
+    const finished = await this.dataSource.transaction(async (manager) => {
       const current = await this.campaigns.lock(manager, null, campaignId);
       if (!current || current.status !== CampaignStatus.SENDING || !current.fanoutDone) return null;
       const counts = await this.campaigns.counts(manager, campaignId);
@@ -366,15 +366,35 @@ export class CampaignsService {
         status: CampaignStatus.SENT,
         finishedAt: () => 'now()',
       });
-      return this.events.record(manager, {
+      const event = await this.events.record(manager, {
         projectId: row.projectId,
         contactId: null,
         name: CAMPAIGN_EVENTS.SENT,
         data: { campaignId: row.id, name: row.name, ...counts },
       });
+      return { event, counts, projectId: row.projectId };
     });
-    if (event) await this.events.publish([{ ...event, email: null }]);
-    return event !== null;
+    if (!finished) return false;
+    const { event, counts, projectId } = finished;
+    // SENT only says that nothing is left to try; failures must not pass without a line above info.
+    if (counts.failed > 0) {
+      const fields = {
+        campaignId,
+        projectId,
+        sent: counts.sent,
+        failed: counts.failed,
+        bounced: counts.bounced,
+        suppressed: counts.suppressed,
+      };
+      if (counts.sent === 0)
+        this.logger.error(
+          fields,
+          'campaign SENT without a message sent: its emails FAILED (their error says why)',
+        );
+      else this.logger.warn(fields, 'campaign SENT with FAILED emails (their error says why)');
+    }
+    await this.events.publish([{ ...event, email: null }]);
+    return true;
   }
 
   /**
@@ -435,8 +455,9 @@ export class CampaignsService {
 
   async stats(projectId: string, id: string): Promise<CampaignStatsResponse> {
     const campaign = await this.find(this.dataSource.manager, projectId, id);
+    // Counts read after the status: a SENT status always comes with final counts.
     const counts = await this.campaigns.counts(this.dataSource.manager, campaign.id);
-    return toStats(campaign.recipientCount ?? 0, counts);
+    return toStats(campaign.status, campaign.recipientCount ?? 0, counts);
   }
 
   /** The audience a campaign sends to, as one condition (the subscribed/suppressed rule is the fan-out query's). */
@@ -553,9 +574,14 @@ export class CampaignsService {
   }
 }
 
-export function toStats(recipients: number, counts: CampaignCounts): CampaignStatsResponse {
+export function toStats(
+  status: CampaignStatus,
+  recipients: number,
+  counts: CampaignCounts,
+): CampaignStatsResponse {
   const rate = (n: number) => (counts.sent > 0 ? Math.min(1, n / counts.sent) : 0);
   return {
+    status,
     recipients,
     ...counts,
     openRate: rate(counts.opened),

@@ -109,6 +109,11 @@ export class DeliveryService {
       content = await this.contentOf(email);
     } catch (error) {
       if (!(error instanceof ContentError)) throw error;
+      // Not retried and not the recipient's doing: an operator has to see it to fix the template or data.
+      this.logger.error(
+        { emailId: email.id, projectId: email.projectId, error: error.message },
+        'email FAILED: its content could not be built',
+      );
       await this.finishFailed(email, error.message);
       return 'failed';
     }

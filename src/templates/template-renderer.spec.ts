@@ -93,4 +93,13 @@ describe('TemplateRenderer', () => {
     expect(renderer.validate('{{ a | nope }}')).toMatch(/undefined filter/);
     expect(renderer.validate('{% if %}')).not.toBeNull();
   });
+
+  it('refuses tags that load other files when parsing, naming the tag', () => {
+    expect(renderer.validate('{% include "x" %}')).toMatch(/\{% include %\}/);
+    expect(renderer.validate('{% for i in (1..2) %}{% render "x" %}{% endfor %}')).toMatch(
+      /\{% render %\}/,
+    );
+    expect(renderer.validate('{% layout "x" %}')).toMatch(/\{% layout %\}/);
+    expect(renderer.validate('{% block b %}kept{% endblock %}')).toBeNull();
+  });
 });

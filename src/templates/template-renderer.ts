@@ -54,10 +54,12 @@ export const RENDER_LIMITS = {
 
 const PARSED_CACHE_SIZE = 500;
 
+/** liquidjs tags that load another template by name; a message has no other files to load. */
+const FILE_TAGS = ['include', 'render', 'layout'] as const;
+
 function engine(escape: boolean): Liquid {
-  return new Liquid({
-    // An empty in-memory template map: {% include %}, {% render %} and {% layout %} can
-    // never reach the file system, they simply fail to resolve.
+  const liquid = new Liquid({
+    // An empty in-memory file system: nothing can reach the disk even if a tag slipped through.
     templates: {},
     ownPropertyOnly: true,
     strictFilters: true,
@@ -67,6 +69,20 @@ function engine(escape: boolean): Liquid {
     memoryLimit: RENDER_LIMITS.memory,
     timezoneOffset: 0,
   });
+  // Refused when parsed, so the save-time check rejects them instead of every send failing on a lookup.
+  for (const name of FILE_TAGS) {
+    liquid.registerTag(name, {
+      parse() {
+        throw new Error(
+          `the {% ${name} %} tag is not supported: a template cannot load other files`,
+        );
+      },
+      render() {
+        return '';
+      },
+    });
+  }
+  return liquid;
 }
 
 /**

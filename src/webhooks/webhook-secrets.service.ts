@@ -10,21 +10,41 @@ export interface WebhookSecretRotation {
   alreadyCurrent: number;
 }
 
-/** Endpoint secrets that no configured secret opens. */
+/** `secrets rotate` of signing secrets: endpoints' and workflows' (their WEBHOOK steps). */
+export interface SigningSecretsRotation {
+  endpoints: WebhookSecretRotation;
+  workflows: WebhookSecretRotation;
+}
+
+/** Signing secrets that no configured secret opens. */
 export class UnreadableWebhookSecretsError extends Error {
-  constructor(readonly endpointIds: string[]) {
+  constructor(
+    readonly endpointIds: string[],
+    readonly workflowIds: string[] = [],
+  ) {
+    const list = (ids: string[]) => `${ids.slice(0, 10).join(', ')}${ids.length > 10 ? ', …' : ''}`;
+    const owners = [
+      endpointIds.length > 0 ? `endpoints ${list(endpointIds)}` : null,
+      workflowIds.length > 0 ? `workflows ${list(workflowIds)}` : null,
+    ].filter(Boolean);
     super(
-      `${endpointIds.length} webhook signing secret(s) (endpoints ${endpointIds.slice(0, 10).join(', ')}${endpointIds.length > 10 ? ', …' : ''}) open with neither APP_SECRET nor APP_SECRET_PREVIOUS. ` +
-        'Nothing was re-sealed. Add the earlier secret to APP_SECRET_PREVIOUS and run `node dist/cli.js secrets rotate` again, or rotate those endpoints\u2019 secrets (POST /webhooks/{id}/rotate-secret).',
+      `${endpointIds.length + workflowIds.length} webhook signing secret(s) (${owners.join('; ')}) open with neither APP_SECRET nor APP_SECRET_PREVIOUS. ` +
+        'Nothing was re-sealed. Add the earlier secret to APP_SECRET_PREVIOUS and run `node dist/cli.js secrets rotate` again, or rotate those secrets (POST /webhooks/{id}/rotate-secret, POST /workflows/{id}/rotate-secret).',
     );
     this.name = 'UnreadableWebhookSecretsError';
   }
 }
 
+/** A workflow's sealed secret is bound to "workflow:<id>", so an endpoint's sealed secret copied onto a workflow row does not open. */
+function workflowAad(workflowId: string): string {
+  return `workflow:${workflowId}`;
+}
+
 /**
- * `secrets rotate` for webhook signing secrets: every secret only an earlier
- * APP_SECRET opens is sealed again under the current one, in one transaction
- * with the rows locked; if any opens under none, nothing is written.
+ * Webhook signing secrets in the one box: endpoints' and workflows' (their
+ * WEBHOOK steps sign the same way). `secrets rotate` seals again under the
+ * current APP_SECRET every secret only an earlier one opens, in one
+ * transaction with the rows locked; if any opens under none, nothing is written.
  */
 @Injectable()
 export class WebhookSecretsService {
@@ -34,33 +54,55 @@ export class WebhookSecretsService {
     private readonly repository: WebhooksRepository,
   ) {}
 
-  rotate(): Promise<WebhookSecretRotation> {
+  /** The stored (base64) form of a workflow's signing secret. */
+  sealWorkflowSecret(workflowId: string, secret: string): string {
+    return this.box.seal(secret, workflowAad(workflowId)).toString('base64');
+  }
+
+  /** Throws when neither APP_SECRET nor APP_SECRET_PREVIOUS opens it. */
+  openWorkflowSecret(workflowId: string, sealed: string): string {
+    return this.box.openString(Buffer.from(sealed, 'base64'), workflowAad(workflowId));
+  }
+
+  rotate(): Promise<SigningSecretsRotation> {
     return this.dataSource.transaction(async (manager) => {
-      const rows = await this.repository.lockSealedSecrets(manager);
-      const result: WebhookSecretRotation = { resealed: 0, alreadyCurrent: 0 };
-      const unreadable: string[] = [];
-      const resealed: Array<{ id: string; sealed: string }> = [];
-      for (const row of rows) {
-        let opened: { plaintext: Buffer; current: boolean };
-        try {
-          opened = this.box.unseal(Buffer.from(row.secretSealed, 'base64'), row.id);
-        } catch {
-          unreadable.push(row.id);
-          continue;
-        }
-        if (opened.current) result.alreadyCurrent++;
-        else
-          resealed.push({
-            id: row.id,
-            sealed: this.box.seal(opened.plaintext, row.id).toString('base64'),
-          });
-        opened.plaintext.fill(0);
+      const endpoints = this.reseal(await this.repository.lockSealedSecrets(manager), (id) => id);
+      const workflows = this.reseal(
+        await this.repository.lockSealedWorkflowSecrets(manager),
+        workflowAad,
+      );
+      if (endpoints.unreadable.length + workflows.unreadable.length > 0) {
+        throw new UnreadableWebhookSecretsError(endpoints.unreadable, workflows.unreadable);
       }
-      if (unreadable.length > 0) throw new UnreadableWebhookSecretsError(unreadable);
-      for (const row of resealed)
+      for (const row of endpoints.resealed)
         await this.repository.replaceSealedSecret(manager, row.id, row.sealed);
-      result.resealed = resealed.length;
-      return result;
+      for (const row of workflows.resealed)
+        await this.repository.replaceSealedWorkflowSecret(manager, row.id, row.sealed);
+      return { endpoints: endpoints.result, workflows: workflows.result };
     });
+  }
+
+  private reseal(rows: Array<{ id: string; secretSealed: string }>, aad: (id: string) => string) {
+    const result: WebhookSecretRotation = { resealed: 0, alreadyCurrent: 0 };
+    const unreadable: string[] = [];
+    const resealed: Array<{ id: string; sealed: string }> = [];
+    for (const row of rows) {
+      let opened: { plaintext: Buffer; current: boolean };
+      try {
+        opened = this.box.unseal(Buffer.from(row.secretSealed, 'base64'), aad(row.id));
+      } catch {
+        unreadable.push(row.id);
+        continue;
+      }
+      if (opened.current) result.alreadyCurrent++;
+      else
+        resealed.push({
+          id: row.id,
+          sealed: this.box.seal(opened.plaintext, aad(row.id)).toString('base64'),
+        });
+      opened.plaintext.fill(0);
+    }
+    result.resealed = resealed.length;
+    return { result, unreadable, resealed };
   }
 }

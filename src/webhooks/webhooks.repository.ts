@@ -288,6 +288,24 @@ export class WebhooksRepository {
     ]);
   }
 
+  /** Every workflow's sealed WEBHOOK signing secret (same box as endpoints'), locked until the transaction ends. */
+  lockSealedWorkflowSecrets(
+    manager: EntityManager,
+  ): Promise<Array<{ id: string; secretSealed: string }>> {
+    return queryRows(
+      manager,
+      'SELECT id, secret_sealed AS "secretSealed" FROM workflows WHERE secret_sealed IS NOT NULL ORDER BY id FOR UPDATE',
+    );
+  }
+
+  async replaceSealedWorkflowSecret(
+    manager: EntityManager,
+    id: string,
+    sealed: string,
+  ): Promise<void> {
+    await queryRows(manager, 'UPDATE workflows SET secret_sealed = $2 WHERE id = $1', [id, sealed]);
+  }
+
   pageDeliveries(
     manager: EntityManager,
     endpointId: string,

@@ -22,7 +22,9 @@ import { TemplateRenderError } from '../templates/template-renderer';
 import { TemplateType } from '../templates/template.entity';
 import { TemplatesService } from '../templates/templates.service';
 import { WorkerShutdown } from '../queue/worker-shutdown';
+import { signWebhook } from '../webhooks/webhook-signature';
 import { WorkflowDispatcher } from './workflow-dispatcher';
+import { UnreadableWorkflowSecretError, WorkflowSecrets } from './workflow-secrets';
 import {
   durationMs,
   StepTree,
@@ -199,6 +201,7 @@ export class WorkflowEngine {
     private readonly domains: DomainsService,
     private readonly events: EventsService,
     private readonly shutdown: WorkerShutdown,
+    private readonly secrets: WorkflowSecrets,
   ) {}
 
   /** One job's step, run with the steps of the jobs submitted meanwhile; answers its outcome. */
@@ -807,6 +810,7 @@ export class WorkflowEngine {
         headers['content-type'] = 'application/json';
       }
       headers['user-agent'] ??= 'Mailwright-Workflows/1';
+      Object.assign(headers, await this.signatureHeaders(x, step, headers, body));
       const answer = await sendOutbound({
         url: step.url,
         method: step.method,
@@ -818,11 +822,38 @@ export class WorkflowEngine {
       });
       return { kind: 'answered', status: answer.status, body: answer.body, stepId: step.id };
     } catch (error) {
-      if (error instanceof RefusedTargetError || error instanceof TemplateRenderError) {
+      if (
+        error instanceof RefusedTargetError ||
+        error instanceof TemplateRenderError ||
+        error instanceof UnreadableWorkflowSecretError
+      ) {
         return { kind: 'refused', error: error.message, stepId: step.id };
       }
       return { kind: 'unreachable', error: errorMessage(error), stepId: step.id };
     }
+  }
+
+  /**
+   * Standard Webhooks headers, signed with the workflow's secret; they replace
+   * any the step sets itself. The id is the same on every retry of the step.
+   */
+  private async signatureHeaders(
+    x: WorkflowExecution,
+    step: WebhookStep,
+    headers: Record<string, string>,
+    body: string | undefined,
+  ) {
+    for (const name of Object.keys(headers)) {
+      if (/^webhook-(id|timestamp|signature)$/i.test(name)) delete headers[name];
+    }
+    const secret = await this.secrets.secretOf(x.workflowId);
+    const id = `wfx_${x.id}_${step.id}`;
+    const timestamp = Math.floor(Date.now() / 1000);
+    return {
+      'webhook-id': id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signWebhook(secret, id, timestamp, body ?? ''),
+    };
   }
 
   private record(

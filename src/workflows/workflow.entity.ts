@@ -89,6 +89,13 @@ export class Workflow extends BaseEntity {
   @Column({ type: 'jsonb' })
   steps: WorkflowStep[];
 
+  /**
+   * The secret that signs WEBHOOK calls, sealed (WorkflowSecrets). Null only
+   * for a workflow from before signing until its first WEBHOOK call seals one.
+   */
+  @Column({ type: 'text', nullable: true })
+  secretSealed: string | null;
+
   @Column({ type: 'timestamptz', nullable: true })
   deletedAt: Date | null;
 

@@ -19,7 +19,7 @@ import { ListExecutionsQueryDto } from './dto/list-executions.query';
 import { ListWorkflowsQueryDto } from './dto/list-workflows.query';
 import { StartExecutionDto } from './dto/start-execution.dto';
 import { UpdateWorkflowDto } from './dto/update-workflow.dto';
-import { WorkflowResponse } from './dto/workflow.response';
+import { WorkflowResponse, WorkflowWithSecretResponse } from './dto/workflow.response';
 import { WorkflowsService } from './workflows.service';
 
 @ApiTags('workflows')
@@ -40,13 +40,16 @@ export class WorkflowsController {
   }
 
   @Post()
-  @ApiOp('workflows_create', 'Create a workflow (disabled unless enabled: true)')
-  @ApiSuccess(201, WorkflowResponse)
+  @ApiOp(
+    'workflows_create',
+    'Create a workflow (disabled unless enabled: true); the answer holds its WEBHOOK signing secret, shown this once',
+  )
+  @ApiSuccess(201, WorkflowWithSecretResponse)
   @ApiErrorResponses([400, 413, 422])
   create(
     @CurrentProject() project: CurrentProjectInfo,
     @Body() dto: CreateWorkflowDto,
-  ): Promise<WorkflowResponse> {
+  ): Promise<WorkflowWithSecretResponse> {
     return this.workflows.create(project.id, dto);
   }
 
@@ -82,6 +85,21 @@ export class WorkflowsController {
     @Param() params: IdParamDto,
   ): Promise<DeletedResponse> {
     return this.workflows.remove(project.id, params.id);
+  }
+
+  @Post(':id/rotate-secret')
+  @HttpCode(200)
+  @ApiOp(
+    'workflows_rotateSecret',
+    'Replace the WEBHOOK signing secret (shown once); it signs every call from now on',
+  )
+  @ApiSuccess(200, WorkflowWithSecretResponse)
+  @ApiErrorResponses([400, 404])
+  rotateSecret(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<WorkflowWithSecretResponse> {
+    return this.workflows.rotateSecret(project.id, params.id);
   }
 
   @Get(':id/executions')

@@ -5,8 +5,10 @@ import { DomainsModule } from '../domains/domains.module';
 import { EventsModule } from '../events/events.module';
 import { SegmentsModule } from '../segments/segments.module';
 import { SendingModule } from '../sending/sending.module';
+import { WebhookSecretsModule } from '../webhooks/webhook-secrets.module';
 import { WorkflowDispatcher } from './workflow-dispatcher';
 import { WorkflowEngine } from './workflow-engine';
+import { WorkflowSecrets } from './workflow-secrets';
 import { WorkflowsController } from './workflows.controller';
 import { WorkflowsProcessor } from './workflows.processor';
 import { WorkflowsRecovery } from './workflows.recovery';
@@ -22,6 +24,7 @@ import { WorkflowsService } from './workflows.service';
     DomainsModule,
     EventsModule,
     SegmentsModule,
+    WebhookSecretsModule,
   ],
   controllers: [WorkflowsController],
   providers: [
@@ -31,6 +34,7 @@ import { WorkflowsService } from './workflows.service';
     WorkflowEngine,
     WorkflowsProcessor,
     WorkflowsRecovery,
+    WorkflowSecrets,
   ],
 })
 export class WorkflowsModule {}

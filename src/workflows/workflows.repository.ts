@@ -138,7 +138,7 @@ const WRITE_STEPS = `WITH moved AS (
 @Injectable()
 export class WorkflowsRepository {
   async insert(manager: EntityManager, fields: Partial<Workflow>): Promise<Workflow> {
-    const id = newId();
+    const id = fields.id ?? newId();
     await manager
       .createQueryBuilder()
       .insert()

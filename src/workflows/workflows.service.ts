@@ -7,6 +7,7 @@ import { decodeCursor, Page, pageOf } from '../common/pagination/pagination';
 import { ConditionsService } from '../conditions/conditions.service';
 import { persistedValues } from '../contacts/contact-data';
 import { ContactsService } from '../contacts/contacts.service';
+import { newId } from '../database/id';
 import { SegmentMembershipService } from '../segments/segment-membership.service';
 import { TemplatesService } from '../templates/templates.service';
 import { CreateWorkflowDto, WorkflowTriggerDto } from './dto/create-workflow.dto';
@@ -15,8 +16,13 @@ import { ListExecutionsQueryDto } from './dto/list-executions.query';
 import { ListWorkflowsQueryDto } from './dto/list-workflows.query';
 import { StartExecutionDto } from './dto/start-execution.dto';
 import { UpdateWorkflowDto } from './dto/update-workflow.dto';
-import { toWorkflowResponse, WorkflowResponse } from './dto/workflow.response';
+import {
+  toWorkflowResponse,
+  WorkflowResponse,
+  WorkflowWithSecretResponse,
+} from './dto/workflow.response';
 import { WorkflowDispatcher } from './workflow-dispatcher';
+import { WorkflowSecrets } from './workflow-secrets';
 import { checkSteps, StepTree, waitOf, WorkflowStep } from './workflow-steps';
 import {
   ExecutionStatus,
@@ -62,12 +68,17 @@ export class WorkflowsService {
     private readonly templates: TemplatesService,
     private readonly contacts: ContactsService,
     private readonly membership: SegmentMembershipService,
+    private readonly secrets: WorkflowSecrets,
   ) {}
 
-  async create(projectId: string, dto: CreateWorkflowDto): Promise<WorkflowResponse> {
+  async create(projectId: string, dto: CreateWorkflowDto): Promise<WorkflowWithSecretResponse> {
+    const id = newId();
+    const signing = this.secrets.create(id);
     const row = await this.dataSource.transaction(async (manager) => {
       const steps = await this.checkDefinition(manager, projectId, dto.trigger, dto.steps, []);
       const created = await this.repository.insert(manager, {
+        id,
+        secretSealed: signing.sealed,
         projectId,
         name: dto.name,
         description: dto.description ?? null,
@@ -86,7 +97,14 @@ export class WorkflowsService {
       return created;
     });
     this.dispatcher.invalidate(projectId);
-    return this.respond(row);
+    return { ...(await this.respond(row)), secret: signing.secret };
+  }
+
+  /** A new secret signs the workflow's WEBHOOK calls from the next one on; shown in this answer only. */
+  async rotateSecret(projectId: string, id: string): Promise<WorkflowWithSecretResponse> {
+    const secret = await this.secrets.rotate(projectId, id);
+    if (secret === null) throw ApiException.notFound('workflow', id);
+    return { ...(await this.get(projectId, id)), secret };
   }
 
   async list(projectId: string, query: ListWorkflowsQueryDto): Promise<Page<WorkflowResponse>> {

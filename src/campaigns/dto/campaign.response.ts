@@ -40,6 +40,12 @@ export class CampaignResponse {
 
 export class CampaignStatsResponse {
   @ApiProperty({
+    enum: CampaignStatus,
+    enumName: 'CampaignStatus',
+    description: 'The campaign’s status, so one URL can be polled until SENT',
+  })
+  status: CampaignStatus;
+  @ApiProperty({
     type: 'integer',
     minimum: 0,
     description: 'recipientCount (0 before sending starts)',

@@ -33,6 +33,15 @@ export class WorkflowResponse {
   @ApiProperty({ format: 'date-time' }) updatedAt: string;
 }
 
+export class WorkflowWithSecretResponse extends WorkflowResponse {
+  @ApiProperty({
+    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    description:
+      'The secret that signs WEBHOOK calls (Standard Webhooks headers); shown in this answer only',
+  })
+  secret: string;
+}
+
 export function toWorkflowResponse(row: Workflow, stats: ExecutionCounts): WorkflowResponse {
   return {
     id: row.id,
