@@ -1,8 +1,8 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger } from '@nestjs/common';
-import { DelayedError } from 'bullmq';
 import { WORKFLOW_JOBS, WorkflowQueueJob } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
+import { handBackJob } from '../queue/worker-shutdown';
 import { HANDED_BACK, WorkflowEngine } from './workflow-engine';
 import { WorkflowsRecovery } from './workflows.recovery';
 
@@ -31,18 +31,22 @@ export class WorkflowsProcessor extends WorkerHost {
 
   async process(job: WorkflowQueueJob, token?: string): Promise<unknown> {
     if (job.name === WORKFLOW_JOBS.RECOVER) return this.recovery.recover();
-    const outcome = await this.engine.submit({ executionId: job.data.executionId, version: job.data.version, direct: job.data.direct === true });
-    if (outcome === HANDED_BACK && token) {
-      // The process is stopping: the job goes back to the queue untouched, for another worker or the next start.
-      await job.moveToDelayed(Date.now(), token);
-      throw new DelayedError();
-    }
+    const outcome = await this.engine.submit({
+      executionId: job.data.executionId,
+      version: job.data.version,
+      direct: job.data.direct === true,
+    });
+    // The process is stopping: the job goes back to the queue untouched, for another worker or the next start.
+    if (outcome === HANDED_BACK && token) return handBackJob(job, token);
     return outcome;
   }
 
   @OnWorkerEvent('failed')
   onFailed(job: WorkflowQueueJob | undefined, error: Error): void {
     if (!job || job.name !== WORKFLOW_JOBS.STEP) return;
-    this.logger.warn({ err: error, executionId: job.data.executionId, attempt: job.attemptsMade }, 'workflow step failed; it is retried');
+    this.logger.warn(
+      { err: error, executionId: job.data.executionId, attempt: job.attemptsMade },
+      'workflow step failed; it is retried',
+    );
   }
 }
