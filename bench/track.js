@@ -38,8 +38,8 @@
  *   `contact.(un)subscribed` (the transactional path). Cases `none`, `other`
  *   (listening to `email.*`: deliverable events, none matching) and `tracked`
  *   (listening to `contact.*`: one delivery per track, written by the outbox
- *   trigger in the track's transaction, then looked up and added to the
- *   webhooks queue by the API before it answers).
+ *   trigger in the track's transaction; the API wakes the endpoint's drain
+ *   after it has answered, in 5 ms windows).
  *
  * Only the API runs (APP_ROLE=api), as in the plain benchmark: no worker
  * sends the deliveries (their sending is bench/webhooks.js), so the endpoint
