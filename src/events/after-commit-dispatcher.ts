@@ -9,6 +9,8 @@ export const DISPATCH_WINDOW_MS = 5;
 const DISPATCH_BATCH = 1000;
 /** Dispatches running at once. */
 const DISPATCHES_IN_FLIGHT = 2;
+/** Longest wait at shutdown for the dispatches under way. */
+const SHUTDOWN_DRAIN_MS = 2_000;
 /** Projects whose interest a process keeps (the least recently used is forgotten). */
 export const INTERESTS_CACHED = 10_000;
 
@@ -62,9 +64,18 @@ export abstract class AfterCommitDispatcher<Interest>
     this.hooks.register(this);
   }
 
-  /** Hands over the events still in a window before the queues close. */
+  /**
+   * Hands over the events still in a window before the queues close; bounded,
+   * since with Redis unreachable an enqueue may never end (the recovery makes
+   * up for what is left).
+   */
   async beforeApplicationShutdown(): Promise<void> {
-    await this.batcher.drain();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.batcher.drain(),
+      new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_DRAIN_MS))),
+    ]);
+    clearTimeout(timer);
   }
 
   /** A project's interest changed in this process. */
