@@ -1,8 +1,8 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger } from '@nestjs/common';
-import { DelayedError } from 'bullmq';
 import { CAMPAIGN_JOBS, CampaignQueueJob } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
+import { handBackJob } from '../queue/worker-shutdown';
 import { CampaignRunner, RunOutcome } from './campaign-runner';
 import { CampaignsRecovery } from './campaigns.recovery';
 
@@ -34,10 +34,8 @@ export class CampaignsProcessor extends WorkerHost {
   async process(job: CampaignQueueJob, token?: string): Promise<RunOutcome | { found: number }> {
     if (job.name === CAMPAIGN_JOBS.RECOVER) return this.recovery.recover();
     const outcome = await this.runner.run(job.data.campaignId);
-    if (typeof outcome === 'object' && token) {
-      await job.moveToDelayed(outcome.notDueUntil.getTime(), token);
-      throw new DelayedError();
-    }
+    // Not due yet, or handed back by a stopping process: the job waits in the queue until then.
+    if (typeof outcome === 'object' && token) return handBackJob(job, token, outcome.notDueUntil);
     return outcome;
   }
 

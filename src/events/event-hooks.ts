@@ -9,7 +9,9 @@ export interface RecordedEvent extends EventRow {
 
 /**
  * Implemented by features that react to events (workflows: "a tracked event
- * that matches an enabled workflow's trigger starts an execution").
+ * that matches an enabled workflow's trigger starts an execution"). The
+ * publisher (an API request) waits for it: return once the events are filed,
+ * and do the work after (AfterCommitDispatcher does).
  */
 export interface EventRecordedListener {
   onEventsRecorded(events: RecordedEvent[]): Promise<void> | void;

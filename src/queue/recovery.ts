@@ -31,6 +31,48 @@ export abstract class QueueRecovery {
   abstract recover(): Promise<unknown>;
 }
 
+/** Rows an overdue recovery re-adds per run. */
+export const OVERDUE_PAGE = 1000;
+
+/**
+ * The recovery of a queue whose rows carry a due time (workflow executions,
+ * webhook deliveries): each run reads a page of open rows overdue by more
+ * than a grace period (the job was never added, was lost, or its worker
+ * died) and re-adds their jobs under their deterministic ids, so a row whose
+ * job exists is left alone. The subclass holds the query and the enqueue.
+ *
+ * A subclass that gives `pageKey` goes on after the last page's end at its
+ * next run, back to the oldest once a page comes back short: under a
+ * backlog the oldest overdue rows are mostly ones whose jobs are alive (held
+ * by a busy worker, or waiting in the queue), and a lost job behind them
+ * must not wait for the backlog to clear. Without it each run starts from
+ * the oldest.
+ */
+export abstract class OverdueRecovery<Row, Key = never> extends QueueRecovery {
+  /** OVERDUE_PAGE; tests lower it. */
+  pageSize = OVERDUE_PAGE;
+  /** Where the last page ended (in this process); null: start from the oldest. */
+  private after: Key | null = null;
+
+  /** Up to `limit` overdue open rows, oldest first, after `after` when given. */
+  protected abstract findOverdue(limit: number, after: Key | null): Promise<Row[]>;
+  /** Re-adds these rows' jobs (their deterministic ids: one that exists is left alone). */
+  protected abstract requeue(rows: Row[]): Promise<void>;
+
+  /** The key a page ending at `row` goes on after; null: every run starts from the oldest. */
+  protected pageKey(row: Row): Key | null {
+    void row;
+    return null;
+  }
+
+  async recover(): Promise<{ found: number }> {
+    const rows = await this.findOverdue(this.pageSize, this.after);
+    await this.requeue(rows);
+    this.after = rows.length < this.pageSize ? null : this.pageKey(rows[rows.length - 1]);
+    return { found: rows.length };
+  }
+}
+
 /**
  * A recovery job is not retried: the next interval runs it again anyway, and
  * retries would pile up behind a failing database. Little history is kept.

@@ -2,6 +2,8 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DatabaseError } from 'pg';
 import { QueryFailedError, type DataSource } from 'typeorm';
+import { ItemAnswer, MicroBatcher } from '../common/concurrency/micro-batcher';
+import { Semaphore } from '../common/concurrency/semaphore';
 import { sqlState, SQLSTATE } from '../database/postgres-errors';
 import { TrackRepository, type TrackedRow, type TrackWrite } from './track.repository';
 
@@ -11,13 +13,6 @@ export const MAX_TRACK_BATCH = 100;
 export const MAX_TRACK_BATCHES_IN_FLIGHT = 2;
 /** Most one-at-a-time retries in flight per lane (they may wait on locks, so they get few connections). */
 export const MAX_TRACK_RETRIES_IN_FLIGHT = 4;
-
-interface Waiting {
-  write: TrackWrite;
-  key: string;
-  resolve: (row: TrackedRow) => void;
-  reject: (error: unknown) => void;
-}
 
 /**
  * Group commit for POST /v1/track. Each track waits for its own commit, as
@@ -40,29 +35,29 @@ interface Waiting {
  * belongs to the request that caused it and its neighbours commit; a track
  * that times out alone has a busy contact and is written once more without
  * the timeout, in a lane of its own, so it waits without holding up anyone
- * else's track. Any other failure (the connection lost, so the commit is
- * unknown) is answered as an error to every track of the batch and never
- * retried, so nothing is written twice.
+ * else's track (MicroBatcher holds a contact until its track is answered,
+ * so the contact's later tracks wait behind it). Any other failure (the
+ * connection lost, so the commit is unknown) is answered as an error to
+ * every track of the batch and never retried, so nothing is written twice.
  */
 @Injectable()
 export class TrackWriter {
   private readonly logger = new Logger(TrackWriter.name);
-  private queue: Waiting[] = [];
-  private batchesInFlight = 0;
+  private readonly batcher = new MicroBatcher<TrackWrite, TrackedRow>(
+    {
+      maxBatch: MAX_TRACK_BATCH,
+      maxInFlight: MAX_TRACK_BATCHES_IN_FLIGHT,
+      start: 'now',
+      // Tracks of one contact, one statement after another, in arrival order.
+      keyOf: (write) => `${write.projectId}\n${write.email}`,
+      holdKeys: true,
+    },
+    (writes) => this.writeBatch(writes),
+  );
   /** Tracks of failed batches, retried one at a time under the lock timeout. */
-  private readonly alone = new Lane(
-    MAX_TRACK_RETRIES_IN_FLIGHT,
-    (w) => this.writeAlone(w),
-    () => this.pump(),
-  );
+  private readonly alone = new Semaphore(MAX_TRACK_RETRIES_IN_FLIGHT);
   /** Tracks whose contact stayed locked, written without the timeout. */
-  private readonly patient = new Lane(
-    MAX_TRACK_RETRIES_IN_FLIGHT,
-    (w) => this.writePatiently(w),
-    () => this.pump(),
-  );
-  /** Contacts (project + email) being written by a statement in flight or waiting in a lane. */
-  private readonly writing = new Set<string>();
+  private readonly patient = new Semaphore(MAX_TRACK_RETRIES_IN_FLIGHT);
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -70,104 +65,48 @@ export class TrackWriter {
   ) {}
 
   write(write: TrackWrite): Promise<TrackedRow> {
-    return new Promise<TrackedRow>((resolve, reject) => {
-      this.queue.push({ write, key: `${write.projectId}\n${write.email}`, resolve, reject });
-      this.pump();
-    });
+    return this.batcher.submit(write);
   }
 
-  private pump(): void {
-    while (this.batchesInFlight < MAX_TRACK_BATCHES_IN_FLIGHT && this.queue.length > 0) {
-      const batch = this.takeBatch();
-      if (batch.length === 0) return; // every waiting contact is being written; its settling pumps again
-      for (const waiting of batch) this.writing.add(waiting.key);
-      this.batchesInFlight++;
-      void this.writeBatch(batch);
-    }
-  }
-
-  /**
-   * Up to MAX_TRACK_BATCH waiting tracks, oldest first, for distinct contacts
-   * none of which is being written; the rest keep their order.
-   */
-  private takeBatch(): Waiting[] {
-    const batch: Waiting[] = [];
-    const skipped: Waiting[] = [];
-    const seen = new Set<string>();
-    let index = 0;
-    for (; index < this.queue.length && batch.length < MAX_TRACK_BATCH; index++) {
-      const waiting = this.queue[index];
-      if (seen.has(waiting.key) || this.writing.has(waiting.key)) skipped.push(waiting);
-      else batch.push(waiting);
-      seen.add(waiting.key); // a later track of a skipped contact must not overtake it
-    }
-    this.queue = index === this.queue.length ? skipped : skipped.concat(this.queue.slice(index));
-    return batch;
-  }
-
-  private async writeBatch(batch: Waiting[]): Promise<void> {
-    let rows: TrackedRow[] | undefined;
-    let failure: unknown;
+  /** One statement for the batch; when Postgres refused it (nothing written), each track's retry alone. */
+  private async writeBatch(writes: TrackWrite[]): Promise<ItemAnswer<TrackedRow>[]> {
     try {
-      rows = await this.repository.upsertContactsAndInsertEvents(
-        this.dataSource.manager,
-        batch.map((waiting) => waiting.write),
-      );
+      return await this.repository.upsertContactsAndInsertEvents(this.dataSource.manager, writes);
     } catch (error) {
-      failure = error;
-    }
-    this.batchesInFlight--;
-    if (rows) {
-      batch.forEach((waiting, index) => this.settle(waiting, () => waiting.resolve(rows[index])));
-    } else if (rolledBack(failure)) {
-      this.alone.push(batch);
+      if (!rolledBack(error)) {
+        this.logger.error(
+          `a batch of ${writes.length} tracks failed with its commit unknown: ${describe(error)}`,
+        );
+        throw error;
+      }
       this.logger.warn(
-        `a batch of ${batch.length} tracks failed (SQLSTATE ${failure.driverError.code}); writing them one at a time`,
+        `a batch of ${writes.length} tracks failed (SQLSTATE ${error.driverError.code}); writing them one at a time`,
       );
-    } else {
-      for (const waiting of batch) this.settle(waiting, () => waiting.reject(failure));
-      this.logger.error(
-        `a batch of ${batch.length} tracks failed with its commit unknown: ${describe(failure)}`,
-      );
+      return writes.map((write) => this.writeAlone(write));
     }
-    this.pump();
   }
 
   /**
    * One track of a failed batch, alone but still under the 100 ms lock
    * timeout, so a batch-mate's locked contact delays no one. A lock timeout
-   * now means this contact is busy: it waits in the patient lane.
+   * now means this contact is busy: it waits in the patient lane (without
+   * holding a place in this one).
    */
-  private async writeAlone(waiting: Waiting): Promise<void> {
+  private async writeAlone(write: TrackWrite): Promise<TrackedRow> {
     try {
-      const [row] = await this.repository.upsertContactsAndInsertEvents(this.dataSource.manager, [
-        waiting.write,
-      ]);
-      this.settle(waiting, () => waiting.resolve(row));
+      return await this.alone.run(async () => {
+        const [row] = await this.repository.upsertContactsAndInsertEvents(this.dataSource.manager, [
+          write,
+        ]);
+        return row;
+      });
     } catch (error) {
-      if (rolledBack(error) && sqlState(error) === SQLSTATE.LOCK_NOT_AVAILABLE)
-        this.patient.push([waiting]);
-      else this.settle(waiting, () => waiting.reject(error));
-    }
-  }
-
-  /** A track whose contact stayed locked: written without a lock timeout, as a lone track always was. */
-  private async writePatiently(waiting: Waiting): Promise<void> {
-    try {
-      const row = await this.repository.upsertContactAndInsertEvent(
-        this.dataSource.manager,
-        waiting.write,
+      if (!(rolledBack(error) && sqlState(error) === SQLSTATE.LOCK_NOT_AVAILABLE)) throw error;
+      // Without a lock timeout, as a lone track always was.
+      return this.patient.run(() =>
+        this.repository.upsertContactAndInsertEvent(this.dataSource.manager, write),
       );
-      this.settle(waiting, () => waiting.resolve(row));
-    } catch (error) {
-      this.settle(waiting, () => waiting.reject(error));
     }
-  }
-
-  /** Answers one track and frees its contact for the tracks queued behind it. */
-  private settle(waiting: Waiting, answer: () => void): void {
-    this.writing.delete(waiting.key);
-    answer();
   }
 }
 
@@ -182,33 +121,4 @@ function rolledBack(error: unknown): error is QueryFailedError & { driverError: 
 
 function describe(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : 'unknown error';
-}
-
-/** A FIFO of one-track writes, at most `limit` at once; `run` settles its track and never rejects. */
-class Lane {
-  private readonly waiting: Waiting[] = [];
-  private running = 0;
-
-  constructor(
-    private readonly limit: number,
-    private readonly run: (waiting: Waiting) => Promise<void>,
-    private readonly onSettled: () => void,
-  ) {}
-
-  push(items: Waiting[]): void {
-    this.waiting.push(...items);
-    this.next();
-  }
-
-  private next(): void {
-    while (this.running < this.limit && this.waiting.length > 0) {
-      const item = this.waiting.shift() as Waiting;
-      this.running++;
-      void this.run(item).finally(() => {
-        this.running--;
-        this.next();
-        this.onSettled();
-      });
-    }
-  }
 }

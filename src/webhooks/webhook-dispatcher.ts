@@ -1,9 +1,10 @@
 import { InjectQueue } from '@nestjs/bullmq';
-import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
 import type { DataSource } from 'typeorm';
-import { EventHooks, EventRecordedListener, RecordedEvent } from '../events/event-hooks';
+import { AfterCommitDispatcher } from '../events/after-commit-dispatcher';
+import { EventHooks, RecordedEvent } from '../events/event-hooks';
 import { WEBHOOK_JOBS, WebhookJobData, webhookDueJobId, webhookJobId } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
 import { eventMatches, isDeliverable } from './webhook-events';
@@ -13,73 +14,67 @@ import { EndpointFilter, PendingDelivery, WebhooksRepository } from './webhooks.
 const FILTERS_TTL_MS = 5_000;
 /** "No endpoint" is trusted for less: an endpoint created in another process is missed by the fast path (left to the sweep) for at most a second. */
 const NO_ENDPOINTS_TTL_MS = 1_000;
-/** Events published within this window share one lookup of their deliveries. */
-const BATCH_WINDOW_MS = 5;
 
 /**
  * Wakes the endpoints' drains right after the events that made deliveries
- * commit. The rows themselves were written by the outbox trigger in the
- * event's transaction, so this is only the fast path: whatever it misses (a
- * process dying after commit, a stale filter cache) the dispatch sweep finds.
- * For events no endpoint of the project listens to (the common case on the
- * hot paths: tracks, delivery status changes) it costs a map lookup.
+ * commit (AfterCommitDispatcher: cached interests, a window). The rows
+ * themselves were written by the outbox trigger in the event's transaction,
+ * so this is only the fast path: whatever it misses (a process dying after
+ * commit, a stale filter cache) the dispatch sweep finds. For events no
+ * endpoint of the project listens to (the common case on the hot paths:
+ * tracks, delivery status changes) it costs a map lookup.
  */
 @Injectable()
-export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
-  private readonly logger = new Logger(WebhookDispatcher.name);
-  private readonly filters = new Map<string, { endpoints: EndpointFilter[]; at: number }>();
-  /** Endpoints to wake at the end of the current batch window. */
-  private pendingEndpoints = new Set<string>();
-  private flushing: Promise<void> | null = null;
+export class WebhookDispatcher extends AfterCommitDispatcher<EndpointFilter[]> {
+  protected readonly logger = new Logger(WebhookDispatcher.name);
+  protected readonly failureMessage =
+    'could not wake the webhook endpoints; the dispatch sweep will';
+  /** A project's interest is its enabled endpoints' filters; none without endpoints. */
+  protected readonly noInterest: EndpointFilter[] = [];
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @InjectQueue(QUEUES.WEBHOOKS) private readonly queue: Queue<WebhookJobData>,
     private readonly repository: WebhooksRepository,
-    private readonly hooks: EventHooks,
-  ) {}
-
-  onModuleInit(): void {
-    this.hooks.register(this);
+    hooks: EventHooks,
+  ) {
+    super(hooks);
   }
 
-  /** A project's endpoints changed in this process. */
-  invalidate(projectId: string): void {
-    this.filters.delete(projectId);
+  protected candidate(event: RecordedEvent): boolean {
+    return isDeliverable(event.name);
   }
 
-  async onEventsRecorded(events: RecordedEvent[]): Promise<void> {
-    const deliverable = events.filter((e) => isDeliverable(e.name));
-    if (deliverable.length === 0) return;
-    const projects = await this.filtersOf([...new Set(deliverable.map((e) => e.projectId))]);
-    let matched = false;
-    for (const e of deliverable) {
-      for (const endpoint of projects.get(e.projectId) ?? []) {
-        if (eventMatches(endpoint.events, e.name)) {
-          this.pendingEndpoints.add(endpoint.id);
-          matched = true;
-        }
+  protected async loadInterests(projectIds: string[]): Promise<Map<string, EndpointFilter[]>> {
+    const out = new Map<string, EndpointFilter[]>();
+    for (const row of await this.repository.filtersOf(this.dataSource.manager, projectIds)) {
+      const endpoints = out.get(row.projectId) ?? [];
+      endpoints.push({ id: row.endpointId, events: row.events });
+      out.set(row.projectId, endpoints);
+    }
+    return out;
+  }
+
+  protected ttlMs(endpoints: EndpointFilter[]): number {
+    return endpoints.length > 0 ? FILTERS_TTL_MS : NO_ENDPOINTS_TTL_MS;
+  }
+
+  protected matches(event: RecordedEvent, endpoints: EndpointFilter[]): boolean {
+    return endpoints.some((endpoint) => eventMatches(endpoint.events, event.name));
+  }
+
+  /** The filters say which endpoints have deliveries: no statement is needed. */
+  protected async dispatch(
+    events: RecordedEvent[],
+    interests: Map<string, EndpointFilter[]>,
+  ): Promise<void> {
+    const endpointIds = new Set<string>();
+    for (const event of events) {
+      for (const endpoint of interests.get(event.projectId) ?? []) {
+        if (eventMatches(endpoint.events, event.name)) endpointIds.add(endpoint.id);
       }
     }
-    if (!matched) return;
-    this.flushing ??= new Promise<void>((resolve) => setTimeout(resolve, BATCH_WINDOW_MS)).then(
-      () => this.flush(),
-    );
-    await this.flushing;
-  }
-
-  private async flush(): Promise<void> {
-    const endpointIds = [...this.pendingEndpoints];
-    this.pendingEndpoints = new Set();
-    this.flushing = null;
-    try {
-      await this.wake(endpointIds);
-    } catch (error) {
-      this.logger.warn(
-        { err: error, endpoints: endpointIds.length },
-        'could not wake the webhook endpoints; the dispatch sweep will',
-      );
-    }
+    await this.wake([...endpointIds]);
   }
 
   /**
@@ -114,32 +109,6 @@ export class WebhookDispatcher implements EventRecordedListener, OnModuleInit {
       ...[...dueNow].map((endpointId) => deliverJob(endpointId, null, 0, now)),
       ...jobs,
     ]);
-  }
-
-  private async filtersOf(projectIds: string[]): Promise<Map<string, EndpointFilter[]>> {
-    const now = Date.now();
-    const out = new Map<string, EndpointFilter[]>();
-    const missing: string[] = [];
-    for (const id of projectIds) {
-      const cached = this.filters.get(id);
-      if (
-        cached &&
-        now - cached.at < (cached.endpoints.length > 0 ? FILTERS_TTL_MS : NO_ENDPOINTS_TTL_MS)
-      )
-        out.set(id, cached.endpoints);
-      else missing.push(id);
-    }
-    if (missing.length > 0) {
-      const rows = await this.repository.filtersOf(this.dataSource.manager, missing);
-      for (const id of missing) {
-        const endpoints = rows
-          .filter((r) => r.projectId === id)
-          .map((r) => ({ id: r.endpointId, events: r.events }));
-        this.filters.set(id, { endpoints, at: now });
-        out.set(id, endpoints);
-      }
-    }
-    return out;
   }
 }
 

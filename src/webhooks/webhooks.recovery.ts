@@ -4,13 +4,12 @@ import type { DataSource } from 'typeorm';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { QUEUES } from '../queue/queue.constants';
-import { QueueRecovery } from '../queue/recovery';
+import { OverdueRecovery } from '../queue/recovery';
 import { WebhookDispatcher } from './webhook-dispatcher';
-import { WebhooksRepository } from './webhooks.repository';
+import { PendingDelivery, WebhooksRepository } from './webhooks.repository';
 
 /** An attempt this late has lost its job (or never had one: the process died after the event's commit). */
 const OVERDUE_GRACE_MS = 5_000;
-const SWEEP_BATCH = 1000;
 
 /**
  * The webhooks queue's recovery job is the dispatch sweep: every
@@ -19,10 +18,11 @@ const SWEEP_BATCH = 1000;
  * worker that died: its claim lease is over) wake their endpoint's drain
  * (one job per endpoint, a deterministic id, so one that exists is left
  * alone). This is what makes the outbox lossless: a committed delivery row is
- * sent even if nobody enqueued it.
+ * sent even if nobody enqueued it. The query takes each endpoint's oldest
+ * overdue delivery, so every run starts from the oldest (no page key).
  */
 @Injectable()
-export class WebhooksRecovery extends QueueRecovery {
+export class WebhooksRecovery extends OverdueRecovery<PendingDelivery> {
   readonly queue = QUEUES.WEBHOOKS;
   readonly everyMs: number;
 
@@ -36,13 +36,11 @@ export class WebhooksRecovery extends QueueRecovery {
     this.everyMs = Math.min(config.recoveryEveryMs, 5_000);
   }
 
-  async recover(): Promise<{ found: number }> {
-    const overdue = await this.repository.overdue(
-      this.dataSource.manager,
-      OVERDUE_GRACE_MS,
-      SWEEP_BATCH,
-    );
-    await this.dispatcher.enqueue(overdue.map((d) => ({ ...d, nextAttemptAt: null })));
-    return { found: overdue.length };
+  protected findOverdue(limit: number): Promise<PendingDelivery[]> {
+    return this.repository.overdue(this.dataSource.manager, OVERDUE_GRACE_MS, limit);
+  }
+
+  protected requeue(overdue: PendingDelivery[]): Promise<void> {
+    return this.dispatcher.enqueue(overdue.map((d) => ({ ...d, nextAttemptAt: null })));
   }
 }

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { QueryFailedError } from 'typeorm';
+import { MicroBatcher } from '../common/concurrency/micro-batcher';
 import { Semaphore } from '../common/concurrency/semaphore';
 import { ApiException } from '../common/errors/api-exception';
 import { RefusedTargetError, sendOutbound } from '../common/http/outbound-http';
@@ -181,9 +182,19 @@ export const HANDED_BACK = 'handed-back';
 export class WorkflowEngine {
   private readonly logger = new Logger(WorkflowEngine.name);
   private readonly trees = new Map<string, { stamp: string; tree: StepTree }>();
-  private waiting: { job: StepJob; settle: (result: Settled) => void }[] = [];
-  private inFlight = 0;
-  private drainQueued = false;
+  /**
+   * One job per execution in a batch (a repeated one waits for the next); a
+   * batch starts after the jobs that arrive in this turn of the event loop.
+   */
+  private readonly batcher = new MicroBatcher<StepJob, string>(
+    {
+      maxBatch: BATCH_SIZE,
+      maxInFlight: BATCHES_IN_FLIGHT,
+      start: 'tick',
+      keyOf: (job) => job.executionId,
+    },
+    async (jobs) => (await this.runBatch(jobs)).map(answerOf),
+  );
   private readonly webhookRuns = new Semaphore(WEBHOOK_RUNS_IN_FLIGHT);
   private readonly soloRuns = new Semaphore(SOLO_RUNS_IN_FLIGHT);
   /** BATCH_EMAIL_CHARS; tests lower it. */
@@ -211,14 +222,7 @@ export class WorkflowEngine {
 
   /** `first`: ahead of the jobs waiting (one a batch put off, which has waited longest). */
   private enter(job: StepJob, first: boolean): Promise<string> {
-    return new Promise<Settled>((settle) => {
-      if (first) this.waiting.unshift({ job, settle });
-      else this.waiting.push({ job, settle });
-      this.queueDrain();
-    }).then((result) => {
-      if (!result.ok) throw result.error;
-      return result.value;
-    });
+    return this.batcher.submit(job, { first });
   }
 
   /**
@@ -235,44 +239,6 @@ export class WorkflowEngine {
         this.shutdown.stopping ? Promise.resolve(HANDED_BACK) : this.run(job),
       ),
     );
-  }
-
-  private queueDrain(): void {
-    if (this.drainQueued) return;
-    this.drainQueued = true;
-    // After the jobs that arrive in this turn of the event loop.
-    setImmediate(() => {
-      this.drainQueued = false;
-      this.drain();
-    });
-  }
-
-  private drain(): void {
-    while (this.inFlight < BATCHES_IN_FLIGHT && this.waiting.length > 0) {
-      // One job per execution in a batch (a repeated one waits for the next).
-      const taken = new Set<string>();
-      const batch: typeof this.waiting = [];
-      const rest: typeof this.waiting = [];
-      for (const entry of this.waiting) {
-        if (batch.length < BATCH_SIZE && !taken.has(entry.job.executionId)) {
-          taken.add(entry.job.executionId);
-          batch.push(entry);
-        } else rest.push(entry);
-      }
-      this.waiting = rest;
-      this.inFlight += 1;
-      void this.runBatch(batch.map((entry) => entry.job))
-        .then(
-          // A WEBHOOK job's answer comes later (its call): the batch's slot is free before it.
-          (results) =>
-            batch.forEach((entry, i) => void Promise.resolve(results[i]).then(entry.settle)),
-          (error: unknown) => batch.forEach((entry) => entry.settle({ ok: false, error })),
-        )
-        .finally(() => {
-          this.inFlight -= 1;
-          this.queueDrain();
-        });
-    }
   }
 
   /**
@@ -1051,6 +1017,17 @@ function eventOnlyData(x: WorkflowExecution): boolean {
   return Object.values(x.data ?? {}).every(
     (value) => isPersistenceWrapper(value) && !value.persistent,
   );
+}
+
+/** A batch's answer for one job, as the batcher takes it: the outcome, or a promise of it that fails with the job's error. */
+function answerOf(result: Settled | Promise<Settled>): string | Promise<string> {
+  if (result instanceof Promise)
+    return result.then((r) => (r.ok ? r.value : Promise.reject(r.error)));
+  if (result.ok) return result.value;
+  const failed = Promise.reject(result.error);
+  // Handled by the batcher once the batch's answers are in; marked now so no unhandled rejection is reported meanwhile.
+  failed.catch(() => undefined);
+  return failed;
 }
 
 async function settled(promise: Promise<string>): Promise<Settled> {

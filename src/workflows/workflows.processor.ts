@@ -1,8 +1,8 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger } from '@nestjs/common';
-import { DelayedError } from 'bullmq';
 import { WORKFLOW_JOBS, WorkflowQueueJob } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
+import { handBackJob } from '../queue/worker-shutdown';
 import { HANDED_BACK, WorkflowEngine } from './workflow-engine';
 import { WorkflowsRecovery } from './workflows.recovery';
 
@@ -36,11 +36,8 @@ export class WorkflowsProcessor extends WorkerHost {
       version: job.data.version,
       direct: job.data.direct === true,
     });
-    if (outcome === HANDED_BACK && token) {
-      // The process is stopping: the job goes back to the queue untouched, for another worker or the next start.
-      await job.moveToDelayed(Date.now(), token);
-      throw new DelayedError();
-    }
+    // The process is stopping: the job goes back to the queue untouched, for another worker or the next start.
+    if (outcome === HANDED_BACK && token) return handBackJob(job, token);
     return outcome;
   }
 

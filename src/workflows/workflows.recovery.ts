@@ -4,28 +4,26 @@ import type { DataSource } from 'typeorm';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { QUEUES } from '../queue/queue.constants';
-import { QueueRecovery } from '../queue/recovery';
+import { OverdueRecovery } from '../queue/recovery';
 import { WorkflowDispatcher } from './workflow-dispatcher';
 import { OverdueKey, WorkflowsRepository } from './workflows.repository';
 
 /** An execution this late has lost its job (or never had one: the process died after the trigger's commit). */
 const OVERDUE_GRACE_MS = 5_000;
-const RECOVERY_BATCH = 1000;
+
+/** A row of WorkflowsRepository.overdue. */
+type OverdueExecution = Awaited<ReturnType<WorkflowsRepository['overdue']>>[number];
 
 /**
  * Every min(RECOVERY_EVERY_MS, 5 s), across all workers: open executions
  * overdue by more than 5 s get their job again (its deterministic id, so a
  * job that exists is left alone; a repeated one finds another version and
  * does nothing). This is what makes triggers, delays and waits lossless.
- *
- * A page holds 1,000 executions, and each run goes on after the last one's
- * page (back to the oldest once a page comes back short): under a backlog,
- * the oldest overdue executions are mostly ones whose jobs are alive (held
- * by a busy worker, or waiting in the queue), and a lost job behind them
- * must not wait for the backlog to clear.
+ * Pages of OVERDUE_PAGE executions, each run going on after the last one's
+ * (OverdueRecovery).
  */
 @Injectable()
-export class WorkflowsRecovery extends QueueRecovery {
+export class WorkflowsRecovery extends OverdueRecovery<OverdueExecution, OverdueKey> {
   readonly queue = QUEUES.WORKFLOWS;
   readonly everyMs: number;
 
@@ -39,22 +37,17 @@ export class WorkflowsRecovery extends QueueRecovery {
     this.everyMs = Math.min(config.recoveryEveryMs, 5_000);
   }
 
-  /** RECOVERY_BATCH; tests lower it. */
-  pageSize = RECOVERY_BATCH;
-  /** Where the last page ended (in this process); null: start from the oldest. */
-  private after: OverdueKey | null = null;
+  protected findOverdue(limit: number, after: OverdueKey | null): Promise<OverdueExecution[]> {
+    return this.repository.overdue(this.dataSource.manager, OVERDUE_GRACE_MS, limit, after);
+  }
 
-  async recover(): Promise<{ found: number }> {
-    const overdue = await this.repository.overdue(
-      this.dataSource.manager,
-      OVERDUE_GRACE_MS,
-      this.pageSize,
-      this.after,
-    );
-    await this.dispatcher.enqueue(
+  protected requeue(overdue: OverdueExecution[]): Promise<void> {
+    return this.dispatcher.enqueue(
       overdue.map((x) => ({ id: x.id, version: x.version, dueAt: null })),
     );
-    this.after = overdue.length < this.pageSize ? null : overdue[overdue.length - 1].key;
-    return { found: overdue.length };
+  }
+
+  protected override pageKey(last: OverdueExecution): OverdueKey {
+    return last.key;
   }
 }
