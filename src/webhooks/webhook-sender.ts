@@ -259,7 +259,7 @@ export class WebhookSender implements OnModuleDestroy {
   private async disable(endpoint: { projectId: string; endpointId: string; url: string }, failingSince: Date): Promise<void> {
     const reason = `every delivery failed since ${failingSince.toISOString()}`;
     const disabled = await this.dataSource.transaction(async (manager): Promise<EventRow | null> => {
-      if (!(await this.repository.disableEndpoint(manager, endpoint.endpointId, reason))) return null;
+      if (!(await this.repository.disableEndpoint(manager, endpoint.endpointId, reason, DISABLE_AFTER_FAILING_MS))) return null;
       return this.events.record(manager, {
         projectId: endpoint.projectId,
         contactId: null,

@@ -57,8 +57,9 @@ export class WebhooksRepository {
     return keysetRows(qb, 'w.id', afterId, limit);
   }
 
-  findEndpoint(manager: EntityManager, projectId: string, id: string): Promise<WebhookEndpoint | null> {
-    return manager.findOne(WebhookEndpoint, { where: { id, projectId } });
+  /** `lock`: holds the row until the transaction ends, so a change decided from what was read is not based on a stale view. */
+  findEndpoint(manager: EntityManager, projectId: string, id: string, lock = false): Promise<WebhookEndpoint | null> {
+    return manager.findOne(WebhookEndpoint, { where: { id, projectId }, ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}) });
   }
 
   async updateEndpoint(manager: EntityManager, id: string, changes: QueryDeepPartialEntity<WebhookEndpoint>): Promise<WebhookEndpoint> {
@@ -197,12 +198,19 @@ export class WebhooksRepository {
     };
   }
 
-  /** Disables an enabled endpoint; false when it already was. */
-  async disableEndpoint(manager: EntityManager, endpointId: string, reason: string): Promise<boolean> {
+  /**
+   * Disables an enabled endpoint whose current failing streak is at least
+   * `afterMs` old; false when it is not (already disabled, or re-enabled
+   * since the caller read the streak: a re-enable clears it, and the
+   * condition is evaluated again on the row as it is once its lock is free).
+   */
+  async disableEndpoint(manager: EntityManager, endpointId: string, reason: string, afterMs: number): Promise<boolean> {
     const rows = await queryRows(
       manager,
-      `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now() WHERE id = $1 AND enabled RETURNING id`,
-      [endpointId, reason],
+      `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now()
+        WHERE id = $1 AND enabled AND failing_since <= now() - make_interval(secs => $3::double precision / 1000)
+        RETURNING id`,
+      [endpointId, reason, afterMs],
     );
     return rows.length > 0;
   }

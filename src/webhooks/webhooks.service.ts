@@ -72,11 +72,15 @@ export class WebhooksService {
     return toWebhookResponse(await this.find(this.dataSource.manager, projectId, id));
   }
 
-  /** Enabling again clears a system disable and the failing streak. */
+  /**
+   * Enabling again clears a system disable and the failing streak. The row is
+   * read under its lock: a sender's disable either commits first (and is seen,
+   * so cleared) or finds the streak cleared and does nothing.
+   */
   async update(projectId: string, id: string, dto: UpdateWebhookDto): Promise<WebhookResponse> {
     if (dto.url !== undefined) this.assertTarget(dto.url);
     const row = await this.dataSource.transaction(async (manager) => {
-      const current = await this.find(manager, projectId, id);
+      const current = await this.find(manager, projectId, id, true);
       const changes: QueryDeepPartialEntity<WebhookEndpoint> = {};
       if (dto.url !== undefined) changes.url = dto.url;
       if (dto.events !== undefined) changes.events = dto.events;
@@ -104,7 +108,7 @@ export class WebhooksService {
   async rotateSecret(projectId: string, id: string): Promise<WebhookWithSecretResponse> {
     const secret = newWebhookSecret();
     const row = await this.dataSource.transaction(async (manager) => {
-      const current = await this.find(manager, projectId, id);
+      const current = await this.find(manager, projectId, id, true);
       return this.repository.updateEndpoint(manager, current.id, { secretSealed: this.seal(current.id, secret) });
     });
     return { ...toWebhookResponse(row), secret };
@@ -169,8 +173,8 @@ export class WebhooksService {
     }
   }
 
-  private async find(manager: EntityManager, projectId: string, id: string): Promise<WebhookEndpoint> {
-    const row = await this.repository.findEndpoint(manager, projectId, id);
+  private async find(manager: EntityManager, projectId: string, id: string, lock = false): Promise<WebhookEndpoint> {
+    const row = await this.repository.findEndpoint(manager, projectId, id, lock);
     if (!row) throw ApiException.notFound('webhook', id);
     return row;
   }
