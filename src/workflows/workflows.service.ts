@@ -20,6 +20,7 @@ import { WorkflowDispatcher } from './workflow-dispatcher';
 import { checkSteps, StepTree, waitOf, WorkflowStep } from './workflow-steps';
 import { ExecutionStatus, Workflow, WorkflowExecution, WorkflowTriggerType } from './workflow.entity';
 import { DueExecution, WorkflowsRepository } from './workflows.repository';
+import { retryOnDeadlock } from '../database/retry-on-deadlock';
 
 /**
  * The event name that starts a workflow of this trigger (the events trigger joins on it). A segment id is
@@ -104,7 +105,8 @@ export class WorkflowsService {
    */
   async update(projectId: string, id: string, dto: UpdateWorkflowDto): Promise<WorkflowResponse> {
     let moved: DueExecution[] = [];
-    const row = await this.dataSource.transaction(async (manager) => {
+    // A deadlock's victim is rolled back whole: run it again (lock order makes one rare, triggers can still cross it).
+    const row = await retryOnDeadlock(() => this.dataSource.transaction(async (manager) => {
       const current = await this.repository.lockById(manager, projectId, id);
       if (!current) throw ApiException.notFound('workflow', id);
       const trigger: WorkflowTriggerDto = dto.trigger ?? {
@@ -126,13 +128,14 @@ export class WorkflowsService {
       }
       if (dto.steps) {
         fields.steps = steps;
+        await this.repository.lockOpenOfWorkflow(manager, id);
         await this.repository.exitRemovedSteps(manager, id, new StepTree(steps).ids());
         moved = await this.rescheduleChangedWaits(manager, id, current.steps, steps);
       }
       await this.repository.update(manager, id, fields);
       await this.syncMembership(manager, projectId);
       return (await this.repository.findById(manager, projectId, id)) as Workflow;
-    });
+    }));
     this.dispatcher.invalidate(projectId);
     await this.dispatcher.enqueue(moved);
     return this.respond(row);
@@ -169,12 +172,13 @@ export class WorkflowsService {
 
   /** Deleting cancels its running executions (exitReason `workflow_deleted`). */
   async remove(projectId: string, id: string): Promise<DeletedResponse> {
-    await this.dataSource.transaction(async (manager) => {
+    await retryOnDeadlock(() => this.dataSource.transaction(async (manager) => {
       const current = await this.repository.lockById(manager, projectId, id);
       if (!current || !(await this.repository.softDelete(manager, projectId, id))) throw ApiException.notFound('workflow', id);
+      await this.repository.lockOpenOfWorkflow(manager, id);
       await this.repository.cancelOpenOfWorkflow(manager, id, 'workflow_deleted');
       await this.syncMembership(manager, projectId);
-    });
+    }));
     this.dispatcher.invalidate(projectId);
     return { id, deleted: true };
   }
