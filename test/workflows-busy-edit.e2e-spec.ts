@@ -152,7 +152,7 @@ describe('editing and deleting a busy workflow (e2e)', () => {
       [workflowId],
     );
     expect(late[0].n).toBe(0);
-  }, 180_000);
+  }, 300_000);
 
   it("an edit waits for a batch in the batch's lock order: it holds no execution after the one the batch holds", async () => {
     const ids: string[] = (

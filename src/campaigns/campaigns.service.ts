@@ -206,7 +206,7 @@ export class CampaignsService {
       if (current.status !== CampaignStatus.DRAFT && current.status !== CampaignStatus.SCHEDULED) {
         throw illegal(current, 'be sent', 'A campaign is sent once; create a new campaign to send again.');
       }
-      await this.domains.assertCanSend(projectId, current.fromEmail);
+      await this.domains.assertCanSend(projectId, current.fromEmail, manager);
       await this.checkAudience(manager, projectId, current);
       if (at) {
         return {

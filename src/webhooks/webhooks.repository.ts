@@ -240,13 +240,13 @@ export class WebhooksRepository {
     return manager.findOne(WebhookDelivery, { where: { id, endpointId } });
   }
 
-  /** Back to PENDING now with a fresh retry schedule and one more manual retry (a new job id); answers the row. */
-  async retryDelivery(manager: EntityManager, id: string): Promise<WebhookDelivery> {
+  /** Back to PENDING now with a fresh retry schedule and one more manual retry (a new job id); answers the row, null when it is gone. */
+  async retryDelivery(manager: EntityManager, id: string): Promise<WebhookDelivery | null> {
     await queryRows(
       manager,
       `UPDATE webhook_deliveries SET status = 'PENDING', attempts = 0, next_attempt_at = now(), leased_until = NULL, retries = retries + 1, updated_at = now() WHERE id = $1`,
       [id],
     );
-    return (await manager.findOne(WebhookDelivery, { where: { id } })) as WebhookDelivery;
+    return manager.findOne(WebhookDelivery, { where: { id } });
   }
 }

@@ -145,7 +145,10 @@ export class WebhooksService {
       const endpoint = await this.find(manager, projectId, id);
       const delivery = await this.repository.findDelivery(manager, endpoint.id, deliveryId);
       if (!delivery) throw ApiException.notFound('delivery', deliveryId);
-      return this.repository.retryDelivery(manager, delivery.id);
+      // Deleted since the read (with its endpoint): 404, not a cast null.
+      const retried = await this.repository.retryDelivery(manager, delivery.id);
+      if (!retried) throw ApiException.notFound('delivery', deliveryId);
+      return retried;
     });
     if (row.status === WebhookDeliveryStatus.PENDING) {
       await this.dispatcher.enqueue([{ id: row.id, endpointId: row.endpointId, retries: row.retries, attempts: row.attempts, nextAttemptAt: null }]);

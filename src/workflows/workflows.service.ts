@@ -18,7 +18,7 @@ import { UpdateWorkflowDto } from './dto/update-workflow.dto';
 import { toWorkflowResponse, WorkflowResponse } from './dto/workflow.response';
 import { WorkflowDispatcher } from './workflow-dispatcher';
 import { checkSteps, StepTree, waitOf, WorkflowStep } from './workflow-steps';
-import { ExecutionStatus, Workflow, WorkflowExecution, WorkflowTriggerType } from './workflow.entity';
+import { ExecutionStatus, Workflow, WorkflowTriggerType } from './workflow.entity';
 import { DueExecution, WorkflowsRepository } from './workflows.repository';
 import { retryOnDeadlock } from '../database/retry-on-deadlock';
 
@@ -254,7 +254,9 @@ export class WorkflowsService {
       await this.findOrFail(manager, projectId, id);
       const found = await this.repository.findExecution(manager, projectId, id, executionId);
       if (!found) throw executionNotFound(id, executionId);
-      const x = (await this.repository.lockExecution(manager, executionId)) as WorkflowExecution;
+      // Gone between the read and the lock (its contact erased): 404, as a read after it would answer.
+      const x = await this.repository.lockExecution(manager, executionId);
+      if (!x) throw executionNotFound(id, executionId);
       if (x.status !== ExecutionStatus.RUNNING && x.status !== ExecutionStatus.WAITING) {
         throw ApiException.conflict(`Execution ${executionId} has already finished (${x.status})`);
       }
