@@ -145,7 +145,8 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
       `UPDATE emails SET status = 'SENDING', attempts = 1, updated_at = now() - interval '10 minutes' WHERE id = $1`,
       [sending.id],
     );
-    // A SENDING row whose attempts are used up: its last attempt may have been accepted, so it is not re-sent.
+    // A SENDING row whose attempts are used up and whose job is gone: its last attempt may have been accepted, so it
+    // is not re-sent, but it does not stay open either: FAILED, saying the attempt was interrupted.
     const [spent] = await insertEmailsWithoutJobs(t, 'spent@example.org', [
       EmailSource.TRANSACTIONAL,
     ]);
@@ -184,12 +185,18 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
     });
     expect(untouched.body.data.status).toBe('QUEUED');
     expect(t.smtp.messagesTo('fresh@example.org')).toHaveLength(0);
-    const stillSending = await t.app.request({
-      method: 'GET',
-      url: `/emails/${spent.id}`,
-      key: t.project.secretKey,
+    const ended = await waitForEmailStatus(
+      t.app,
+      t.project.secretKey,
+      spent.id,
+      ['FAILED'],
+      10_000,
+    );
+    expect(ended).toMatchObject({
+      status: 'FAILED',
+      attempts: 100,
+      error: 'delivery was interrupted during its last attempt',
     });
-    expect(stillSending.body.data).toMatchObject({ status: 'SENDING', attempts: 100 });
     expect(t.smtp.messagesTo('spent@example.org')).toHaveLength(0);
     // The delivery scheduler moved to the new interval: one scheduler still.
     expect(await schedulersOf(QUEUES.DELIVERY)).toEqual([

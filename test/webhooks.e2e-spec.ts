@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { EventsService } from '../src/events/events.service';
 import { RefusedTargetError, sendOutbound } from '../src/common/http/outbound-http';
 import { HttpReceiver, startHttpReceiver } from './support/http-receiver';
+import { lockWaiters } from './support/locks';
 import { pollUntil } from './support/poll';
 import { SendingTest, startSendingTest, waitForEmailStatus } from './support/sending';
 
@@ -357,6 +358,54 @@ describe('outbound webhooks (e2e)', () => {
         failingSince: null,
       });
     } finally {
+      receiver.fallback = { status: 200, body: 'ok' };
+      await req('DELETE', `/webhooks/${endpoint.id}`);
+    }
+  });
+
+  it('a re-enable queued behind a sender recording a failure of the old streak stays enabled', async () => {
+    const endpoint = await create({ url: `${receiver.url}/revived`, events: ['webhook.test'] });
+    await db.query(
+      `UPDATE webhook_endpoints SET failing_since = now() - interval '3 days 1 minute' WHERE id = $1`,
+      [endpoint.id],
+    );
+    receiver.fallback = { status: 500 };
+    // Another worker's disable, not committed yet: the sender claims the delivery as enabled and its recording waits.
+    const other = db.createQueryRunner();
+    await other.connect();
+    await other.startTransaction();
+    try {
+      await other.query(
+        `UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'every delivery failed since then' WHERE id = $1`,
+        [endpoint.id],
+      );
+      await req('POST', `/webhooks/${endpoint.id}/test`);
+      await receiver.waitFor(1);
+      expect(await lockWaiters(db, 1)).toBeGreaterThanOrEqual(1);
+      // The user re-enables, queued behind the recording.
+      const patched = req('PATCH', `/webhooks/${endpoint.id}`, { enabled: true });
+      expect(await lockWaiters(db, 2)).toBeGreaterThanOrEqual(2);
+      await other.commitTransaction();
+      const res = await patched;
+      expect(res.status).toBe(200);
+      expect(res.body.data).toMatchObject({
+        enabled: true,
+        disabledReason: null,
+        failingSince: null,
+      });
+      // The sender decided on the old streak; its disable has run (the delivery went on to its last attempt) and did not apply.
+      await pollUntil(
+        () => deliveries(endpoint.id, '&status=FAILED'),
+        (items) => items.length === 1,
+        10_000,
+      );
+      expect((await req('GET', `/webhooks/${endpoint.id}`)).body.data).toMatchObject({
+        enabled: true,
+        disabledReason: null,
+      });
+    } finally {
+      if (other.isTransactionActive) await other.rollbackTransaction();
+      await other.release();
       receiver.fallback = { status: 200, body: 'ok' };
       await req('DELETE', `/webhooks/${endpoint.id}`);
     }

@@ -40,8 +40,15 @@ export const FEED_HIGH_WATER = 1000;
 const FEED_CHUNK = 500;
 /** A feed's first chunk: the first messages' jobs reach a worker before the rest are added. It doubles up to FEED_CHUNK. */
 const FIRST_FEED_CHUNK = 50;
-/** How often a campaign whose records all exist checks for the end of delivery. */
+/** How often a campaign whose records all exist checks for the end of delivery while the feed still has records to hand over. */
 const POLL_MS = 300;
+/**
+ * Once every record has been handed to delivery, the RUN job waits delayed in
+ * the queue this long between checks for the end of delivery instead of
+ * polling in a worker slot: the last emails can take a retry schedule (or a
+ * recovery) to end, and the slot runs other campaigns meanwhile.
+ */
+const TAIL_CHECK_MS = 1_000;
 /** A feed that reached the end starts over at most this often while emails stay QUEUED (a lost job). */
 const REFEED_EVERY_MS = 10_000;
 
@@ -64,6 +71,9 @@ const HAND_BACK_MS = 1_000;
  *
  * Feed: delivery jobs are added in contact order while fewer than
  * FEED_HIGH_WATER wait in Redis (one job per email, job id = email id).
+ * Once every record has its job, the RUN job goes back to the queue delayed
+ * (TAIL_CHECK_MS) between checks for the end of delivery: it holds no worker
+ * slot while the last emails wait out their retries.
  */
 @Injectable()
 export class CampaignRunner {
@@ -101,6 +111,7 @@ export class CampaignRunner {
         campaign.id,
       );
       if (!current || current.status !== CampaignStatus.SENDING) return 'stopped';
+      if (feed.exhausted) return { notDueUntil: new Date(Date.now() + TAIL_CHECK_MS) };
       await sleep(POLL_MS);
     }
   }
@@ -251,6 +262,11 @@ class Feed {
     private readonly emails: EmailsService,
     private readonly campaignId: string,
   ) {}
+
+  /** The last final top-up reached the end: every QUEUED record has its delivery job. */
+  get exhausted(): boolean {
+    return this.exhaustedAt > 0;
+  }
 
   /**
    * `final`: every record exists, so reaching the end means everything was

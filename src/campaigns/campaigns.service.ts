@@ -242,7 +242,7 @@ export class CampaignsService {
           'A campaign is sent once; create a new campaign to send again.',
         );
       }
-      await this.domains.assertCanSend(projectId, current.fromEmail);
+      await this.domains.assertCanSend(projectId, current.fromEmail, manager);
       await this.checkAudience(manager, projectId, current);
       if (at) {
         return {

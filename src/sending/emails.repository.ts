@@ -679,6 +679,26 @@ export class EmailsRepository {
     );
   }
 
+  /**
+   * SENDING rows whose last attempt began more than `minutes` ago (every
+   * attempt used): no retry is due for them, so only their job, if it still
+   * runs somewhere, can finish them.
+   */
+  findStaleLastAttempts(
+    manager: EntityManager,
+    minutes: number,
+    limit: number,
+    maxAttempts: number,
+  ): Promise<Array<{ id: string }>> {
+    return queryRows<{ id: string }>(
+      manager,
+      `SELECT id FROM emails
+        WHERE status = 'SENDING' AND updated_at < now() - make_interval(mins => $1) AND attempts >= $3
+        ORDER BY updated_at LIMIT $2`,
+      [minutes, limit, maxAttempts],
+    );
+  }
+
   /** Housekeeping: keys past their 24 hours. */
   async deleteExpiredIdempotencyKeys(manager: EntityManager): Promise<number> {
     const rows = await queryRows<{ id: string }>(

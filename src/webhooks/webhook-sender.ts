@@ -294,7 +294,14 @@ export class WebhookSender implements OnModuleDestroy {
     const reason = `every delivery failed since ${failingSince.toISOString()}`;
     const disabled = await this.dataSource.transaction(
       async (manager): Promise<EventRow | null> => {
-        if (!(await this.repository.disableEndpoint(manager, endpoint.endpointId, reason)))
+        if (
+          !(await this.repository.disableEndpoint(
+            manager,
+            endpoint.endpointId,
+            reason,
+            DISABLE_AFTER_FAILING_MS,
+          ))
+        )
           return null;
         return this.events.record(manager, {
           projectId: endpoint.projectId,

@@ -76,12 +76,17 @@ export class WebhooksRepository {
     return keysetRows(qb, 'w.id', afterId, limit);
   }
 
+  /** `lock`: holds the row until the transaction ends, so a change decided from what was read is not based on a stale view. */
   findEndpoint(
     manager: EntityManager,
     projectId: string,
     id: string,
+    lock = false,
   ): Promise<WebhookEndpoint | null> {
-    return manager.findOne(WebhookEndpoint, { where: { id, projectId } });
+    return manager.findOne(WebhookEndpoint, {
+      where: { id, projectId },
+      ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
+    });
   }
 
   async updateEndpoint(
@@ -259,16 +264,24 @@ export class WebhooksRepository {
     };
   }
 
-  /** Disables an enabled endpoint; false when it already was. */
+  /**
+   * Disables an enabled endpoint whose current failing streak is at least
+   * `afterMs` old; false when it is not (already disabled, or re-enabled
+   * since the caller read the streak: a re-enable clears it, and the
+   * condition is evaluated again on the row as it is once its lock is free).
+   */
   async disableEndpoint(
     manager: EntityManager,
     endpointId: string,
     reason: string,
+    afterMs: number,
   ): Promise<boolean> {
     const rows = await queryRows(
       manager,
-      `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now() WHERE id = $1 AND enabled RETURNING id`,
-      [endpointId, reason],
+      `UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, updated_at = now()
+        WHERE id = $1 AND enabled AND failing_since <= now() - make_interval(secs => $3::double precision / 1000)
+        RETURNING id`,
+      [endpointId, reason, afterMs],
     );
     return rows.length > 0;
   }
@@ -328,13 +341,13 @@ export class WebhooksRepository {
     return manager.findOne(WebhookDelivery, { where: { id, endpointId } });
   }
 
-  /** Back to PENDING now with a fresh retry schedule and one more manual retry (a new job id); answers the row. */
-  async retryDelivery(manager: EntityManager, id: string): Promise<WebhookDelivery> {
+  /** Back to PENDING now with a fresh retry schedule and one more manual retry (a new job id); answers the row, null when it is gone. */
+  async retryDelivery(manager: EntityManager, id: string): Promise<WebhookDelivery | null> {
     await queryRows(
       manager,
       `UPDATE webhook_deliveries SET status = 'PENDING', attempts = 0, next_attempt_at = now(), leased_until = NULL, retries = retries + 1, updated_at = now() WHERE id = $1`,
       [id],
     );
-    return (await manager.findOne(WebhookDelivery, { where: { id } })) as WebhookDelivery;
+    return manager.findOne(WebhookDelivery, { where: { id } });
   }
 }

@@ -77,11 +77,15 @@ export class WebhooksService {
     return toWebhookResponse(await this.find(this.dataSource.manager, projectId, id));
   }
 
-  /** Enabling again clears a system disable and the failing streak. */
+  /**
+   * Enabling again clears a system disable and the failing streak. The row is
+   * read under its lock: a sender's disable either commits first (and is seen,
+   * so cleared) or finds the streak cleared and does nothing.
+   */
   async update(projectId: string, id: string, dto: UpdateWebhookDto): Promise<WebhookResponse> {
     if (dto.url !== undefined) this.assertTarget(dto.url);
     const row = await this.dataSource.transaction(async (manager) => {
-      const current = await this.find(manager, projectId, id);
+      const current = await this.find(manager, projectId, id, true);
       const changes: QueryDeepPartialEntity<WebhookEndpoint> = {};
       if (dto.url !== undefined) changes.url = dto.url;
       if (dto.events !== undefined) changes.events = dto.events;
@@ -112,7 +116,7 @@ export class WebhooksService {
   async rotateSecret(projectId: string, id: string): Promise<WebhookWithSecretResponse> {
     const secret = newWebhookSecret();
     const row = await this.dataSource.transaction(async (manager) => {
-      const current = await this.find(manager, projectId, id);
+      const current = await this.find(manager, projectId, id, true);
       return this.repository.updateEndpoint(manager, current.id, {
         secretSealed: this.seal(current.id, secret),
       });
@@ -167,7 +171,10 @@ export class WebhooksService {
       const endpoint = await this.find(manager, projectId, id);
       const delivery = await this.repository.findDelivery(manager, endpoint.id, deliveryId);
       if (!delivery) throw ApiException.notFound('delivery', deliveryId);
-      return this.repository.retryDelivery(manager, delivery.id);
+      // Deleted since the read (with its endpoint): 404, not a cast null.
+      const retried = await this.repository.retryDelivery(manager, delivery.id);
+      if (!retried) throw ApiException.notFound('delivery', deliveryId);
+      return retried;
     });
     if (row.status === WebhookDeliveryStatus.PENDING) {
       await this.dispatcher.enqueue([
@@ -211,8 +218,9 @@ export class WebhooksService {
     manager: EntityManager,
     projectId: string,
     id: string,
+    lock = false,
   ): Promise<WebhookEndpoint> {
-    const row = await this.repository.findEndpoint(manager, projectId, id);
+    const row = await this.repository.findEndpoint(manager, projectId, id, lock);
     if (!row) throw ApiException.notFound('webhook', id);
     return row;
   }

@@ -82,6 +82,9 @@ const EXECUTION_COLUMNS = `x.id, x.project_id AS "projectId", x.workflow_id AS "
 const ENGINE_READ = `SELECT ${EXECUTION_COLUMNS}, (extract(epoch FROM w.updated_at) * 1000000)::bigint::text AS "workflowStamp"
   FROM workflow_executions x JOIN workflows w ON w.id = x.workflow_id WHERE x.id = $1`;
 
+/** Executions locked per statement by lockOpenOfWorkflow. */
+const LOCK_CHUNK = 1000;
+
 /** The engine's lock: its executions in id order, with when the current step's record began (a wait's start). */
 const ENGINE_LOCK = `SELECT ${EXECUTION_COLUMNS}, (extract(epoch FROM w.updated_at) * 1000000)::bigint::text AS "workflowStamp",
          s.started_at AS "stepStartedAt"
@@ -255,6 +258,31 @@ export class WorkflowsRepository {
       [segmentId, projectId],
     );
     return rows.length > 0;
+  }
+
+  /**
+   * Locks the workflow's open executions in id order, a chunk per statement,
+   * until the transaction ends: the order the engine's batches lock them in
+   * (ENGINE_LOCK), so an edit or a delete and a batch wait for each other
+   * instead of deadlocking. The bulk updates after it find their rows held.
+   * A chunk may come back short when rows it waited for stopped being open,
+   * so only an empty chunk ends the walk.
+   */
+  async lockOpenOfWorkflow(manager: EntityManager, workflowId: string): Promise<number> {
+    let after: string | null = null;
+    let locked = 0;
+    for (;;) {
+      const rows: Array<{ id: string }> = await queryRows<{ id: string }>(
+        manager,
+        `SELECT id FROM workflow_executions
+          WHERE workflow_id = $1 AND status IN ('RUNNING', 'WAITING') AND ($2::uuid IS NULL OR id > $2::uuid)
+          ORDER BY id LIMIT $3 FOR UPDATE`,
+        [workflowId, after, LOCK_CHUNK],
+      );
+      if (rows.length === 0) return locked;
+      locked += rows.length;
+      after = rows[rows.length - 1].id;
+    }
   }
 
   /** Open executions at a step no longer in the definition end EXITED (step_removed). */

@@ -24,13 +24,9 @@ import {
 import { WorkflowDispatcher } from './workflow-dispatcher';
 import { WorkflowSecrets } from './workflow-secrets';
 import { checkSteps, StepTree, waitOf, WorkflowStep } from './workflow-steps';
-import {
-  ExecutionStatus,
-  Workflow,
-  WorkflowExecution,
-  WorkflowTriggerType,
-} from './workflow.entity';
+import { ExecutionStatus, Workflow, WorkflowTriggerType } from './workflow.entity';
 import { DueExecution, WorkflowsRepository } from './workflows.repository';
+import { retryOnDeadlock } from '../database/retry-on-deadlock';
 
 /**
  * The event name that starts a workflow of this trigger (the events trigger joins on it). A segment id is
@@ -143,46 +139,50 @@ export class WorkflowsService {
    */
   async update(projectId: string, id: string, dto: UpdateWorkflowDto): Promise<WorkflowResponse> {
     let moved: DueExecution[] = [];
-    const row = await this.dataSource.transaction(async (manager) => {
-      const current = await this.repository.lockById(manager, projectId, id);
-      if (!current) throw ApiException.notFound('workflow', id);
-      const trigger: WorkflowTriggerDto = dto.trigger ?? {
-        type: current.triggerType,
-        event: current.triggerEvent ?? undefined,
-        segmentId: current.triggerSegmentId ?? undefined,
-      };
-      const steps = await this.checkDefinition(
-        manager,
-        projectId,
-        trigger,
-        dto.steps ?? current.steps,
-        current.steps,
-        !dto.trigger,
-        !dto.steps,
-      );
-      const fields: Partial<Workflow> = {};
-      if (dto.name !== undefined) fields.name = dto.name;
-      if (dto.description !== undefined) fields.description = dto.description;
-      if (dto.enabled !== undefined) fields.enabled = dto.enabled;
-      if (dto.allowReentry !== undefined) fields.allowReentry = dto.allowReentry;
-      if (dto.trigger) {
-        fields.triggerType = trigger.type;
-        fields.triggerEvent =
-          trigger.type === WorkflowTriggerType.EVENT ? (trigger.event as string) : null;
-        fields.triggerSegmentId = isSegmentTrigger(trigger.type)
-          ? (trigger.segmentId as string).toLowerCase()
-          : null;
-        fields.triggerName = triggerNameOf(trigger);
-      }
-      if (dto.steps) {
-        fields.steps = steps;
-        await this.repository.exitRemovedSteps(manager, id, new StepTree(steps).ids());
-        moved = await this.rescheduleChangedWaits(manager, id, current.steps, steps);
-      }
-      await this.repository.update(manager, id, fields);
-      await this.syncMembership(manager, projectId);
-      return (await this.repository.findById(manager, projectId, id)) as Workflow;
-    });
+    // A deadlock's victim is rolled back whole: run it again (lock order makes one rare, triggers can still cross it).
+    const row = await retryOnDeadlock(() =>
+      this.dataSource.transaction(async (manager) => {
+        const current = await this.repository.lockById(manager, projectId, id);
+        if (!current) throw ApiException.notFound('workflow', id);
+        const trigger: WorkflowTriggerDto = dto.trigger ?? {
+          type: current.triggerType,
+          event: current.triggerEvent ?? undefined,
+          segmentId: current.triggerSegmentId ?? undefined,
+        };
+        const steps = await this.checkDefinition(
+          manager,
+          projectId,
+          trigger,
+          dto.steps ?? current.steps,
+          current.steps,
+          !dto.trigger,
+          !dto.steps,
+        );
+        const fields: Partial<Workflow> = {};
+        if (dto.name !== undefined) fields.name = dto.name;
+        if (dto.description !== undefined) fields.description = dto.description;
+        if (dto.enabled !== undefined) fields.enabled = dto.enabled;
+        if (dto.allowReentry !== undefined) fields.allowReentry = dto.allowReentry;
+        if (dto.trigger) {
+          fields.triggerType = trigger.type;
+          fields.triggerEvent =
+            trigger.type === WorkflowTriggerType.EVENT ? (trigger.event as string) : null;
+          fields.triggerSegmentId = isSegmentTrigger(trigger.type)
+            ? (trigger.segmentId as string).toLowerCase()
+            : null;
+          fields.triggerName = triggerNameOf(trigger);
+        }
+        if (dto.steps) {
+          fields.steps = steps;
+          await this.repository.lockOpenOfWorkflow(manager, id);
+          await this.repository.exitRemovedSteps(manager, id, new StepTree(steps).ids());
+          moved = await this.rescheduleChangedWaits(manager, id, current.steps, steps);
+        }
+        await this.repository.update(manager, id, fields);
+        await this.syncMembership(manager, projectId);
+        return (await this.repository.findById(manager, projectId, id)) as Workflow;
+      }),
+    );
     this.dispatcher.invalidate(projectId);
     await this.dispatcher.enqueue(moved);
     return this.respond(row);
@@ -219,13 +219,16 @@ export class WorkflowsService {
 
   /** Deleting cancels its running executions (exitReason `workflow_deleted`). */
   async remove(projectId: string, id: string): Promise<DeletedResponse> {
-    await this.dataSource.transaction(async (manager) => {
-      const current = await this.repository.lockById(manager, projectId, id);
-      if (!current || !(await this.repository.softDelete(manager, projectId, id)))
-        throw ApiException.notFound('workflow', id);
-      await this.repository.cancelOpenOfWorkflow(manager, id, 'workflow_deleted');
-      await this.syncMembership(manager, projectId);
-    });
+    await retryOnDeadlock(() =>
+      this.dataSource.transaction(async (manager) => {
+        const current = await this.repository.lockById(manager, projectId, id);
+        if (!current || !(await this.repository.softDelete(manager, projectId, id)))
+          throw ApiException.notFound('workflow', id);
+        await this.repository.lockOpenOfWorkflow(manager, id);
+        await this.repository.cancelOpenOfWorkflow(manager, id, 'workflow_deleted');
+        await this.syncMembership(manager, projectId);
+      }),
+    );
     this.dispatcher.invalidate(projectId);
     return { id, deleted: true };
   }
@@ -345,7 +348,9 @@ export class WorkflowsService {
       await this.findOrFail(manager, projectId, id);
       const found = await this.repository.findExecution(manager, projectId, id, executionId);
       if (!found) throw executionNotFound(id, executionId);
-      const x = (await this.repository.lockExecution(manager, executionId)) as WorkflowExecution;
+      // Gone between the read and the lock (its contact erased): 404, as a read after it would answer.
+      const x = await this.repository.lockExecution(manager, executionId);
+      if (!x) throw executionNotFound(id, executionId);
       if (x.status !== ExecutionStatus.RUNNING && x.status !== ExecutionStatus.WAITING) {
         throw ApiException.conflict(`Execution ${executionId} has already finished (${x.status})`);
       }
