@@ -27,7 +27,8 @@ export class OperationsRepository {
       n: string;
     }>(
       manager,
-      `SELECT family, status, source, sum(n) AS n FROM status_counters GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+      // A status no row has any more is left out, as a grouped count(*) leaves it out.
+      `SELECT family, status, source, sum(n) AS n FROM status_counters GROUP BY 1, 2, 3 HAVING sum(n) <> 0 ORDER BY 1, 2, 3`,
     );
     const out = new Map<CountedFamily, LabelledCount[]>();
     for (const family of [
