@@ -358,6 +358,28 @@ describe('status counters (e2e)', () => {
       expect(await pollUntil(others, (n) => n === 0, 10_000)).toBe(0);
       expect(await reads()).toEqual(before);
       expect(statusGauges(metrics)).toEqual(expected);
+
+      // Every backend that wrote counters has gone: compaction folds their slots into slot 0, sums unchanged.
+      const sums = `SELECT family, status, source, sum(n)::int AS n FROM status_counters GROUP BY 1, 2, 3 HAVING sum(n) <> 0 ORDER BY 1, 2, 3`;
+      const workflowSums = `SELECT workflow_id, sum(running + waiting + completed + exited + failed + cancelled)::int AS n FROM workflow_counters GROUP BY 1 ORDER BY 1`;
+      const [beforeSums, beforeWorkflows] = [
+        (await admin.query(sums)).rows,
+        (await admin.query(workflowSums)).rows,
+      ];
+      expect(
+        (await admin.query(`SELECT count(*)::int AS n FROM status_counters WHERE slot <> 0`))
+          .rows[0].n,
+      ).toBeGreaterThan(0);
+      await admin.query('SELECT compact_counters()');
+      expect(
+        (await admin.query(`SELECT count(DISTINCT slot)::int AS n FROM status_counters`)).rows[0].n,
+      ).toBe(1);
+      expect(
+        (await admin.query(`SELECT count(*)::int AS n FROM workflow_counters WHERE slot <> 0`))
+          .rows[0].n,
+      ).toBe(0);
+      expect((await admin.query(sums)).rows).toEqual(beforeSums);
+      expect((await admin.query(workflowSums)).rows).toEqual(beforeWorkflows);
     } finally {
       await admin.end();
     }
