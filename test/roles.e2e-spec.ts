@@ -62,7 +62,9 @@ describe('APP_ROLE decides what a process runs (e2e)', () => {
     expect(ok.headers.get('content-type')).toMatch(/^text\/plain/);
     const text = await ok.text();
     expect(text).toContain('# TYPE mailwright_smtp_errors_total counter');
-    expect(text).toContain('mailwright_queue_jobs');
+    // Queue depth and record counts are global: API processes export them, so a sum over processes counts each once.
+    expect(text).not.toContain('mailwright_queue_jobs');
+    expect(text).not.toContain('mailwright_emails');
     expect((await fetch(`http://127.0.0.1:${port}/other`)).status).toBe(404);
 
     const apiPort = await freePort();

@@ -1,17 +1,21 @@
 import { getQueueToken } from '@nestjs/bullmq';
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
 import { Gauge } from 'prom-client';
 import type { DataSource } from 'typeorm';
 import { AppMetrics, METRICS_REGISTRY } from '../common/metrics/metrics';
+import { AppConfig, runsApi } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
 import { EventHooks, EventRecordedListener, RecordedEvent } from '../events/event-hooks';
 import { QUEUES } from '../queue/queue.constants';
 import { LabelledCount, OperationsRepository } from './operations.repository';
 
-/** Counts that need the database are refreshed at most this often, whatever the scrape rate. */
-export const DATABASE_COUNTS_TTL_MS = 15_000;
+/** Counts that need the database are refreshed at most this often, whatever the scrape rate (one read of a few counter rows). */
+export const DATABASE_COUNTS_TTL_MS = 1_000;
+/** How often a process offers to fold the counter slots of gone backends (one process does it at a time). */
+const COMPACTION_INTERVAL_MS = 60_000;
 /** Queue counts (Redis) at most this often. */
 const QUEUE_COUNTS_TTL_MS = 2_000;
 const QUEUE_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'failed'] as const;
@@ -19,63 +23,95 @@ const QUEUE_STATES = ['waiting', 'prioritized', 'active', 'delayed', 'failed'] a
 /**
  * The gauges of GET /metrics that are read rather than counted: queue jobs
  * per state (Redis), and emails by status and source, webhook deliveries,
- * campaigns and workflow executions by status (Postgres, at most every 15 s, the last answer served
- * in between). Also counts email.* events as they are published.
+ * campaigns and workflow executions by status (Postgres counter rows, see
+ * StatusCounter; at most every second, the last answer served in between).
+ * Also counts email.* events as they are published.
+ *
+ * Those gauges are global (every process would read the same numbers), so
+ * only processes that serve the API export them, and a sum over the scraped
+ * processes does not count the same jobs and emails twice per worker. A
+ * worker-only process's /metrics has its own counters and process metrics.
+ * With several API replicas, aggregate these gauges with max, not sum.
  */
 @Injectable()
-export class MetricsService implements OnModuleInit, EventRecordedListener {
+export class MetricsService implements OnModuleInit, OnModuleDestroy, EventRecordedListener {
   private readonly logger = new Logger(MetricsService.name);
-  private readonly queueJobs: Gauge<'queue' | 'state'>;
-  private readonly emails: Gauge<'status' | 'source'>;
-  private readonly webhookDeliveries: Gauge<'status'>;
-  private readonly campaigns: Gauge<'status'>;
-  private readonly workflowExecutions: Gauge<'status'>;
+  /** Null in a worker-only process: the global gauges are exported by API processes only. */
+  private readonly global: {
+    queueJobs: Gauge<'queue' | 'state'>;
+    emails: Gauge<'status' | 'source'>;
+    webhookDeliveries: Gauge<'status'>;
+    campaigns: Gauge<'status'>;
+    workflowExecutions: Gauge<'status'>;
+  } | null;
+  private compaction: NodeJS.Timeout | null = null;
   private databaseAt = 0;
   private queuesAt = 0;
   private refreshing: Promise<void> | null = null;
 
   constructor(
     @Inject(METRICS_REGISTRY) private readonly metrics: AppMetrics,
+    @Inject(APP_CONFIG) config: AppConfig,
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: OperationsRepository,
     private readonly moduleRef: ModuleRef,
     private readonly hooks: EventHooks,
   ) {
     const registers = [metrics.registry];
-    this.queueJobs = new Gauge({
-      name: 'mailwright_queue_jobs',
-      help: 'Jobs per queue and state',
-      labelNames: ['queue', 'state'],
-      registers,
-    });
-    this.emails = new Gauge({
-      name: 'mailwright_emails',
-      help: 'Email records by status and source (refreshed at most every 15 s)',
-      labelNames: ['status', 'source'],
-      registers,
-    });
-    this.webhookDeliveries = new Gauge({
-      name: 'mailwright_webhook_deliveries',
-      help: 'Outbound webhook deliveries by status (refreshed at most every 15 s)',
-      labelNames: ['status'],
-      registers,
-    });
-    this.campaigns = new Gauge({
-      name: 'mailwright_campaigns',
-      help: 'Campaigns by status (refreshed at most every 15 s)',
-      labelNames: ['status'],
-      registers,
-    });
-    this.workflowExecutions = new Gauge({
-      name: 'mailwright_workflow_executions',
-      help: 'Workflow executions by status (refreshed at most every 15 s)',
-      labelNames: ['status'],
-      registers,
-    });
+    this.global = runsApi(config)
+      ? {
+          queueJobs: new Gauge({
+            name: 'mailwright_queue_jobs',
+            help: 'Jobs per queue and state',
+            labelNames: ['queue', 'state'],
+            registers,
+          }),
+          emails: new Gauge({
+            name: 'mailwright_emails',
+            help: 'Email records by status and source',
+            labelNames: ['status', 'source'],
+            registers,
+          }),
+          webhookDeliveries: new Gauge({
+            name: 'mailwright_webhook_deliveries',
+            help: 'Outbound webhook deliveries by status',
+            labelNames: ['status'],
+            registers,
+          }),
+          campaigns: new Gauge({
+            name: 'mailwright_campaigns',
+            help: 'Campaigns by status',
+            labelNames: ['status'],
+            registers,
+          }),
+          workflowExecutions: new Gauge({
+            name: 'mailwright_workflow_executions',
+            help: 'Workflow executions by status',
+            labelNames: ['status'],
+            registers,
+          }),
+        }
+      : null;
   }
 
   onModuleInit(): void {
     this.hooks.register(this);
+    this.compaction = setInterval(() => void this.compact(), COMPACTION_INTERVAL_MS);
+    this.compaction.unref();
+  }
+
+  onModuleDestroy(): void {
+    if (this.compaction) clearInterval(this.compaction);
+    this.compaction = null;
+  }
+
+  private async compact(): Promise<void> {
+    try {
+      await this.repository.compactCounters(this.dataSource.manager);
+    } catch (error) {
+      // Only the number of counter rows read grows until the next run; the counts stay exact.
+      this.logger.warn({ err: error }, 'could not compact the status counters');
+    }
   }
 
   onEventsRecorded(events: RecordedEvent[]): void {
@@ -98,12 +134,14 @@ export class MetricsService implements OnModuleInit, EventRecordedListener {
   }
 
   private async refresh(): Promise<void> {
+    const global = this.global;
+    if (!global) return;
     const now = Date.now();
     const work: Promise<void>[] = [];
     if (now - this.queuesAt >= QUEUE_COUNTS_TTL_MS)
-      work.push(this.refreshQueues().then(() => void (this.queuesAt = now)));
+      work.push(this.refreshQueues(global.queueJobs).then(() => void (this.queuesAt = now)));
     if (now - this.databaseAt >= DATABASE_COUNTS_TTL_MS)
-      work.push(this.refreshDatabase().then(() => void (this.databaseAt = now)));
+      work.push(this.refreshDatabase(global).then(() => void (this.databaseAt = now)));
     const results = await Promise.allSettled(work);
     for (const result of results) {
       // A scrape during an outage still answers, with the last values; the log says why they are old.
@@ -112,27 +150,23 @@ export class MetricsService implements OnModuleInit, EventRecordedListener {
     }
   }
 
-  private async refreshQueues(): Promise<void> {
-    for (const name of Object.values(QUEUES)) {
-      const queue = this.moduleRef.get<Queue>(getQueueToken(name), { strict: false });
-      const counts = await queue.getJobCounts(...QUEUE_STATES);
-      for (const state of QUEUE_STATES)
-        this.queueJobs.set({ queue: name, state }, counts[state] ?? 0);
-    }
+  private async refreshQueues(gauge: Gauge<'queue' | 'state'>): Promise<void> {
+    // All queues at once: one Redis round trip of latency per scrape, not one per queue.
+    await Promise.all(
+      Object.values(QUEUES).map(async (name) => {
+        const queue = this.moduleRef.get<Queue>(getQueueToken(name), { strict: false });
+        const counts = await queue.getJobCounts(...QUEUE_STATES);
+        for (const state of QUEUE_STATES) gauge.set({ queue: name, state }, counts[state] ?? 0);
+      }),
+    );
   }
 
-  private async refreshDatabase(): Promise<void> {
-    const manager = this.dataSource.manager;
-    const [emails, deliveries, campaigns, executions] = await Promise.all([
-      this.repository.emailsByStatusAndSource(manager),
-      this.repository.webhookDeliveriesByStatus(manager),
-      this.repository.campaignsByStatus(manager),
-      this.repository.workflowExecutionsByStatus(manager),
-    ]);
-    setAll(this.emails, emails);
-    setAll(this.webhookDeliveries, deliveries);
-    setAll(this.campaigns, campaigns);
-    setAll(this.workflowExecutions, executions);
+  private async refreshDatabase(global: NonNullable<MetricsService['global']>): Promise<void> {
+    const counts = await this.repository.statusCounts(this.dataSource.manager);
+    setAll(global.emails, counts.get('emails') ?? []);
+    setAll(global.webhookDeliveries, counts.get('webhook_deliveries') ?? []);
+    setAll(global.campaigns, counts.get('campaigns') ?? []);
+    setAll(global.workflowExecutions, counts.get('workflow_executions') ?? []);
   }
 }
 

@@ -343,6 +343,7 @@ export class WorkflowsRepository {
     return rows[0].n;
   }
 
+  /** Executions by status from the workflows' counter rows (WorkflowCounter): a few rows per workflow, whatever its history. */
   async countsOf(
     manager: EntityManager,
     workflowIds: string[],
@@ -351,15 +352,14 @@ export class WorkflowsRepository {
     for (const id of workflowIds)
       out.set(id, { running: 0, waiting: 0, completed: 0, exited: 0, failed: 0, cancelled: 0 });
     if (workflowIds.length === 0) return out;
-    const rows = await queryRows<{ workflowId: string; status: ExecutionStatus; n: number }>(
+    const rows = await queryRows<ExecutionCounts & { workflowId: string }>(
       manager,
-      `SELECT workflow_id AS "workflowId", status, count(*)::int AS n FROM workflow_executions
-        WHERE workflow_id = ANY($1::uuid[]) GROUP BY 1, 2`,
+      `SELECT workflow_id AS "workflowId", sum(running)::int AS running, sum(waiting)::int AS waiting, sum(completed)::int AS completed,
+              sum(exited)::int AS exited, sum(failed)::int AS failed, sum(cancelled)::int AS cancelled
+         FROM workflow_counters WHERE workflow_id = ANY($1::uuid[]) GROUP BY 1`,
       [workflowIds],
     );
-    for (const r of rows)
-      (out.get(r.workflowId) as ExecutionCounts)[r.status.toLowerCase() as keyof ExecutionCounts] =
-        r.n;
+    for (const { workflowId, ...counts } of rows) out.set(workflowId, counts);
     return out;
   }
 
