@@ -1,7 +1,9 @@
+import { LiquidSandbox, PARSED_CACHE_CHARS } from './liquid-sandbox';
 import { buildRenderContext, TemplateRenderer, TemplateRenderError } from './template-renderer';
 
 describe('TemplateRenderer', () => {
-  const renderer = new TemplateRenderer();
+  const renderer = new TemplateRenderer({ timeoutMs: 1000 });
+  afterAll(() => renderer.onApplicationShutdown());
   const contact = {
     id: 'c1',
     email: 'ada@example.org',
@@ -101,5 +103,63 @@ describe('TemplateRenderer', () => {
     );
     expect(renderer.validate('{% layout "x" %}')).toMatch(/\{% layout %\}/);
     expect(renderer.validate('{% block b %}kept{% endblock %}')).toBeNull();
+  });
+
+  it('stops a render inside one filter call at the deadline, naming the part, and the event loop stays free', async () => {
+    // liquidjs checks its own time limit only between nodes: this one filter call ran 15-21 s.
+    const slow = '{% assign a = (1..3000000) %}{{ a | where_exp: "i", "i > 0" | size }}';
+    let ticks = 0;
+    const ticker = setInterval(() => (ticks += 1), 10);
+    const started = Date.now();
+    try {
+      await expect(renderer.render({ subject: 's', body: slow }, {})).rejects.toEqual(
+        expect.objectContaining({ part: 'body', message: 'rendering took longer than 1000 ms' }),
+      );
+      await expect(renderer.render({ subject: slow, body: 'b' }, {})).rejects.toEqual(
+        expect.objectContaining({ part: 'subject' }),
+      );
+      await expect(renderer.renderText(slow, {})).rejects.toBeInstanceOf(TemplateRenderError);
+    } finally {
+      clearInterval(ticker);
+    }
+    // The calling thread kept running its timers while the renders were stopped.
+    expect(ticks).toBeGreaterThan((Date.now() - started) / 10 / 4);
+    // The pool replaced the stopped threads: the next render works.
+    await expect(
+      renderer.render({ subject: 'ok', body: '<p>{{ 1 | plus: 1 }}</p>' }, {}),
+    ).resolves.toMatchObject({
+      subject: 'ok',
+      html: '<p>2</p>',
+    });
+  });
+
+  it('answers HTML too deep to convert and pathological Markdown with a render error, never a crash', async () => {
+    const deep = '<ul><li>'.repeat(40_000) + 'x';
+    await expect(renderer.render({ subject: 's', body: deep }, {})).rejects.toBeInstanceOf(
+      TemplateRenderError,
+    );
+    const stars = '*a'.repeat(200_000);
+    await expect(
+      renderer.render({ subject: 's', body: stars, format: 'markdown' }, {}),
+    ).rejects.toEqual(expect.objectContaining({ part: 'body' }));
+  });
+
+  it('renders many messages at once, each with its own context', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        renderer.render({ subject: 'Hi {{ n }}', body: '<b>{{ n }}</b>' }, { n: i }),
+      ),
+    );
+    expect(results.map((r) => r.subject)).toEqual(Array.from({ length: 50 }, (_, i) => `Hi ${i}`));
+  });
+});
+
+describe('LiquidSandbox parsed-template cache', () => {
+  it('is bounded by the characters of its sources, not by a count', async () => {
+    const sandbox = new LiquidSandbox();
+    const big = (i: number) => `{{ ${i} }}` + 'x'.repeat(900_000);
+    for (let i = 0; i < 20; i++) await sandbox.render({ subject: 's', body: big(i) }, {});
+    expect(sandbox.cacheSize.chars).toBeLessThanOrEqual(PARSED_CACHE_CHARS);
+    expect(sandbox.cacheSize.entries).toBeLessThan(20);
   });
 });

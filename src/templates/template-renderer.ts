@@ -1,25 +1,22 @@
-import { compile } from 'html-to-text';
-import { Liquid, Template } from 'liquidjs';
-import MarkdownIt from 'markdown-it';
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+import { OnApplicationShutdown } from '@nestjs/common';
+import { Piscina } from 'piscina';
+import { Semaphore } from '../common/concurrency/semaphore';
 import { isPersistenceWrapper } from '../contacts/contact-data';
+import {
+  LiquidSandbox,
+  RenderContext,
+  RenderedContent,
+  RenderLimitError,
+  RenderPart,
+  RenderSource,
+  TemplateRenderError,
+} from './liquid-sandbox';
+import type { RenderOutcome, RenderTask } from './render-worker';
 
-/** Body formats a message can be written in; markdown is turned into HTML after Liquid. */
-export type BodyFormat = 'html' | 'markdown';
-
-export interface RenderSource {
-  subject: string;
-  body: string;
-  format?: BodyFormat;
-}
-
-export interface RenderedContent {
-  subject: string;
-  html: string;
-  text: string;
-}
-
-/** Per-recipient values; see buildRenderContext for the precedence rules. */
-export type RenderContext = Record<string, unknown>;
+export { htmlToText, RENDER_LIMITS, RenderLimitError, TemplateRenderError } from './liquid-sandbox';
+export type { BodyFormat, RenderContext, RenderedContent, RenderSource } from './liquid-sandbox';
 
 export interface RenderContextInput {
   email: string;
@@ -29,154 +26,112 @@ export interface RenderContextInput {
   unsubscribeUrl: string;
 }
 
-/** Raised for Liquid that does not parse or exceeds a limit while rendering. */
-export class TemplateRenderError extends Error {
-  constructor(
-    public readonly part: 'subject' | 'body',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'TemplateRenderError';
-  }
+export interface RenderPoolOptions {
+  /** Wall-clock budget of one render (RENDER_TIMEOUT_MS), counted from the moment a thread takes it. */
+  timeoutMs: number;
+  /** Threads rendering at once in this process. */
+  threads?: number;
+  /** Heap of each thread: a render that needs more fails instead of growing the process. */
+  threadHeapMb?: number;
 }
 
-/** Limits of the sandbox. Parse and render budgets are per template part. */
-export const RENDER_LIMITS = {
-  /** Characters of template source accepted by the parser. */
-  parseChars: 1_000_000,
-  /** Wall-clock budget of one render, in ms (liquidjs checks it while rendering). */
-  renderMs: 250,
-  /** Allocation budget for loops, ranges and string filters, in liquidjs units (bytes/items). */
-  memory: 16_000_000,
-  /** Rendered output beyond this is refused rather than mailed. */
-  outputChars: 2_000_000,
-} as const;
-
-const PARSED_CACHE_SIZE = 500;
-
-/** liquidjs tags that load another template by name; a message has no other files to load. */
-const FILE_TAGS = ['include', 'render', 'layout'] as const;
-
-function engine(escape: boolean): Liquid {
-  const liquid = new Liquid({
-    // An empty in-memory file system: nothing can reach the disk even if a tag slipped through.
-    templates: {},
-    ownPropertyOnly: true,
-    strictFilters: true,
-    outputEscape: escape ? 'escape' : undefined,
-    parseLimit: RENDER_LIMITS.parseChars,
-    renderLimit: RENDER_LIMITS.renderMs,
-    memoryLimit: RENDER_LIMITS.memory,
-    timezoneOffset: 0,
-  });
-  // Refused when parsed, so the save-time check rejects them instead of every send failing on a lookup.
-  for (const name of FILE_TAGS) {
-    liquid.registerTag(name, {
-      parse() {
-        throw new Error(
-          `the {% ${name} %} tag is not supported: a template cannot load other files`,
-        );
-      },
-      render() {
-        return '';
-      },
-    });
-  }
-  return liquid;
-}
+export const DEFAULT_RENDER_TIMEOUT_MS = 2000;
 
 /**
- * Liquid rendering in a sandbox: no file access, only own properties of the
- * context, bounded time, memory and output. HTML bodies escape variables by
- * default (`{{ x | raw }}` opts out) because the values usually come from
- * contact data that the sender does not control; subjects are plain text.
+ * The compiled worker: under ts-jest this file runs from src/, but threads load JavaScript, so
+ * they take the build's copy (npm test builds first).
  */
-export class TemplateRenderer {
-  private readonly htmlEngine = engine(true);
-  private readonly textEngine = engine(false);
-  private readonly markdown = new MarkdownIt({ html: true, linkify: true });
-  private readonly parsed = new Map<string, Template[]>();
+const WORKER_FILE = __filename.endsWith('.ts')
+  ? resolve(__dirname, '../../dist/templates/render-worker.js')
+  : resolve(__dirname, 'render-worker.js');
+
+/**
+ * Rendering off the event loop: every message and WEBHOOK text is rendered by a pool of worker
+ * threads (piscina), each render with a hard wall-clock deadline and a heap cap. A render past its
+ * deadline stops its thread (piscina terminates a thread whose task is aborted) and fails with a
+ * TemplateRenderError naming the part it was in; nothing a template does can hold the API or a
+ * worker's event loop. At most `threads` renders are handed to the pool at once and the rest wait
+ * here, so a deadline counts rendering time, not time spent queued behind others.
+ */
+export class TemplateRenderer implements OnApplicationShutdown {
+  /** Parses only (save-time checks), on the calling thread: parsing is linear and bounded by parseLimit. */
+  private readonly parser = new LiquidSandbox();
+  private pool: Piscina | null = null;
+  private readonly slots: Semaphore;
+  private readonly threads: number;
+
+  constructor(
+    private readonly options: RenderPoolOptions = { timeoutMs: DEFAULT_RENDER_TIMEOUT_MS },
+  ) {
+    this.threads = options.threads ?? Math.max(2, Math.min(4, availableParallelism()));
+    this.slots = new Semaphore(this.threads);
+  }
 
   /** The parse error of a Liquid source, or null when it parses. */
   validate(source: string): string | null {
-    try {
-      this.textEngine.parse(source);
-      return null;
-    } catch (error) {
-      return error instanceof Error ? error.message : String(error);
-    }
+    return this.parser.validate(source);
   }
 
   async render(source: RenderSource, context: RenderContext): Promise<RenderedContent> {
-    const subject = (await this.renderPart('subject', this.textEngine, source.subject, context))
-      .replace(/[\r\n]+/g, ' ')
-      .trim();
-    let html = await this.renderPart('body', this.htmlEngine, source.body, context);
-    if (source.format === 'markdown') html = this.markdown.render(html);
-    return { subject, html, text: htmlToText(html) };
+    const outcome = await this.run((progress) => ({ kind: 'message', source, context, progress }));
+    return outcome.message as RenderedContent;
   }
 
   /** Plain text (no HTML escaping): workflow WEBHOOK bodies and header values. */
-  renderText(source: string, context: RenderContext): Promise<string> {
-    return this.renderPart('body', this.textEngine, source, context);
+  async renderText(source: string, context: RenderContext): Promise<string> {
+    const outcome = await this.run((progress) => ({ kind: 'text', source, context, progress }));
+    return outcome.text as string;
   }
 
-  private async renderPart(
-    part: 'subject' | 'body',
-    liquid: Liquid,
-    source: string,
-    context: RenderContext,
-  ): Promise<string> {
-    try {
-      const output = await liquid.render(this.parse(liquid, source, part === 'body'), context);
-      if (output.length > RENDER_LIMITS.outputChars) {
-        throw new TemplateRenderError(
-          part,
-          `rendered ${part} exceeds ${RENDER_LIMITS.outputChars} characters`,
-        );
+  async onApplicationShutdown(): Promise<void> {
+    const pool = this.pool;
+    this.pool = null;
+    if (pool) await pool.destroy();
+  }
+
+  private run(
+    task: (progress: SharedArrayBuffer) => RenderTask,
+  ): Promise<RenderOutcome & { ok: true }> {
+    return this.slots.run(async () => {
+      const progress = new SharedArrayBuffer(4);
+      const abort = new AbortController();
+      const timer = setTimeout(() => abort.abort(), this.options.timeoutMs);
+      let outcome: RenderOutcome;
+      try {
+        outcome = (await this.threadPool().run(task(progress), {
+          signal: abort.signal,
+        })) as RenderOutcome;
+      } catch (error) {
+        const part: RenderPart = new Int32Array(progress)[0] === 0 ? 'subject' : 'body';
+        if (abort.signal.aborted) {
+          throw new RenderLimitError(
+            part,
+            `rendering took longer than ${this.options.timeoutMs} ms`,
+          );
+        }
+        if ((error as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY') {
+          throw new RenderLimitError(part, 'rendering needed more memory than a message may use');
+        }
+        throw error;
+      } finally {
+        clearTimeout(timer);
       }
-      return output;
-    } catch (error) {
-      if (error instanceof TemplateRenderError) throw error;
-      throw new TemplateRenderError(part, error instanceof Error ? error.message : String(error));
-    }
+      if (!outcome.ok) throw new TemplateRenderError(outcome.part, outcome.message);
+      return outcome;
+    });
   }
 
-  /** Parsed templates are reused: a campaign renders one source thousands of times. */
-  private parse(liquid: Liquid, source: string, html: boolean): Template[] {
-    const key = `${html ? 'h' : 't'}:${source}`;
-    const hit = this.parsed.get(key);
-    if (hit) {
-      this.parsed.delete(key);
-      this.parsed.set(key, hit);
-      return hit;
-    }
-    const templates = liquid.parse(source);
-    this.parsed.set(key, templates);
-    if (this.parsed.size > PARSED_CACHE_SIZE) {
-      this.parsed.delete(this.parsed.keys().next().value as string);
-    }
-    return templates;
+  private threadPool(): Piscina {
+    this.pool ??= new Piscina({
+      filename: WORKER_FILE,
+      minThreads: 1,
+      maxThreads: this.threads,
+      // Threads stay: starting one costs tens of milliseconds (liquidjs, html-to-text, markdown-it).
+      idleTimeout: 60_000,
+      resourceLimits: { maxOldGenerationSizeMb: this.options.threadHeapMb ?? 128 },
+    });
+    return this.pool;
   }
-}
-
-/** Compiled once: html-to-text's `convert` rebuilds its selector tables on every call. */
-const convertHtml = compile({
-  wordwrap: 78,
-  selectors: [
-    { selector: 'img', format: 'skip' },
-    { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
-    // Headings keep their case: shouting every title reads badly in a mail client.
-    ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((h) => ({
-      selector: h,
-      options: { uppercase: false },
-    })),
-  ],
-});
-
-/** The plain-text alternative of an HTML body. */
-export function htmlToText(html: string): string {
-  return convertHtml(html);
 }
 
 /**

@@ -3,9 +3,9 @@ import { ApiProperty } from '@nestjs/swagger';
 import { IsString, MaxLength, ValidationOptions } from 'class-validator';
 import { constraint } from '../common/validation/constraint';
 import { NoLineBreaks, NotBlank } from '../common/validation/validators';
-import { TemplateRenderer } from './template-renderer';
+import { LiquidSandbox } from './liquid-sandbox';
 
-const parser = new TemplateRenderer();
+const parser = new LiquidSandbox();
 
 /** Liquid that parses (constraint name maps to the `invalid_template` field code). */
 export function IsLiquidTemplate(options?: ValidationOptions): PropertyDecorator {

@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
 import { ContactsModule } from '../contacts/contacts.module';
 import { TemplateRenderer } from './template-renderer';
 import { TemplatesController } from './templates.controller';
@@ -11,7 +13,12 @@ import { TemplatesService } from './templates.service';
   providers: [
     TemplatesService,
     TemplatesRepository,
-    { provide: TemplateRenderer, useValue: new TemplateRenderer() },
+    {
+      provide: TemplateRenderer,
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) =>
+        new TemplateRenderer({ timeoutMs: config.renderTimeoutMs }),
+    },
   ],
   exports: [TemplatesService, TemplateRenderer],
 })

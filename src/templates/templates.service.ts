@@ -17,6 +17,7 @@ import { Template } from './template.entity';
 import {
   buildRenderContext,
   RenderedContent,
+  RenderLimitError,
   RenderSource,
   TemplateRenderer,
   TemplateRenderError,
@@ -42,6 +43,7 @@ export class TemplatesService {
   ) {}
 
   async create(projectId: string, dto: CreateTemplateDto): Promise<TemplateResponse> {
+    await this.assertRenderable({ subject: dto.subject, body: dto.body });
     const row = await this.templates.insert(this.dataSource.manager, {
       id: newId(),
       projectId,
@@ -75,6 +77,7 @@ export class TemplatesService {
   }
 
   async update(projectId: string, id: string, dto: UpdateTemplateDto): Promise<TemplateResponse> {
+    await this.assertRenderable({ subject: dto.subject ?? '', body: dto.body ?? '' });
     return this.dataSource.transaction(async (manager) => {
       const row = await this.templates.lockById(manager, projectId, id);
       if (!row) throw ApiException.notFound('template', id);
@@ -99,12 +102,7 @@ export class TemplatesService {
     const template = await this.findOrFail(projectId, id);
     const contact: RenderRecipient = dto.contactId
       ? await this.contacts.get(projectId, dto.contactId)
-      : {
-          id: '00000000-0000-0000-0000-000000000000',
-          email: 'preview@example.com',
-          subscribed: true,
-          data: {},
-        };
+      : SAMPLE_RECIPIENT;
     try {
       return await this.render(
         { subject: template.subject, body: template.body },
@@ -141,6 +139,25 @@ export class TemplatesService {
     );
   }
 
+  /**
+   * Save-time check that a template renders within the render pool's limits with empty data:
+   * 422 invalid_template when it is stopped by the deadline or heap cap. Other render errors
+   * depend on the recipient's data, so they are left to preview and send. Runs before any
+   * transaction: a render never holds a connection.
+   */
+  async assertRenderable(source: RenderSource): Promise<void> {
+    try {
+      await this.render(
+        source,
+        SAMPLE_RECIPIENT,
+        {},
+        `${this.config.publicUrl}/unsubscribe/preview`,
+      );
+    } catch (error) {
+      if (error instanceof RenderLimitError) throw renderFailure(error);
+    }
+  }
+
   /** The Liquid parse error of a source, or null. */
   liquidError(source: string): string | null {
     return this.renderer.validate(source);
@@ -159,6 +176,14 @@ export class TemplatesService {
     );
   }
 }
+
+/** The recipient of previews without a contact and of save-time checks. */
+const SAMPLE_RECIPIENT: RenderRecipient = {
+  id: '00000000-0000-0000-0000-000000000000',
+  email: 'preview@example.com',
+  subscribed: true,
+  data: {},
+};
 
 /** A render that exceeds a limit is the caller's template problem: 422 on the failing part. */
 export function renderFailure(error: unknown): unknown {

@@ -1,0 +1,210 @@
+import { compile } from 'html-to-text';
+import { Liquid, Template } from 'liquidjs';
+import MarkdownIt from 'markdown-it';
+
+/**
+ * The rendering itself: Liquid, Markdown and HTML-to-text, with no I/O. It runs inside the render
+ * pool's worker threads (render-worker.ts), where a wall-clock deadline can stop it; the main
+ * thread uses it only to parse (validate) sources.
+ */
+
+/** Body formats a message can be written in; markdown is turned into HTML after Liquid. */
+export type BodyFormat = 'html' | 'markdown';
+
+export interface RenderSource {
+  subject: string;
+  body: string;
+  format?: BodyFormat;
+}
+
+export interface RenderedContent {
+  subject: string;
+  html: string;
+  text: string;
+}
+
+/** Per-recipient values; see buildRenderContext for the precedence rules. */
+export type RenderContext = Record<string, unknown>;
+
+export type RenderPart = 'subject' | 'body';
+
+/** Raised for Liquid that does not parse or exceeds a limit while rendering. */
+export class TemplateRenderError extends Error {
+  constructor(
+    public readonly part: RenderPart,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'TemplateRenderError';
+  }
+}
+
+/** A render stopped by the pool's deadline or heap cap, not by what the template says. */
+export class RenderLimitError extends TemplateRenderError {
+  constructor(part: RenderPart, message: string) {
+    super(part, message);
+    this.name = 'RenderLimitError';
+  }
+}
+
+/** Limits of the sandbox. Parse and render budgets are per template part. */
+export const RENDER_LIMITS = {
+  /** Characters of template source accepted by the parser. */
+  parseChars: 1_000_000,
+  /** Allocation budget for loops, ranges and string filters, in liquidjs units (bytes/items). */
+  memory: 16_000_000,
+  /** Rendered output beyond this is refused rather than mailed. */
+  outputChars: 2_000_000,
+} as const;
+
+/** Characters of source the parsed-template cache of one thread may hold (its keys). */
+export const PARSED_CACHE_CHARS = 8_000_000;
+
+/** liquidjs tags that load another template by name; a message has no other files to load. */
+const FILE_TAGS = ['include', 'render', 'layout'] as const;
+
+function engine(escape: boolean): Liquid {
+  const liquid = new Liquid({
+    // An empty in-memory file system: nothing can reach the disk even if a tag slipped through.
+    templates: {},
+    ownPropertyOnly: true,
+    strictFilters: true,
+    outputEscape: escape ? 'escape' : undefined,
+    parseLimit: RENDER_LIMITS.parseChars,
+    memoryLimit: RENDER_LIMITS.memory,
+    timezoneOffset: 0,
+  });
+  // Refused when parsed, so the save-time check rejects them instead of every send failing on a lookup.
+  for (const name of FILE_TAGS) {
+    liquid.registerTag(name, {
+      parse() {
+        throw new Error(
+          `the {% ${name} %} tag is not supported: a template cannot load other files`,
+        );
+      },
+      render() {
+        return '';
+      },
+    });
+  }
+  return liquid;
+}
+
+/** Compiled once: html-to-text's `convert` rebuilds its selector tables on every call. */
+const convertHtml = compile({
+  wordwrap: 78,
+  selectors: [
+    { selector: 'img', format: 'skip' },
+    { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
+    // Headings keep their case: shouting every title reads badly in a mail client.
+    ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((h) => ({
+      selector: h,
+      options: { uppercase: false },
+    })),
+  ],
+});
+
+/** The plain-text alternative of an HTML body. */
+export function htmlToText(html: string): string {
+  return convertHtml(html);
+}
+
+/**
+ * Liquid in a sandbox: no file access, only own properties of the context, bounded memory and
+ * output. HTML bodies escape variables by default (`{{ x | raw }}` opts out) because the values
+ * usually come from contact data that the sender does not control; subjects are plain text.
+ * Time is bounded by the caller (the pool's deadline), not here: liquidjs checks its own time
+ * limit only between nodes, so one filter call could outlast it.
+ */
+export class LiquidSandbox {
+  private readonly htmlEngine = engine(true);
+  private readonly textEngine = engine(false);
+  private readonly markdown = new MarkdownIt({ html: true, linkify: true });
+  /** Least recently used first; bounded by the characters of its keys, not its entry count. */
+  private readonly parsed = new Map<string, Template[]>();
+  private parsedChars = 0;
+
+  /** The parse error of a Liquid source, or null when it parses. */
+  validate(source: string): string | null {
+    try {
+      this.textEngine.parse(source);
+      return null;
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error);
+    }
+  }
+
+  /** `onPart` is told which part starts, so a deadline can name the part it stopped. */
+  async render(
+    source: RenderSource,
+    context: RenderContext,
+    onPart: (part: RenderPart) => void = () => undefined,
+  ): Promise<RenderedContent> {
+    onPart('subject');
+    const subject = (await this.renderPart('subject', this.textEngine, source.subject, context))
+      .replace(/[\r\n]+/g, ' ')
+      .trim();
+    onPart('body');
+    let html = await this.renderPart('body', this.htmlEngine, source.body, context);
+    try {
+      if (source.format === 'markdown') html = this.markdown.render(html);
+      return { subject, html, text: htmlToText(html) };
+    } catch (error) {
+      // Deep nesting overflows the converters' recursion: the template's problem, not a crash.
+      throw new TemplateRenderError('body', error instanceof Error ? error.message : String(error));
+    }
+  }
+
+  /** Plain text (no HTML escaping): workflow WEBHOOK bodies and header values. */
+  renderText(source: string, context: RenderContext): Promise<string> {
+    return this.renderPart('body', this.textEngine, source, context);
+  }
+
+  private async renderPart(
+    part: RenderPart,
+    liquid: Liquid,
+    source: string,
+    context: RenderContext,
+  ): Promise<string> {
+    try {
+      const output = await liquid.render(this.parse(liquid, source, part === 'body'), context);
+      if (output.length > RENDER_LIMITS.outputChars) {
+        throw new TemplateRenderError(
+          part,
+          `rendered ${part} exceeds ${RENDER_LIMITS.outputChars} characters`,
+        );
+      }
+      return output;
+    } catch (error) {
+      if (error instanceof TemplateRenderError) throw error;
+      throw new TemplateRenderError(part, error instanceof Error ? error.message : String(error));
+    }
+  }
+
+  /** Parsed templates are reused: a campaign renders one source thousands of times. */
+  private parse(liquid: Liquid, source: string, html: boolean): Template[] {
+    const key = `${html ? 'h' : 't'}:${source}`;
+    const hit = this.parsed.get(key);
+    if (hit) {
+      this.parsed.delete(key);
+      this.parsed.set(key, hit);
+      return hit;
+    }
+    const templates = liquid.parse(source);
+    // A parsed tree takes a few times its source; counting the source keeps the bound simple.
+    if (key.length > PARSED_CACHE_CHARS) return templates;
+    this.parsed.set(key, templates);
+    this.parsedChars += key.length;
+    for (const oldest of this.parsed.keys()) {
+      if (this.parsedChars <= PARSED_CACHE_CHARS) break;
+      this.parsed.delete(oldest);
+      this.parsedChars -= oldest.length;
+    }
+    return templates;
+  }
+
+  /** Characters and entries the parsed-template cache holds (for tests). */
+  get cacheSize(): { chars: number; entries: number } {
+    return { chars: this.parsedChars, entries: this.parsed.size };
+  }
+}
