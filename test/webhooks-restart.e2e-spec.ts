@@ -9,15 +9,8 @@ import { redisConnectionOptions } from '../src/queue/redis';
 import { WEBHOOK_CONCURRENCY } from '../src/webhooks/webhooks.processor';
 import { HttpReceiver, ReceivedRequest, startHttpReceiver } from './support/http-receiver';
 import { pollUntil } from './support/poll';
-import {
-  DIST_CLI,
-  DIST_MAIN,
-  freePort,
-  runCli,
-  ServiceProcess,
-  startService,
-  waitForHttp,
-} from './support/processes';
+import { DIST_CLI, DIST_MAIN } from './support/processes';
+import { callApi as call, ServiceCluster } from './support/services';
 import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './support/test-app';
 
 /**
@@ -61,76 +54,26 @@ describe('outbound webhooks survive crashes (e2e)', () => {
   let pg: Client;
   const prefix = uniqueName('mwt_whcrash');
   const cwd = mkdtempSync(join(tmpdir(), 'mw-whcrash-'));
-  const running: ServiceProcess[] = [];
   const receivers: HttpReceiver[] = [];
 
-  const serviceEnv = (role: 'api' | 'worker', extra: Record<string, string> = {}) => ({
-    APP_ROLE: role,
-    DATABASE_URL: db.url,
-    REDIS_URL: TEST_REDIS_URL,
-    QUEUE_PREFIX: prefix,
-    LOG_LEVEL: 'warn',
-    APP_SECRET: SECRET,
-    WEBHOOK_ALLOW_PRIVATE: 'true',
-    // Nothing should fail here; if an attempt does, it comes back soon (and shows as a duplicate).
-    WEBHOOK_RETRY_DELAYS_MS: '1000,1000,1000',
-    RECOVERY_EVERY_MS: '1000',
-    API_RATE_LIMIT_PER_MINUTE: '10000000',
-    ...extra,
-  });
-
-  const startApi = async (): Promise<{ proc: ServiceProcess; base: string }> => {
-    const port = await freePort();
-    const proc = startService(
-      serviceEnv('api', {
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        PUBLIC_URL: `http://127.0.0.1:${port}`,
-      }),
-      cwd,
-    );
-    running.push(proc);
-    const base = `http://127.0.0.1:${port}`;
-    await waitForHttp(`${base}/health/ready`);
-    return { proc, base };
-  };
-
-  const startWorker = (): ServiceProcess => {
-    const proc = startService(serviceEnv('worker'), cwd);
-    running.push(proc);
-    return proc;
-  };
-
-  const createProject = (name: string): { id: string; secretKey: string } => {
-    const res = runCli(['projects', 'create', '--name', name, '--json'], {
+  const cluster = new ServiceCluster(
+    () => ({
       DATABASE_URL: db.url,
       REDIS_URL: TEST_REDIS_URL,
       QUEUE_PREFIX: prefix,
+      LOG_LEVEL: 'warn',
       APP_SECRET: SECRET,
-    });
-    if (res.status !== 0) throw new Error(`projects create failed: ${res.stdout}${res.stderr}`);
-    const doc = JSON.parse(res.stdout);
-    return { id: doc.project.id, secretKey: doc.secretKey };
-  };
-
-  const call = async (
-    base: string,
-    key: string,
-    method: 'GET' | 'POST' | 'PATCH',
-    path: string,
-    body?: unknown,
-  ): Promise<{ status: number; body: Json }> => {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? (JSON.parse(text) as Json) : {} };
-  };
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      // Nothing should fail here; if an attempt does, it comes back soon (and shows as a duplicate).
+      WEBHOOK_RETRY_DELAYS_MS: '1000,1000,1000',
+      RECOVERY_EVERY_MS: '1000',
+      API_RATE_LIMIT_PER_MINUTE: '10000000',
+    }),
+    cwd,
+  );
+  const startApi = () => cluster.startApi();
+  const startWorker = () => cluster.startWorker();
+  const createProject = (name: string) => cluster.createProject(name);
 
   /** CLIENTS subscribed contacts of the project, created through the API. */
   const createContacts = (base: string, key: string, tag: string): Promise<string[]> =>
@@ -218,12 +161,7 @@ describe('outbound webhooks survive crashes (e2e)', () => {
   }, 60_000);
 
   /** A test leaves no process behind, whether it passed or not. */
-  const killLeftovers = async (): Promise<void> => {
-    for (const proc of running)
-      if (proc.child.exitCode === null && proc.child.signalCode === null)
-        proc.child.kill('SIGKILL');
-    await Promise.all(running.map((proc) => proc.exited));
-  };
+  const killLeftovers = (): Promise<void> => cluster.killAll();
 
   afterEach(killLeftovers, 30_000);
 
@@ -267,7 +205,7 @@ describe('outbound webhooks survive crashes (e2e)', () => {
     expect(rowsBefore).toHaveLength(1000);
     expect(rowsBefore.filter((r) => r.status !== 'PENDING')).toEqual([]);
     // Only now a worker: all 1,000 deliveries are pending when it starts.
-    const worker = startWorker();
+    const worker = await startWorker();
 
     // Kill once some have arrived and most have not.
     const seen = await pollUntil(
@@ -291,7 +229,7 @@ describe('outbound webhooks survive crashes (e2e)', () => {
     expect(receiver.requests.length).toBe(requestsAtKill);
 
     const restartedAt = Date.now();
-    const worker2 = startWorker();
+    const worker2 = await startWorker();
     // The killed worker's in-flight jobs come back when their 30 s lock lapses.
     const final = await pollUntil(
       async () => ({
@@ -433,7 +371,7 @@ describe('outbound webhooks survive crashes (e2e)', () => {
     expect(receiver.requests).toHaveLength(0);
 
     const workerAt = Date.now();
-    const worker = startWorker();
+    const worker = await startWorker();
     const final = await pollUntil(
       async () => ({
         distinct: distinctEvents(receiver),
