@@ -32,6 +32,8 @@ export interface AppConfig {
   apiRateLimitPerMinute: number;
   /** Requests per project per minute made with its public (pk_) keys, a budget of their own. */
   publicRateLimitPerMinute: number;
+  /** Webhook endpoints one project may have (MAX_WEBHOOK_ENDPOINTS). */
+  maxWebhookEndpoints: number;
   /** Wall-clock budget of one render of a message or preview, in ms. */
   renderTimeoutMs: number;
   /** A request's headers and body must arrive within this many ms (408 otherwise). */
@@ -266,6 +268,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     publicRateLimitPerMinute: r.int('PUBLIC_RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
     requestTimeoutMs: r.int('REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     renderTimeoutMs: r.int('RENDER_TIMEOUT_MS', 2000, 50, 600_000),
+    maxWebhookEndpoints: r.int('MAX_WEBHOOK_ENDPOINTS', 20, 1, 10_000),
     importBatchSize: r.int('IMPORT_BATCH_SIZE', 1000, 1, 10_000),
     recoveryEveryMs: r.int('RECOVERY_EVERY_MS', 60_000, 100, 24 * 3_600_000),
     authFailureLimitPerMinute: r.int('AUTH_FAILURE_LIMIT_PER_MINUTE', 30, 1, 10_000_000),

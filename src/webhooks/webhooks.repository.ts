@@ -48,6 +48,24 @@ const PENDING_COLUMNS =
 /** Every statement on webhook endpoints and deliveries. */
 @Injectable()
 export class WebhooksRepository {
+  /**
+   * Serialises endpoint creation within a project (transaction-scoped advisory lock), so the
+   * quota counted next cannot be passed by concurrent creates.
+   */
+  async lockEndpointsOf(manager: EntityManager, projectId: string): Promise<number> {
+    await queryRows(
+      manager,
+      `SELECT pg_advisory_xact_lock(hashtext('mailwright:webhook-endpoints:' || $1))`,
+      [projectId],
+    );
+    const [row] = await queryRows<{ n: string }>(
+      manager,
+      `SELECT count(*) AS n FROM webhook_endpoints WHERE project_id = $1`,
+      [projectId],
+    );
+    return Number(row.n);
+  }
+
   async insertEndpoint(
     manager: EntityManager,
     fields: QueryDeepPartialEntity<WebhookEndpoint>,

@@ -48,14 +48,24 @@ export class WebhooksService {
     this.assertTarget(dto.url);
     const id = newId();
     const secret = newWebhookSecret();
-    const row = await this.repository.insertEndpoint(this.dataSource.manager, {
-      id,
-      projectId,
-      url: dto.url,
-      events: dto.events,
-      description: dto.description ?? null,
-      enabled: dto.enabled ?? true,
-      secretSealed: this.seal(id, secret),
+    const row = await this.dataSource.transaction(async (manager) => {
+      // A quota per project: each endpoint multiplies every event into a delivery row.
+      const existing = await this.repository.lockEndpointsOf(manager, projectId);
+      if (existing >= this.config.maxWebhookEndpoints) {
+        throw ApiException.conflict(
+          `A project may have at most ${this.config.maxWebhookEndpoints} webhook endpoints (MAX_WEBHOOK_ENDPOINTS)`,
+          'Delete an endpoint you no longer use, or subscribe one endpoint to several events.',
+        );
+      }
+      return this.repository.insertEndpoint(manager, {
+        id,
+        projectId,
+        url: dto.url,
+        events: dto.events,
+        description: dto.description ?? null,
+        enabled: dto.enabled ?? true,
+        secretSealed: this.seal(id, secret),
+      });
     });
     this.dispatcher.invalidate(projectId);
     return { ...toWebhookResponse(row), secret };
