@@ -16,7 +16,7 @@ import { TrackingLinks } from './tracking-links';
 import { UnsubscribeLinks } from './unsubscribe-links';
 import { TemplateRenderError } from '../templates/template-renderer';
 import { TemplatesService } from '../templates/templates.service';
-import { StoredContent } from './emails.repository';
+import { StoredContent } from './email-contents.repository';
 import { AppMetrics, METRICS_REGISTRY } from '../common/metrics/metrics';
 
 /** The message as it goes on the wire (before tracking is added to the HTML). */

@@ -7,12 +7,14 @@ import { TemplatesModule } from '../templates/templates.module';
 import { DeliveryProcessor } from './delivery.processor';
 import { DeliveryRecovery } from './delivery-recovery';
 import { DeliveryService } from './delivery.service';
+import { EmailContentsRepository } from './email-contents.repository';
 import { EmailTrackingProcessor } from './email-tracking.processor';
 import { EmailTrackingRoutes } from './email-tracking.routes';
 import { EmailTrackingService } from './email-tracking.service';
 import { EmailsController } from './emails.controller';
 import { EmailsRepository } from './emails.repository';
 import { EmailsService } from './emails.service';
+import { IdempotencyKeysRepository } from './idempotency-keys.repository';
 import { MailTransport } from './mail-transport';
 import { SendController } from './send.controller';
 import { SendService } from './send.service';
@@ -32,6 +34,8 @@ import { UnsubscribeService } from './unsubscribe.service';
   controllers: [SendController, EmailsController, UnsubscribeController],
   providers: [
     EmailsRepository,
+    EmailContentsRepository,
+    IdempotencyKeysRepository,
     EmailsService,
     SendService,
     DeliveryService,
