@@ -12,7 +12,7 @@ import type { EventRow } from '../events/event.row';
 import { EmailStatus } from './email.entity';
 import { ClaimedEmail, EmailsRepository, FinishFields } from './emails.repository';
 import { classifyFailure, describeFailure, MailTransport } from './mail-transport';
-import { TrackingLinks } from './tracking-links';
+import { TrackingLinks } from '../engagement/tracking-links';
 import { UnsubscribeLinks } from './unsubscribe-links';
 import { TemplateRenderError } from '../templates/template-renderer';
 import { TemplatesService } from '../templates/templates.service';
