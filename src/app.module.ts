@@ -10,6 +10,7 @@ import { ContactsModule } from './contacts/contacts.module';
 import { AppConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
+import { DeliveryModule } from './delivery/delivery.module';
 import { EventsModule } from './events/events.module';
 import { TrackModule } from './track/track.module';
 import { DomainsModule } from './domains/domains.module';
@@ -34,6 +35,7 @@ export const FEATURE_MODULES: Type[] = [
   SegmentsModule,
   TemplatesModule,
   SendingModule,
+  DeliveryModule,
   EngagementModule,
   CampaignsModule,
   WorkflowsModule,

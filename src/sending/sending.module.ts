@@ -2,18 +2,13 @@ import { Module } from '@nestjs/common';
 import { ContactsModule } from '../contacts/contacts.module';
 import { ProjectsModule } from '../projects/projects.module';
 import { DomainsModule } from '../domains/domains.module';
-import { EngagementModule } from '../engagement/engagement.module';
 import { EventsModule } from '../events/events.module';
 import { TemplatesModule } from '../templates/templates.module';
-import { DeliveryProcessor } from './delivery.processor';
-import { DeliveryRecovery } from './delivery-recovery';
-import { DeliveryService } from './delivery.service';
 import { EmailContentsRepository } from './email-contents.repository';
 import { EmailsController } from './emails.controller';
 import { EmailsRepository } from './emails.repository';
 import { EmailsService } from './emails.service';
 import { IdempotencyKeysRepository } from './idempotency-keys.repository';
-import { MailTransport } from './mail-transport';
 import { SendController } from './send.controller';
 import { SendService } from './send.service';
 import { UnsubscribeController } from './unsubscribe.controller';
@@ -21,20 +16,14 @@ import { UnsubscribeLinks } from './unsubscribe-links';
 import { UnsubscribeService } from './unsubscribe.service';
 
 /**
- * Transactional send, email records, the delivery pipeline and unsubscribe.
- * Delivery writes the open/click links of EngagementModule into messages.
- * Campaigns and workflows import this module and use EmailsService
- * (compose → insert in their transaction → enqueue after commit).
+ * Accepting mail: transactional send (with Idempotency-Key), email records
+ * and their content, and unsubscribe. Campaigns and workflows import this
+ * module and use EmailsService (compose → insert in their transaction →
+ * enqueue after commit). DeliveryModule delivers what it accepts, through
+ * the repositories and links exported here.
  */
 @Module({
-  imports: [
-    TemplatesModule,
-    ContactsModule,
-    EventsModule,
-    DomainsModule,
-    ProjectsModule,
-    EngagementModule,
-  ],
+  imports: [TemplatesModule, ContactsModule, EventsModule, DomainsModule, ProjectsModule],
   controllers: [SendController, EmailsController, UnsubscribeController],
   providers: [
     EmailsRepository,
@@ -42,13 +31,15 @@ import { UnsubscribeService } from './unsubscribe.service';
     IdempotencyKeysRepository,
     EmailsService,
     SendService,
-    DeliveryService,
-    DeliveryProcessor,
-    DeliveryRecovery,
-    MailTransport,
     UnsubscribeService,
     UnsubscribeLinks,
   ],
-  exports: [EmailsService, TemplatesModule],
+  exports: [
+    EmailsService,
+    TemplatesModule,
+    EmailsRepository,
+    IdempotencyKeysRepository,
+    UnsubscribeLinks,
+  ],
 })
 export class SendingModule {}

@@ -7,9 +7,9 @@ import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { QUEUES } from '../queue/queue.constants';
 import { QueueRecovery } from '../queue/recovery';
-import { EmailsRepository } from './emails.repository';
-import { IdempotencyKeysRepository } from './idempotency-keys.repository';
-import { EmailsService } from './emails.service';
+import { EmailsRepository } from '../sending/emails.repository';
+import { IdempotencyKeysRepository } from '../sending/idempotency-keys.repository';
+import { EmailsService } from '../sending/emails.service';
 import { DeliveryService } from './delivery.service';
 
 /** Open for longer than this, an email may have lost its job (normally it is a retry waiting out its backoff). */
