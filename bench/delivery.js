@@ -21,7 +21,7 @@ process.env.NODE_PATH = [join(ROOT, 'node_modules'), process.env.NODE_PATH].filt
 require('node:module').Module._initPaths();
 
 const EMAILS = Number(process.env.BENCH_EMAILS || 20_000);
-const POOL_CONNECTIONS = 10; // src/sending/mail-transport.ts SMTP_POOL_CONNECTIONS
+const POOL_CONNECTIONS = 10; // src/delivery/mail-transport.ts SMTP_POOL_CONNECTIONS
 const BASELINE_IN_FLIGHT = 100;
 const PREFIX = `mwbenchdl${process.pid}`;
 

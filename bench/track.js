@@ -6,7 +6,7 @@
  * insert event in one transaction) issued directly with pg at the same
  * concurrency and the same pool size as the app (20). The baseline writes one
  * track per statement, as the issue defines it; the service shares statements
- * between concurrent tracks (group commit, src/tracking/track-writer.ts).
+ * between concurrent tracks (group commit, src/track/track-writer.ts).
  *
  *   npm run bench:track            (builds first)
  *   BENCH_SECONDS=15 npm run bench:track
@@ -20,7 +20,7 @@
  * another event keeps >= 90% of the no-endpoint throughput; one listening to
  * the events the tracks record keeps >= 60%.
  *
- * Which events a track records (src/tracking/track.service.ts): always the
+ * Which events a track records (src/track/track.service.ts): always the
  * tracked event itself, a custom name, which is never delivered (only system
  * events are: webhook_deliverable in migration Webhooks, webhook-events.ts);
  * and, when the request carries `subscribed` and it changes an existing

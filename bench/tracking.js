@@ -20,7 +20,7 @@ const { join } = require('node:path');
 const { Client } = require('pg');
 const { DIST, closedLoop, createBenchDatabase, createProject, freePort, startApp } = require('./support');
 
-const { TrackingTokens } = require(join(DIST, 'sending/tracking-token.js'));
+const { TrackingTokens } = require(join(DIST, 'engagement/tracking-token.js'));
 
 const CONCURRENCY = 16;
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);

@@ -10,16 +10,18 @@ import { ContactsModule } from './contacts/contacts.module';
 import { AppConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
+import { DeliveryModule } from './delivery/delivery.module';
 import { EventsModule } from './events/events.module';
-import { TrackModule } from './tracking/track.module';
+import { TrackModule } from './track/track.module';
 import { DomainsModule } from './domains/domains.module';
+import { EMAIL_TRACKING_OPENAPI_PATHS } from './engagement/email-tracking.routes';
+import { EngagementModule } from './engagement/engagement.module';
 import { HealthModule } from './health/health.module';
 import { ProjectSettingsModule } from './project-settings/project-settings.module';
 import { QueueModule } from './queue/queue.module';
 import { RedisModule } from './queue/redis.module';
 import { SegmentsModule } from './segments/segments.module';
 import { SendingModule } from './sending/sending.module';
-import { EMAIL_TRACKING_OPENAPI_PATHS } from './sending/email-tracking.routes';
 import { TemplatesModule } from './templates/templates.module';
 
 /** Feature modules: a new feature is a folder under src/ and one line here. */
@@ -33,6 +35,8 @@ export const FEATURE_MODULES: Type[] = [
   SegmentsModule,
   TemplatesModule,
   SendingModule,
+  DeliveryModule,
+  EngagementModule,
   CampaignsModule,
   WorkflowsModule,
   WebhooksModule,

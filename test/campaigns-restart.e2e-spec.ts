@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { DELIVERY_CONCURRENCY } from '../src/sending/delivery.processor';
+import { DELIVERY_CONCURRENCY } from '../src/delivery/delivery.processor';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
 import { pollUntil } from './support/poll';
 import { DIST_CLI, DIST_MAIN } from './support/processes';

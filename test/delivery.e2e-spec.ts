@@ -5,7 +5,7 @@ import { Queue } from 'bullmq';
 import { simpleParser } from 'mailparser';
 import { DataSource } from 'typeorm';
 import { ContactsService } from '../src/contacts/contacts.service';
-import { DeliveryRecovery } from '../src/sending/delivery-recovery';
+import { DeliveryRecovery } from '../src/delivery/delivery-recovery';
 import { Email, EmailSource } from '../src/sending/email.entity';
 import { EmailsService } from '../src/sending/emails.service';
 import { QUEUES } from '../src/queue/queue.constants';

@@ -1,7 +1,7 @@
 import Ajv, { ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { EmailsService } from '../src/sending/emails.service';
-import { TrackingLinks } from '../src/sending/tracking-links';
+import { TrackingLinks } from '../src/engagement/tracking-links';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
 import { InjectResult, setupTestApp, TestApp, TestProject } from './support/test-app';
 

@@ -4,7 +4,7 @@ import { Client } from 'pg';
 import { ContactImportsRecovery } from '../src/contacts/contact-imports.recovery';
 import { DOMAIN_SWEEP_SCHEDULER_ID, RECOVERY_SCHEDULERS } from '../src/queue/jobs';
 import { QUEUES } from '../src/queue/queue.constants';
-import { DeliveryRecovery } from '../src/sending/delivery-recovery';
+import { DeliveryRecovery } from '../src/delivery/delivery-recovery';
 import { EmailSource } from '../src/sending/email.entity';
 import { postImport, waitForImport } from './support/imports';
 import {

@@ -4,8 +4,8 @@ import {
   TrackBatchMismatchError,
   TrackRepository,
   TrackWrite,
-} from '../src/tracking/track.repository';
-import { TrackWriter } from '../src/tracking/track-writer';
+} from '../src/track/track.repository';
+import { TrackWriter } from '../src/track/track-writer';
 import { holdContactLocks, lockWaiters } from './support/locks';
 import { setupTestApp, TestApp, TestProject } from './support/test-app';
 

@@ -6,6 +6,7 @@ import { ConditionsService } from '../conditions/conditions.service';
 import { EmailSource } from '../sending/email.entity';
 import { BulkEmailSpec, EmailsService } from '../sending/emails.service';
 import { Campaign, CampaignStatus } from './campaign.entity';
+import { CampaignStatusService } from './campaign-status.service';
 import { CampaignsRepository } from './campaigns.repository';
 import { CampaignsService } from './campaigns.service';
 import { WorkerShutdown } from '../queue/worker-shutdown';
@@ -83,13 +84,14 @@ export class CampaignRunner {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: CampaignsRepository,
     private readonly campaigns: CampaignsService,
+    private readonly status: CampaignStatusService,
     private readonly conditions: ConditionsService,
     private readonly emails: EmailsService,
     private readonly shutdown: WorkerShutdown,
   ) {}
 
   async run(campaignId: string): Promise<RunOutcome> {
-    const campaign = await this.campaigns.startIfDue(campaignId);
+    const campaign = await this.status.startIfDue(campaignId);
     if (!campaign) return 'gone';
     // Woken early (the schedule moved later): the job waits again.
     if (campaign.status === CampaignStatus.SCHEDULED)
@@ -104,7 +106,7 @@ export class CampaignRunner {
     for (;;) {
       if (this.shutdown.stopping) return handBack();
       await feed.topUp(true);
-      if (await this.campaigns.finishIfDone(campaign.id)) return 'sent';
+      if (await this.status.finishIfDone(campaign.id)) return 'sent';
       const current = await this.repository.findById(
         this.dataSource.manager,
         campaign.projectId,

@@ -12,6 +12,8 @@ import {
 import { DeletedResponse } from '../common/openapi/error-envelope.response';
 import { Page } from '../common/pagination/pagination';
 import { IdParamDto } from '../common/validation/id.param';
+import { CampaignStatusService } from './campaign-status.service';
+import { CampaignTestSendService } from './campaign-test-send.service';
 import { CampaignsService } from './campaigns.service';
 import { CampaignResponse, CampaignStatsResponse } from './dto/campaign.response';
 import { CampaignTestResponse } from './dto/campaign-test.response';
@@ -25,7 +27,11 @@ import { UpdateCampaignDto } from './dto/update-campaign.dto';
 @ApiKeyProtected()
 @Controller('campaigns')
 export class CampaignsController {
-  constructor(private readonly campaigns: CampaignsService) {}
+  constructor(
+    private readonly campaigns: CampaignsService,
+    private readonly status: CampaignStatusService,
+    private readonly testSend: CampaignTestSendService,
+  ) {}
 
   @Get()
   @ApiOp('campaigns_list', 'List campaigns, newest first (filters status, search)')
@@ -102,7 +108,7 @@ export class CampaignsController {
     @Param() params: IdParamDto,
     @Body() dto: SendCampaignDto,
   ): Promise<CampaignResponse> {
-    return this.campaigns.send(project.id, params.id, dto);
+    return this.status.send(project.id, params.id, dto);
   }
 
   @Post(':id/cancel')
@@ -117,7 +123,7 @@ export class CampaignsController {
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: IdParamDto,
   ): Promise<CampaignResponse> {
-    return this.campaigns.cancel(project.id, params.id);
+    return this.status.cancel(project.id, params.id);
   }
 
   @Post(':id/test')
@@ -133,7 +139,7 @@ export class CampaignsController {
     @Param() params: IdParamDto,
     @Body() dto: TestCampaignDto,
   ): Promise<CampaignTestResponse> {
-    return this.campaigns.test(project.id, params.id, dto);
+    return this.testSend.test(project.id, params.id, dto);
   }
 
   @Get(':id/stats')

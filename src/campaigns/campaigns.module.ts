@@ -4,7 +4,10 @@ import { ContactsModule } from '../contacts/contacts.module';
 import { DomainsModule } from '../domains/domains.module';
 import { EventsModule } from '../events/events.module';
 import { SendingModule } from '../sending/sending.module';
+import { CampaignJobs } from './campaign-jobs';
 import { CampaignRunner } from './campaign-runner';
+import { CampaignStatusService } from './campaign-status.service';
+import { CampaignTestSendService } from './campaign-test-send.service';
 import { CampaignsController } from './campaigns.controller';
 import { CampaignsProcessor } from './campaigns.processor';
 import { CampaignsRecovery } from './campaigns.recovery';
@@ -18,6 +21,9 @@ import { CampaignsService } from './campaigns.service';
   providers: [
     CampaignsRepository,
     CampaignsService,
+    CampaignJobs,
+    CampaignStatusService,
+    CampaignTestSendService,
     CampaignRunner,
     CampaignsProcessor,
     CampaignsRecovery,

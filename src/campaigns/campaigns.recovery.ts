@@ -6,8 +6,8 @@ import { APP_CONFIG } from '../config/config.module';
 import { QUEUES } from '../queue/queue.constants';
 import { QueueRecovery } from '../queue/recovery';
 import { CampaignStatus } from './campaign.entity';
+import { CampaignJobs } from './campaign-jobs';
 import { CampaignsRepository } from './campaigns.repository';
-import { CampaignsService } from './campaigns.service';
 
 /**
  * The campaigns queue's recovery (queue/recovery.ts, RECOVERY_EVERY_MS, and
@@ -25,7 +25,7 @@ export class CampaignsRecovery extends QueueRecovery {
     @Inject(APP_CONFIG) config: AppConfig,
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: CampaignsRepository,
-    private readonly campaigns: CampaignsService,
+    private readonly jobs: CampaignJobs,
   ) {
     super();
     this.everyMs = config.recoveryEveryMs;
@@ -38,7 +38,7 @@ export class CampaignsRecovery extends QueueRecovery {
         campaign.status === CampaignStatus.SCHEDULED && campaign.scheduledAt
           ? campaign.scheduledAt.getTime() - Date.now()
           : 0;
-      await this.campaigns.addRunJob(campaign.id, delay);
+      await this.jobs.addRunJob(campaign.id, delay);
     }
     return { found: open.length };
   }

@@ -16,7 +16,7 @@ export const QUEUES = {
   DOMAINS: 'domains',
   /** Outbound webhook deliveries (job ids webhookDueJobId / webhookJobId) and their dispatch sweep. */
   WEBHOOKS: 'webhooks',
-  /** Open/click hits the API could not write to the database at once (sending/email-tracking.service.ts). */
+  /** Open/click hits the API could not write to the database at once (engagement/email-tracking.service.ts). */
   TRACKING_HITS: 'tracking-hits',
 } as const;
 

@@ -13,8 +13,8 @@ import type { EventRow } from '../events/event.row';
 import { insertEventFrom, NewEvent } from '../events/events.repository';
 import { EmailAttachment } from './email-attachment.entity';
 import { Email, EmailAttachmentRef, EmailStatus } from './email.entity';
-import { IdempotencyKey } from './idempotency-key.entity';
-import { IDEMPOTENCY_TTL_HOURS } from './idempotency';
+import { EmailContentsRepository, StoredContent } from './email-contents.repository';
+import { IdempotencyKeysRepository, StoredIdempotentResponse } from './idempotency-keys.repository';
 
 /** An email row claimed for delivery (the claim itself decided whether it may go out). */
 export interface ClaimedEmail {
@@ -46,14 +46,6 @@ export interface ClaimedEmail {
   sender: SenderRead;
 }
 
-/** Shared content of bulk mail (email_contents). */
-export interface StoredContent {
-  id: string;
-  projectId: string;
-  subject: string;
-  body: string;
-}
-
 /** BulkEmailSpec with its priority, as insertBulk writes it. */
 export interface BulkRowSpec {
   projectId: string;
@@ -75,33 +67,6 @@ export interface QueuedCampaignEmail {
   contactId: string;
   priority: number;
   status: EmailStatus;
-}
-
-/** One email's tracked hits, opens and clicks counted together (email-tracking.service.ts). */
-export interface EmailHits {
-  emailId: string;
-  opens: number;
-  clicks: number;
-  /** When the first open of the batch happened (ISO), null without opens. */
-  openedAt: string | null;
-  /** When the first click of the batch happened (ISO), null without clicks. */
-  clickedAt: string | null;
-}
-
-/** An email whose first open or first click (or both) a batch of hits recorded. */
-export interface FirstHit {
-  emailId: string;
-  projectId: string;
-  contactId: string;
-  toEmail: string;
-  firstOpen: boolean;
-  firstClick: boolean;
-}
-
-export interface StoredIdempotentResponse {
-  requestHash: string;
-  responseStatus: number | null;
-  responseBody: unknown;
 }
 
 /** What a final status writes besides the status itself. */
@@ -224,16 +189,19 @@ function finishParams(emailId: string, status: EmailStatus, fields: FinishFields
   ];
 }
 
-/** The condition of an idempotency key past its lifetime, for the claim and the housekeeping alike. */
-const IDEMPOTENCY_KEY_EXPIRED = `created_at < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})`;
-
 /**
- * Every statement of the sending feature: emails, their attachments and
- * idempotency keys. Each method runs on the handle it is given: the caller's
- * transaction, or `dataSource.manager` for a statement on its own.
+ * The statements of the emails table. Each method runs on the handle it is
+ * given: the caller's transaction, or `dataSource.manager` for a statement on
+ * its own. Content and attachments are EmailContentsRepository's, idempotency
+ * keys IdempotencyKeysRepository's.
  */
 @Injectable()
 export class EmailsRepository {
+  constructor(
+    private readonly contents: EmailContentsRepository,
+    private readonly idempotencyKeys: IdempotencyKeysRepository,
+  ) {}
+
   /**
    * Composed rows, one statement per 500 rows or 64 MB of JSON: one JSON
    * parameter, turned into rows by Postgres (TypeORM's insert builder cost
@@ -270,18 +238,6 @@ export class EmailsRepository {
       }
     }
   }
-
-  async insertAttachments(manager: EntityManager, rows: Partial<EmailAttachment>[]): Promise<void> {
-    if (rows.length === 0) return;
-    await manager
-      .createQueryBuilder()
-      .insert()
-      .into(EmailAttachment)
-      .values(rows)
-      .updateEntity(false)
-      .execute();
-  }
-
   /** GET /emails: newest first, keyset after `afterId`, served by (project_id, id) and the status/contact indexes. */
   list(
     manager: EntityManager,
@@ -358,59 +314,6 @@ export class EmailsRepository {
         senderKeySealed,
       }),
     };
-  }
-
-  /**
-   * Counts the opens and clicks of several emails (one entry per email) in one
-   * statement, and sets openedAt/clickedAt to each first hit's time once. The
-   * rows are locked in id order first (FOR UPDATE), so concurrent writers (API
-   * processes, RECORD_HIT jobs) cannot deadlock and exactly one of them sees a
-   * timestamp still null. Answers only the emails whose first open or first
-   * click this was (each gets its email.opened / email.clicked event): the
-   * others are counted and need nothing more. Emails that no longer exist
-   * (erased with their contact) are skipped.
-   */
-  recordHits(manager: EntityManager, hits: EmailHits[]): Promise<FirstHit[]> {
-    if (hits.length === 0) return Promise.resolve([]);
-    return queryRows<FirstHit>(
-      manager,
-      `WITH h AS (SELECT * FROM unnest($1::uuid[], $2::int[], $3::int[], $4::timestamptz[], $5::timestamptz[])
-                    AS h(id, opens, clicks, opened_at, clicked_at)),
-            p AS (SELECT e.id, e.opened_at, e.clicked_at FROM emails e JOIN h ON h.id = e.id ORDER BY e.id FOR UPDATE OF e),
-            u AS (UPDATE emails e
-                     SET opens = e.opens + h.opens, clicks = e.clicks + h.clicks,
-                         opened_at = COALESCE(e.opened_at, h.opened_at), clicked_at = COALESCE(e.clicked_at, h.clicked_at)
-                    FROM h JOIN p ON p.id = h.id
-                   WHERE e.id = h.id
-               RETURNING e.id AS "emailId", e.project_id AS "projectId", e.contact_id AS "contactId", e.to_email AS "toEmail",
-                         p.opened_at IS NULL AND h.opened_at IS NOT NULL AS "firstOpen",
-                         p.clicked_at IS NULL AND h.clicked_at IS NOT NULL AS "firstClick")
-       SELECT * FROM u WHERE "firstOpen" OR "firstClick"`,
-      [
-        hits.map((h) => h.emailId),
-        hits.map((h) => h.opens),
-        hits.map((h) => h.clicks),
-        hits.map((h) => h.openedAt),
-        hits.map((h) => h.clickedAt),
-      ],
-    );
-  }
-
-  async insertContent(manager: EntityManager, content: StoredContent): Promise<void> {
-    await queryRows(
-      manager,
-      'INSERT INTO email_contents (id, project_id, subject, body, created_at) VALUES ($1, $2, $3, $4, now())',
-      [content.id, content.projectId, content.subject, content.body],
-    );
-  }
-
-  async findContent(manager: EntityManager, id: string): Promise<StoredContent | null> {
-    const rows = await queryRows<StoredContent>(
-      manager,
-      'SELECT id, project_id AS "projectId", subject, body FROM email_contents WHERE id = $1',
-      [id],
-    );
-    return rows[0] ?? null;
   }
 
   /**
@@ -505,17 +408,6 @@ export class EmailsRepository {
       [emailId],
     );
   }
-
-  async attachmentContents(manager: EntityManager, ids: string[]): Promise<Map<string, Buffer>> {
-    if (ids.length === 0) return new Map();
-    const rows = await queryRows<{ id: string; content: Buffer }>(
-      manager,
-      'SELECT id, content FROM email_attachments WHERE id = ANY($1::uuid[])',
-      [ids],
-    );
-    return new Map(rows.map((r) => [r.id, r.content]));
-  }
-
   /** SENDING → a final status. False when the row was not SENDING any more (someone else finished it). */
   async finish(
     manager: EntityManager,
@@ -581,72 +473,6 @@ export class EmailsRepository {
   }
 
   /**
-   * One fewer email needs these attachments; the bytes go with the last one.
-   * Runs once per email, on its transition to a final status.
-   */
-  async releaseAttachments(manager: EntityManager, refs: EmailAttachmentRef[]): Promise<void> {
-    if (refs.length === 0) return;
-    const ids = refs.map((r) => r.id);
-    await queryRows(
-      manager,
-      'UPDATE email_attachments SET pending = pending - 1 WHERE id = ANY($1::uuid[])',
-      [ids],
-    );
-    await queryRows(
-      manager,
-      'DELETE FROM email_attachments WHERE id = ANY($1::uuid[]) AND pending <= 0',
-      [ids],
-    );
-  }
-
-  /**
-   * Claims an Idempotency-Key inside the send's transaction. Returns null when
-   * this request owns the key (new, or the old one expired), or the stored
-   * first request otherwise. A concurrent holder makes this INSERT wait until
-   * it commits or rolls back — Postgres serialises duplicates for us.
-   */
-  async claimIdempotencyKey(
-    manager: EntityManager,
-    projectId: string,
-    key: string,
-    requestHash: string,
-    id: string,
-  ): Promise<StoredIdempotentResponse | null> {
-    const claimed = await queryRows<{ id: string }>(
-      manager,
-      `INSERT INTO idempotency_keys AS k (id, project_id, key, request_hash, created_at)
-       VALUES ($1, $2, $3, $4, now())
-       ON CONFLICT (project_id, key) DO UPDATE
-         SET id = EXCLUDED.id, request_hash = EXCLUDED.request_hash, response_status = NULL,
-             response_body = NULL, created_at = now()
-         WHERE k.${IDEMPOTENCY_KEY_EXPIRED}
-       RETURNING id`,
-      [id, projectId, key, requestHash],
-    );
-    if (claimed.length > 0) return null;
-    const rows = await queryRows<StoredIdempotentResponse>(
-      manager,
-      `SELECT request_hash AS "requestHash", response_status AS "responseStatus", response_body AS "responseBody"
-         FROM idempotency_keys WHERE project_id = $1 AND key = $2`,
-      [projectId, key],
-    );
-    return rows[0] ?? null;
-  }
-
-  async storeIdempotentResponse(
-    manager: EntityManager,
-    id: string,
-    status: number,
-    body: unknown,
-  ): Promise<void> {
-    await manager.update(
-      IdempotencyKey,
-      { id },
-      { responseStatus: status, responseBody: body as object },
-    );
-  }
-
-  /**
    * Open rows older than `minutes`, for the delivery recovery: QUEUED since
    * then (outside campaigns: a campaign's QUEUED rows are its feed's, which
    * keeps the delivery backlog bounded), or SENDING untouched since then (an
@@ -699,12 +525,45 @@ export class EmailsRepository {
     );
   }
 
-  /** Housekeeping: keys past their 24 hours. */
-  async deleteExpiredIdempotencyKeys(manager: EntityManager): Promise<number> {
-    const rows = await queryRows<{ id: string }>(
-      manager,
-      `DELETE FROM idempotency_keys WHERE ${IDEMPOTENCY_KEY_EXPIRED} RETURNING id`,
-    );
-    return rows.length;
+  // Forwarded to the repositories that own these statements, for SendService,
+  // EmailsService and DeliveryService, which still reach them through this one.
+
+  insertContent(manager: EntityManager, content: StoredContent): Promise<void> {
+    return this.contents.insertContent(manager, content);
+  }
+
+  findContent(manager: EntityManager, id: string): Promise<StoredContent | null> {
+    return this.contents.findContent(manager, id);
+  }
+
+  insertAttachments(manager: EntityManager, rows: Partial<EmailAttachment>[]): Promise<void> {
+    return this.contents.insertAttachments(manager, rows);
+  }
+
+  attachmentContents(manager: EntityManager, ids: string[]): Promise<Map<string, Buffer>> {
+    return this.contents.attachmentContents(manager, ids);
+  }
+
+  releaseAttachments(manager: EntityManager, refs: EmailAttachmentRef[]): Promise<void> {
+    return this.contents.releaseAttachments(manager, refs);
+  }
+
+  claimIdempotencyKey(
+    manager: EntityManager,
+    projectId: string,
+    key: string,
+    requestHash: string,
+    id: string,
+  ): Promise<StoredIdempotentResponse | null> {
+    return this.idempotencyKeys.claimIdempotencyKey(manager, projectId, key, requestHash, id);
+  }
+
+  storeIdempotentResponse(
+    manager: EntityManager,
+    id: string,
+    status: number,
+    body: unknown,
+  ): Promise<void> {
+    return this.idempotencyKeys.storeIdempotentResponse(manager, id, status, body);
   }
 }

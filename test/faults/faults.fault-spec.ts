@@ -1,7 +1,7 @@
 import { Queue } from 'bullmq';
 import { RECOVERY_SCHEDULERS } from '../../src/queue/jobs';
-import { DELIVERY_STALE_AFTER_MINUTES } from '../../src/sending/delivery-recovery';
-import { DELIVERY_CONCURRENCY } from '../../src/sending/delivery.processor';
+import { DELIVERY_STALE_AFTER_MINUTES } from '../../src/delivery/delivery-recovery';
+import { DELIVERY_CONCURRENCY } from '../../src/delivery/delivery.processor';
 import { sleep } from './support/run';
 import { SendLoad } from './support/send-load';
 import { FaultWorld } from './support/world';

@@ -105,7 +105,7 @@ export function buildOpenApiDocument(
   const document = SwaggerModule.createDocument(app, builder.build(), {
     operationIdFactory: operationIdFor,
   });
-  // Routes registered on Fastify directly (src/sending/email-tracking.routes.ts) bring their own path items.
+  // Routes registered on Fastify directly (src/engagement/email-tracking.routes.ts) bring their own path items.
   Object.assign(document.paths, structuredClone(rawRoutePaths));
   return finishDocument(document);
 }

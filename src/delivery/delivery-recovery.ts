@@ -7,8 +7,9 @@ import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { QUEUES } from '../queue/queue.constants';
 import { QueueRecovery } from '../queue/recovery';
-import { EmailsRepository } from './emails.repository';
-import { EmailsService } from './emails.service';
+import { EmailsRepository } from '../sending/emails.repository';
+import { IdempotencyKeysRepository } from '../sending/idempotency-keys.repository';
+import { EmailsService } from '../sending/emails.service';
 import { DeliveryService } from './delivery.service';
 
 /** Open for longer than this, an email may have lost its job (normally it is a retry waiting out its backoff). */
@@ -46,6 +47,7 @@ export class DeliveryRecovery extends QueueRecovery {
     @InjectQueue(QUEUES.DELIVERY) private readonly deliveryQueue: Queue,
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: EmailsRepository,
+    private readonly idempotencyKeys: IdempotencyKeysRepository,
     private readonly emails: EmailsService,
     private readonly delivery: DeliveryService,
   ) {
@@ -75,7 +77,7 @@ export class DeliveryRecovery extends QueueRecovery {
       if (PENDING_JOB_STATES.has(await this.deliveryQueue.getJobState(id))) continue;
       await this.delivery.failLost(id, 'delivery was interrupted during its last attempt');
     }
-    await this.repository.deleteExpiredIdempotencyKeys(this.dataSource.manager);
+    await this.idempotencyKeys.deleteExpiredIdempotencyKeys(this.dataSource.manager);
     return { found: stale.length + lastAttempts.length };
   }
 }

@@ -9,14 +9,14 @@ import { senderDomainOf } from '../domains/domain-name';
 import { DomainsService, SenderDomain } from '../domains/domains.service';
 import { EventsService } from '../events/events.service';
 import type { EventRow } from '../events/event.row';
-import { EmailStatus } from './email.entity';
-import { ClaimedEmail, EmailsRepository, FinishFields } from './emails.repository';
+import { EmailStatus } from '../sending/email.entity';
+import { ClaimedEmail, EmailsRepository, FinishFields } from '../sending/emails.repository';
 import { classifyFailure, describeFailure, MailTransport } from './mail-transport';
-import { TrackingLinks } from './tracking-links';
-import { UnsubscribeLinks } from './unsubscribe-links';
+import { TrackingLinks } from '../engagement/tracking-links';
+import { UnsubscribeLinks } from '../sending/unsubscribe-links';
 import { TemplateRenderError } from '../templates/template-renderer';
 import { TemplatesService } from '../templates/templates.service';
-import { StoredContent } from './emails.repository';
+import { StoredContent } from '../sending/email-contents.repository';
 import { AppMetrics, METRICS_REGISTRY } from '../common/metrics/metrics';
 
 /** The message as it goes on the wire (before tracking is added to the HTML). */

@@ -7,7 +7,7 @@ import { EventsService } from '../events/events.service';
 import type { RecordedEvent } from '../events/event-hooks';
 import { RecordHitJobData, TRACKING_JOBS } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
-import { EmailHits, EmailsRepository } from './emails.repository';
+import { EmailHits, EmailHitsRepository } from './email-hits.repository';
 import { ClickTarget } from './tracking-token';
 import { TrackingLinks } from './tracking-links';
 
@@ -60,7 +60,7 @@ export class EmailTrackingService implements OnApplicationShutdown {
     @InjectDataSource() private readonly dataSource: DataSource,
     @InjectQueue(QUEUES.TRACKING_HITS)
     private readonly queue: Queue<RecordHitJobData, unknown, typeof TRACKING_JOBS.RECORD_HIT>,
-    private readonly repository: EmailsRepository,
+    private readonly repository: EmailHitsRepository,
     private readonly events: EventsService,
     private readonly links: TrackingLinks,
   ) {}
