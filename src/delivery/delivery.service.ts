@@ -16,7 +16,7 @@ import { TrackingLinks } from '../engagement/tracking-links';
 import { UnsubscribeLinks } from '../sending/unsubscribe-links';
 import { TemplateRenderError } from '../templates/template-renderer';
 import { TemplatesService } from '../templates/templates.service';
-import { StoredContent } from '../sending/email-contents.repository';
+import { EmailContentsRepository, StoredContent } from '../sending/email-contents.repository';
 import { AppMetrics, METRICS_REGISTRY } from '../common/metrics/metrics';
 
 /** The message as it goes on the wire (before tracking is added to the HTML). */
@@ -66,6 +66,7 @@ export class DeliveryService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: EmailsRepository,
+    private readonly emailContents: EmailContentsRepository,
     private readonly transport: MailTransport,
     private readonly domains: DomainsService,
     private readonly events: EventsService,
@@ -85,7 +86,7 @@ export class DeliveryService {
     // The row counts attempts across jobs: a job re-added by the recovery does not get a fresh budget.
     const lastAttempt = lastJobAttempt || email.attempts >= this.config.deliveryAttempts;
     if (email.status === EmailStatus.SUPPRESSED) {
-      await this.repository.releaseAttachments(this.dataSource.manager, email.attachments);
+      await this.emailContents.releaseAttachments(this.dataSource.manager, email.attachments);
       return 'suppressed';
     }
 
@@ -121,7 +122,7 @@ export class DeliveryService {
     // Unsigned (sender null) only where REQUIRE_VERIFIED_SENDER is off: the outbox default.
     const messageId = `${email.id}@${sender?.domain ?? senderDomainOf(email.fromEmail)}`;
     try {
-      const contents = await this.repository.attachmentContents(
+      const contents = await this.emailContents.attachmentContents(
         this.dataSource.manager,
         email.attachments.map((a) => a.id),
       );
@@ -212,7 +213,7 @@ export class DeliveryService {
   private async sharedContent(id: string): Promise<StoredContent> {
     const cached = this.contents.get(id);
     if (cached) return cached;
-    const content = await this.repository.findContent(this.dataSource.manager, id);
+    const content = await this.emailContents.findContent(this.dataSource.manager, id);
     if (!content) throw new ContentError(`content ${id} is missing`);
     if (this.contents.size >= CONTENT_CACHE_SIZE)
       this.contents.delete(this.contents.keys().next().value as string);
@@ -225,7 +226,7 @@ export class DeliveryService {
     const recorded = await this.dataSource.transaction(async (manager) => {
       const row = await this.repository.failIfOpen(manager, emailId, reason);
       if (!row) return null;
-      await this.repository.releaseAttachments(manager, row.attachments);
+      await this.emailContents.releaseAttachments(manager, row.attachments);
       const event = await this.events.record(manager, {
         projectId: row.projectId,
         contactId: row.contactId,
@@ -313,7 +314,7 @@ export class DeliveryService {
           )
         : await this.dataSource.transaction(async (manager): Promise<EventRow | null> => {
             if (!(await this.repository.finish(manager, email.id, status, fields))) return null;
-            await this.repository.releaseAttachments(manager, email.attachments);
+            await this.emailContents.releaseAttachments(manager, email.attachments);
             if (extra) await extra(manager);
             return this.events.record(manager, record);
           });

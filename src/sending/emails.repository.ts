@@ -11,10 +11,7 @@ import {
 } from '../domains/domains.repository';
 import type { EventRow } from '../events/event.row';
 import { insertEventFrom, NewEvent } from '../events/events.repository';
-import { EmailAttachment } from './email-attachment.entity';
 import { Email, EmailAttachmentRef, EmailStatus } from './email.entity';
-import { EmailContentsRepository, StoredContent } from './email-contents.repository';
-import { IdempotencyKeysRepository, StoredIdempotentResponse } from './idempotency-keys.repository';
 
 /** An email row claimed for delivery (the claim itself decided whether it may go out). */
 export interface ClaimedEmail {
@@ -197,11 +194,6 @@ function finishParams(emailId: string, status: EmailStatus, fields: FinishFields
  */
 @Injectable()
 export class EmailsRepository {
-  constructor(
-    private readonly contents: EmailContentsRepository,
-    private readonly idempotencyKeys: IdempotencyKeysRepository,
-  ) {}
-
   /**
    * Composed rows, one statement per 500 rows or 64 MB of JSON: one JSON
    * parameter, turned into rows by Postgres (TypeORM's insert builder cost
@@ -523,47 +515,5 @@ export class EmailsRepository {
         ORDER BY updated_at LIMIT $2`,
       [minutes, limit, maxAttempts],
     );
-  }
-
-  // Forwarded to the repositories that own these statements, for SendService,
-  // EmailsService and DeliveryService, which still reach them through this one.
-
-  insertContent(manager: EntityManager, content: StoredContent): Promise<void> {
-    return this.contents.insertContent(manager, content);
-  }
-
-  findContent(manager: EntityManager, id: string): Promise<StoredContent | null> {
-    return this.contents.findContent(manager, id);
-  }
-
-  insertAttachments(manager: EntityManager, rows: Partial<EmailAttachment>[]): Promise<void> {
-    return this.contents.insertAttachments(manager, rows);
-  }
-
-  attachmentContents(manager: EntityManager, ids: string[]): Promise<Map<string, Buffer>> {
-    return this.contents.attachmentContents(manager, ids);
-  }
-
-  releaseAttachments(manager: EntityManager, refs: EmailAttachmentRef[]): Promise<void> {
-    return this.contents.releaseAttachments(manager, refs);
-  }
-
-  claimIdempotencyKey(
-    manager: EntityManager,
-    projectId: string,
-    key: string,
-    requestHash: string,
-    id: string,
-  ): Promise<StoredIdempotentResponse | null> {
-    return this.idempotencyKeys.claimIdempotencyKey(manager, projectId, key, requestHash, id);
-  }
-
-  storeIdempotentResponse(
-    manager: EntityManager,
-    id: string,
-    status: number,
-    body: unknown,
-  ): Promise<void> {
-    return this.idempotencyKeys.storeIdempotentResponse(manager, id, status, body);
   }
 }

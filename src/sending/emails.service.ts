@@ -17,6 +17,7 @@ import { TemplatesService } from '../templates/templates.service';
 import { EmailResponse } from './dto/email.response';
 import { ListEmailsQueryDto } from './dto/list-emails.query';
 import { Email, EmailAttachmentRef, EmailSource, EmailStatus } from './email.entity';
+import { EmailContentsRepository } from './email-contents.repository';
 import { EmailsRepository } from './emails.repository';
 import { UnsubscribeLinks } from './unsubscribe-links';
 
@@ -110,6 +111,7 @@ export class EmailsService {
     private readonly queue: Queue<DeliveryJobData, unknown, typeof DELIVERY_JOBS.DELIVER>,
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: EmailsRepository,
+    private readonly contents: EmailContentsRepository,
     private readonly templates: TemplatesService,
     private readonly events: EventsService,
     private readonly unsubscribeLinks: UnsubscribeLinks,
@@ -183,7 +185,7 @@ export class EmailsService {
     const suppressed = emails
       .filter((e) => e.status === EmailStatus.SUPPRESSED)
       .flatMap((e) => e.attachments);
-    await this.repository.releaseAttachments(manager, suppressed);
+    await this.contents.releaseAttachments(manager, suppressed);
     return this.events.recordMany(
       manager,
       emails.map((e) => ({
@@ -231,7 +233,7 @@ export class EmailsService {
     content: { subject: string; body: string },
   ): Promise<string> {
     const id = newId();
-    await this.repository.insertContent(manager, {
+    await this.contents.insertContent(manager, {
       id,
       projectId,
       subject: content.subject,

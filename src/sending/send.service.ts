@@ -18,7 +18,8 @@ import { MailboxDto, MAX_ATTACHMENT_BYTES, SendEmailDto } from './dto/send-email
 import { SendResponse } from './dto/send.response';
 import { EmailAttachment } from './email-attachment.entity';
 import { Email, EmailAttachmentRef, EmailSource } from './email.entity';
-import { EmailsRepository } from './emails.repository';
+import { EmailContentsRepository } from './email-contents.repository';
+import { IdempotencyKeysRepository } from './idempotency-keys.repository';
 import { EmailsService } from './emails.service';
 import { IdempotencyRequest, idempotencyKeyReused } from './idempotency';
 import { validateMailHeaders } from './mail-headers';
@@ -41,7 +42,8 @@ interface ResolvedSend {
 export class SendService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly repository: EmailsRepository,
+    private readonly contents: EmailContentsRepository,
+    private readonly idempotencyKeys: IdempotencyKeysRepository,
     private readonly emails: EmailsService,
     private readonly templates: TemplatesService,
     private readonly contacts: ContactsService,
@@ -65,7 +67,7 @@ export class SendService {
       this.dataSource.transaction(async (manager) => {
         const idempotencyRowId = newId();
         if (idempotency) {
-          const stored = await this.repository.claimIdempotencyKey(
+          const stored = await this.idempotencyKeys.claimIdempotencyKey(
             manager,
             projectId,
             idempotency.key,
@@ -88,7 +90,7 @@ export class SendService {
           contentType: a.contentType,
           size: a.content.length,
         }));
-        await this.repository.insertAttachments(
+        await this.contents.insertAttachments(
           manager,
           attachments.map((a, i): Partial<EmailAttachment> => ({
             id: refs[i].id,
@@ -165,7 +167,12 @@ export class SendService {
           })),
         });
         if (idempotency)
-          await this.repository.storeIdempotentResponse(manager, idempotencyRowId, 200, result);
+          await this.idempotencyKeys.storeIdempotentResponse(
+            manager,
+            idempotencyRowId,
+            200,
+            result,
+          );
         const emailOf = new Map(composed.map((e) => [e.contactId, e.toEmail]));
         return {
           response: result,

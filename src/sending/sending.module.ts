@@ -38,6 +38,7 @@ import { UnsubscribeService } from './unsubscribe.service';
     EmailsService,
     TemplatesModule,
     EmailsRepository,
+    EmailContentsRepository,
     IdempotencyKeysRepository,
     UnsubscribeLinks,
   ],
