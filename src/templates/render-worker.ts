@@ -17,12 +17,18 @@ export type RenderOutcome =
   | { ok: false; part: 'subject' | 'body'; message: string };
 
 export const PART_CODES = { subject: 0, body: 1 } as const;
+/** `progress`: an Int32 at 0 (the part, PART_CODES) and, at STARTED_AT_OFFSET, the ms time the thread took the task. */
+export const STARTED_AT_OFFSET = 8;
+export const PROGRESS_BYTES = 16;
 
-const sandbox = new LiquidSandbox();
+/** Made on a thread's first task: the main thread imports this module for its constants only. */
+let sandbox: LiquidSandbox | undefined;
 
 /** The pool's entry point (piscina loads this module in each worker thread). */
 export default async function render(task: RenderTask): Promise<RenderOutcome> {
-  const progress = new Int32Array(task.progress);
+  sandbox ??= new LiquidSandbox();
+  const progress = new Int32Array(task.progress, 0, 1);
+  Atomics.store(new BigInt64Array(task.progress, STARTED_AT_OFFSET, 1), 0, BigInt(Date.now()));
   try {
     if (task.kind === 'text') {
       Atomics.store(progress, 0, PART_CODES.body);

@@ -13,6 +13,7 @@ import {
   RenderSource,
   TemplateRenderError,
 } from './liquid-sandbox';
+import { PROGRESS_BYTES, STARTED_AT_OFFSET } from './render-worker';
 import type { RenderOutcome, RenderTask } from './render-worker';
 
 export { htmlToText, RENDER_LIMITS, RenderLimitError, TemplateRenderError } from './liquid-sandbox';
@@ -36,6 +37,7 @@ export interface RenderPoolOptions {
 }
 
 export const DEFAULT_RENDER_TIMEOUT_MS = 2000;
+const START_POLL_MS = 20;
 
 /**
  * The compiled worker: under ts-jest this file runs from src/, but threads load JavaScript, so
@@ -93,9 +95,24 @@ export class TemplateRenderer implements OnApplicationShutdown {
     task: (progress: SharedArrayBuffer) => RenderTask,
   ): Promise<RenderOutcome & { ok: true }> {
     return this.slots.run(async () => {
-      const progress = new SharedArrayBuffer(4);
+      const progress = new SharedArrayBuffer(PROGRESS_BYTES);
       const abort = new AbortController();
-      const timer = setTimeout(() => abort.abort(), this.options.timeoutMs);
+      // The budget counts from when the thread takes the task (it writes the time): starting a
+      // thread to replace a stopped one can take a second on a loaded machine, and is not the
+      // template's doing.
+      const startedAt = new BigInt64Array(progress, STARTED_AT_OFFSET, 1);
+      let timer: NodeJS.Timeout;
+      const check = (): void => {
+        const started = Number(Atomics.load(startedAt, 0));
+        if (started === 0) {
+          timer = setTimeout(check, START_POLL_MS);
+          return;
+        }
+        const left = started + this.options.timeoutMs - Date.now();
+        if (left <= 0) abort.abort();
+        else timer = setTimeout(check, left);
+      };
+      timer = setTimeout(check, START_POLL_MS);
       let outcome: RenderOutcome;
       try {
         outcome = (await this.threadPool().run(task(progress), {
