@@ -70,6 +70,33 @@ describe('rendering is bounded and off the event loop (e2e)', () => {
     expect(patched).toEqual(tookTooLong('body'));
   });
 
+  it('refuses a campaign that renders past the deadline at create and at PATCH', async () => {
+    const campaign = (extra: Record<string, unknown>) => ({
+      name: 'C',
+      subject: 'Hi',
+      body: '<p>ok</p>',
+      from: 'me@heavy.test',
+      audienceType: 'ALL',
+      ...extra,
+    });
+    const slow = await app.request({
+      method: 'POST',
+      url: '/campaigns',
+      key: a,
+      body: campaign({ body: SLOW }),
+    });
+    expect(slow).toEqual(tookTooLong('body'));
+    const ok = await app.request({ method: 'POST', url: '/campaigns', key: a, body: campaign({}) });
+    expect(ok.status).toBe(201);
+    const patched = await app.request({
+      method: 'PATCH',
+      url: `/campaigns/${ok.body.data.id}`,
+      key: a,
+      body: { subject: SLOW },
+    });
+    expect(patched).toEqual(tookTooLong('subject'));
+  });
+
   it('answers a send whose body renders past the deadline with 422 and sends nothing', async () => {
     const res = await app.request({
       method: 'POST',

@@ -4,6 +4,7 @@ import { ContactsModule } from '../contacts/contacts.module';
 import { DomainsModule } from '../domains/domains.module';
 import { EventsModule } from '../events/events.module';
 import { SendingModule } from '../sending/sending.module';
+import { TemplatesModule } from '../templates/templates.module';
 import { CampaignJobs } from './campaign-jobs';
 import { CampaignRunner } from './campaign-runner';
 import { CampaignStatusService } from './campaign-status.service';
@@ -16,7 +17,14 @@ import { CampaignsService } from './campaigns.service';
 
 /** Bulk email to an audience: the resource, its status machine, the fan-out and its statistics. */
 @Module({
-  imports: [SendingModule, ConditionsModule, ContactsModule, DomainsModule, EventsModule],
+  imports: [
+    SendingModule,
+    TemplatesModule,
+    ConditionsModule,
+    ContactsModule,
+    DomainsModule,
+    EventsModule,
+  ],
   controllers: [CampaignsController],
   providers: [
     CampaignsRepository,

@@ -10,6 +10,7 @@ import { ConditionsService } from '../conditions/conditions.service';
 import { newId } from '../database/id';
 import { DomainsService } from '../domains/domains.service';
 import { AudienceType, Campaign, CampaignStatus } from './campaign.entity';
+import { TemplatesService } from '../templates/templates.service';
 import { CampaignJobs } from './campaign-jobs';
 import { CampaignCounts, CampaignsRepository } from './campaigns.repository';
 import {
@@ -38,9 +39,11 @@ export class CampaignsService {
     private readonly conditions: ConditionsService,
     private readonly domains: DomainsService,
     private readonly jobs: CampaignJobs,
+    private readonly templates: TemplatesService,
   ) {}
 
   async create(projectId: string, dto: CreateCampaignDto): Promise<CampaignResponse> {
+    await this.templates.assertRenderable({ subject: dto.subject, body: dto.body });
     await this.domains.assertCanSend(projectId, dto.from);
     const row = await this.dataSource.transaction(async (manager) => {
       const audience = await this.checkAudience(manager, projectId, {
@@ -86,6 +89,7 @@ export class CampaignsService {
 
   /** DRAFT or SCHEDULED only. `scheduledAt: null` returns a SCHEDULED campaign to DRAFT; a time moves its schedule. */
   async update(projectId: string, id: string, dto: UpdateCampaignDto): Promise<CampaignResponse> {
+    await this.templates.assertRenderable({ subject: dto.subject ?? '', body: dto.body ?? '' });
     if (dto.from !== undefined) await this.domains.assertCanSend(projectId, dto.from);
     const { row, reschedule } = await this.dataSource.transaction(async (manager) => {
       const current = await this.lockOrFail(manager, projectId, id);
