@@ -14,10 +14,9 @@ import { isPersistenceWrapper } from '../contacts/contact-data';
 import { ContactsService } from '../contacts/contacts.service';
 import { sqlState } from '../database/postgres-errors';
 import { isReservedEventName } from '../events/event-names';
-import type { EventRow } from '../events/event.row';
 import { EventsService } from '../events/events.service';
 import { DomainsService } from '../domains/domains.service';
-import { Email, EmailSource } from '../sending/email.entity';
+import { EmailSource } from '../sending/email.entity';
 import { EmailsService } from '../sending/emails.service';
 import { TemplateRenderError } from '../templates/template-renderer';
 import { TemplateType } from '../templates/template.entity';
@@ -25,6 +24,7 @@ import { TemplatesService } from '../templates/templates.service';
 import { WorkerShutdown } from '../queue/worker-shutdown';
 import { signWebhook } from '../webhooks/webhook-signature';
 import { WorkflowDispatcher } from './workflow-dispatcher';
+import { AfterCommit, StepBatch } from './workflow-step-batch';
 import { UnreadableWorkflowSecretError, WorkflowSecrets } from './workflow-secrets';
 import {
   durationMs,
@@ -34,14 +34,7 @@ import {
   WorkflowStep,
 } from './workflow-steps';
 import { ExecutionStatus, StepRunStatus, WorkflowExecution } from './workflow.entity';
-import { ContactRow } from '../contacts/contact.row';
-import {
-  DueExecution,
-  ExecutionTransition,
-  PendingTransition,
-  StepRun,
-  WorkflowsRepository,
-} from './workflows.repository';
+import { ExecutionTransition, StepRun, WorkflowsRepository } from './workflows.repository';
 
 /** A step's own failure (not the infrastructure's): the step and the execution end FAILED. */
 export class StepError extends Error {}
@@ -52,79 +45,11 @@ type WebhookOutcome =
   | { kind: 'refused'; error: string; stepId: string }
   | { kind: 'unreachable'; error: string; stepId: string };
 
-/** Work to do once the steps' transaction has committed. */
-interface AfterCommit {
-  jobs: DueExecution[];
-  emails: Email[];
-  events: { rows: EventRow[]; email: string | null }[];
-}
-
 /** One job's request: the execution, the version the job was added for, and whether it may skip the look first. */
 export interface StepJob {
   executionId: string;
   version: number;
   direct: boolean;
-}
-
-/**
- * The steps run in one transaction (one job's, or a batch of jobs'): what
- * they write at its end, what follows its commit, and the reads made once
- * for all of them.
- */
-class StepBatch {
-  readonly after: AfterCommit = { jobs: [], emails: [], events: [] };
-  /** A step's record waiting for the transition that follows it, by execution (one step of an execution per batch). */
-  readonly runs = new Map<string, StepRun>();
-  /** Step records written on their own (before the transitions' records). */
-  readonly records: StepRun[] = [];
-  readonly transitions = new Map<string, PendingTransition>();
-  /** Executions whose transition was not written: moved within the transaction by the events trigger. */
-  readonly overtaken = new Set<string>();
-  /** The definition each execution's step ran under (the process's cache may move on meanwhile). */
-  readonly trees = new Map<string, StepTree>();
-  /** SEND_EMAIL steps' emails, inserted at the end, with their contacts' addresses (for publishing `email.queued`). */
-  readonly emails: { email: Email; address: string }[] = [];
-  /** Characters of the messages rendered so far (subject, HTML, text): what the batch holds until its write. */
-  emailChars = 0;
-  /** Reads shared by the batch's steps (templates, senders), by key. */
-  readonly loads = new Map<string, Promise<unknown>>();
-  /** Made before the steps ran, for the steps that need them (updates first, then reads: the reads see them). */
-  readonly updates = new Map<string, { row: ContactRow; events: EventRow[] } | null>();
-  readonly contacts = new Map<string, ContactRow>();
-  readonly matches = new Map<string, boolean>();
-  readonly triggerNames = new Map<string, string | null>();
-
-  constructor(readonly manager: EntityManager) {}
-
-  once<T>(key: string, load: () => Promise<T>): Promise<T> {
-    let loaded = this.loads.get(key) as Promise<T> | undefined;
-    if (!loaded) {
-      loaded = load();
-      this.loads.set(key, loaded);
-    }
-    return loaded;
-  }
-
-  /** Where the lists stand before one execution's step (undone should the step fail). */
-  mark(): number[] {
-    return [
-      this.records.length,
-      this.emails.length,
-      this.after.jobs.length,
-      this.after.emails.length,
-      this.after.events.length,
-    ];
-  }
-
-  undo(executionId: string, mark: number[]): void {
-    this.records.length = mark[0];
-    this.emails.length = mark[1];
-    this.after.jobs.length = mark[2];
-    this.after.emails.length = mark[3];
-    this.after.events.length = mark[4];
-    this.runs.delete(executionId);
-    this.transitions.delete(executionId);
-  }
 }
 
 type Settled = { ok: true; value: string } | { ok: false; error: unknown };
