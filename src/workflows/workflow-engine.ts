@@ -5,15 +5,12 @@ import { QueryFailedError } from 'typeorm';
 import { MicroBatcher } from '../common/concurrency/micro-batcher';
 import { Semaphore } from '../common/concurrency/semaphore';
 import { ApiException } from '../common/errors/api-exception';
-import { RefusedTargetError, sendOutbound } from '../common/http/outbound-http';
 import type { ConditionGroup } from '../conditions/condition.types';
 import { ConditionsService } from '../conditions/conditions.service';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
-import { isPersistenceWrapper } from '../contacts/contact-data';
 import { ContactsService } from '../contacts/contacts.service';
 import { sqlState } from '../database/postgres-errors';
-import { isReservedEventName } from '../events/event-names';
 import { EventsService } from '../events/events.service';
 import { DomainsService } from '../domains/domains.service';
 import { EmailSource } from '../sending/email.entity';
@@ -22,10 +19,10 @@ import { TemplateRenderError } from '../templates/template-renderer';
 import { TemplateType } from '../templates/template.entity';
 import { TemplatesService } from '../templates/templates.service';
 import { WorkerShutdown } from '../queue/worker-shutdown';
-import { signWebhook } from '../webhooks/webhook-signature';
 import { WorkflowDispatcher } from './workflow-dispatcher';
 import { AfterCommit, StepBatch } from './workflow-step-batch';
-import { UnreadableWorkflowSecretError, WorkflowSecrets } from './workflow-secrets';
+import { eventOnlyData, sendData } from './workflow-send-data';
+import { WebhookOutcome, WorkflowWebhookCaller } from './workflow-webhook-caller';
 import {
   durationMs,
   StepTree,
@@ -39,12 +36,6 @@ import { ExecutionTransition, StepRun, WorkflowsRepository } from './workflows.r
 /** A step's own failure (not the infrastructure's): the step and the execution end FAILED. */
 export class StepError extends Error {}
 
-/** What a WEBHOOK call answered, made before the execution is locked (it may take 10 s). */
-type WebhookOutcome =
-  | { kind: 'answered'; status: number; body: string; stepId: string }
-  | { kind: 'refused'; error: string; stepId: string }
-  | { kind: 'unreachable'; error: string; stepId: string };
-
 /** One job's request: the execution, the version the job was added for, and whether it may skip the look first. */
 export interface StepJob {
   executionId: string;
@@ -54,8 +45,6 @@ export interface StepJob {
 
 type Settled = { ok: true; value: string } | { ok: false; error: unknown };
 
-const WEBHOOK_TIMEOUT_MS = 10_000;
-const WEBHOOK_BODY_BYTES = 1024;
 /** Workflow definitions kept parsed per process. */
 const TREE_CACHE_SIZE = 1000;
 /** A DELAY or wait job that fires this early (clock skew between Redis and Postgres) waits again. */
@@ -137,7 +126,7 @@ export class WorkflowEngine {
     private readonly domains: DomainsService,
     private readonly events: EventsService,
     private readonly shutdown: WorkerShutdown,
-    private readonly secrets: WorkflowSecrets,
+    private readonly webhookCaller: WorkflowWebhookCaller,
   ) {}
 
   /** One job's step, run with the steps of the jobs submitted meanwhile; answers its outcome. */
@@ -218,7 +207,9 @@ export class WorkflowEngine {
     if (!job.direct) {
       const peek = await this.peek(job.executionId, job.version);
       if (!peek) return 'stale';
-      webhook = peek.webhookStep ? await this.callWebhook(peek.execution, peek.webhookStep) : null;
+      webhook = peek.webhookStep
+        ? await this.webhookCaller.call(peek.execution, peek.webhookStep)
+        : null;
     }
     let batch: StepBatch;
     let outcome: string;
@@ -585,7 +576,7 @@ export class WorkflowEngine {
       from: { email: fromEmail, name: template.fromName },
       replyTo: template.replyTo,
       content: { subject: template.subject, body: template.body },
-      data: await this.sendData(b, x),
+      data: await sendData(this.events, b.manager, x, b.triggerNames),
       workflowExecutionId: x.id,
       workflowStepId: stepId,
     });
@@ -594,36 +585,6 @@ export class WorkflowEngine {
     b.emailChars += email.subject.length + (email.html?.length ?? 0) + (email.text?.length ?? 0);
     b.after.emails.push(email);
     return email.id;
-  }
-
-  /**
-   * The send's data of a SEND_EMAIL or WEBHOOK step. The contract's render
-   * context is the contact's data, then the send's data over it; the contact
-   * is read as it is when the step runs, so what earlier steps (UPDATE_CONTACT)
-   * or later tracks wrote shows. The send's data is what the trigger carried
-   * that never reached the contact: a track or a manual start merged its data
-   * into the contact except `{value, persistent: false}` values, which are
-   * the send's data; a system event's data (`email.clicked`'s url) never
-   * reaches a contact, so all of it is. Passing a track's merged values again
-   * would put the trigger's old values over the contact's newer ones.
-   */
-  private async sendData(
-    b: StepBatch | null,
-    x: WorkflowExecution,
-  ): Promise<Record<string, unknown>> {
-    if (eventOnlyData(x)) return x.data ?? {};
-    if (x.triggerEventId) {
-      const manager = b?.manager ?? this.dataSource.manager;
-      const known = b?.triggerNames.get(x.triggerEventId);
-      const name =
-        known !== undefined ? known : await this.events.nameOf(manager, x.triggerEventId);
-      if (name !== null && isReservedEventName(name)) return x.data;
-    }
-    return Object.fromEntries(
-      Object.entries(x.data ?? {}).filter(
-        ([, value]) => isPersistenceWrapper(value) && !value.persistent,
-      ),
-    );
   }
 
   private async webhookResult(
@@ -671,80 +632,6 @@ export class WorkflowEngine {
       dueAt: new Date(Date.now() + delays[attempts - 1]),
     });
     return 'retry';
-  }
-
-  private async callWebhook(x: WorkflowExecution, step: WebhookStep): Promise<WebhookOutcome> {
-    try {
-      const contact = await this.contacts.findRow(
-        this.dataSource.manager,
-        x.projectId,
-        x.contactId,
-      );
-      if (!contact)
-        return { kind: 'refused', error: 'the contact no longer exists', stepId: step.id };
-      const unsubscribeUrl = this.emails.unsubscribeUrl(x.projectId, contact.id, null);
-      const data = await this.sendData(null, x);
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(step.headers ?? {})) {
-        headers[name] = (
-          await this.templates.renderText(value, contact, data, unsubscribeUrl)
-        ).replace(/[\r\n\0]/g, ' ');
-      }
-      const body =
-        step.body !== undefined
-          ? await this.templates.renderText(step.body, contact, data, unsubscribeUrl)
-          : undefined;
-      if (
-        body !== undefined &&
-        !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')
-      ) {
-        headers['content-type'] = 'application/json';
-      }
-      headers['user-agent'] ??= 'Mailwright-Workflows/1';
-      Object.assign(headers, await this.signatureHeaders(x, step, headers, body));
-      const answer = await sendOutbound({
-        url: step.url,
-        method: step.method,
-        headers,
-        body,
-        timeoutMs: WEBHOOK_TIMEOUT_MS,
-        allowPrivate: this.config.webhookAllowPrivate,
-        maxBodyBytes: WEBHOOK_BODY_BYTES,
-      });
-      return { kind: 'answered', status: answer.status, body: answer.body, stepId: step.id };
-    } catch (error) {
-      if (
-        error instanceof RefusedTargetError ||
-        error instanceof TemplateRenderError ||
-        error instanceof UnreadableWorkflowSecretError
-      ) {
-        return { kind: 'refused', error: error.message, stepId: step.id };
-      }
-      return { kind: 'unreachable', error: errorMessage(error), stepId: step.id };
-    }
-  }
-
-  /**
-   * Standard Webhooks headers, signed with the workflow's secret; they replace
-   * any the step sets itself. The id is the same on every retry of the step.
-   */
-  private async signatureHeaders(
-    x: WorkflowExecution,
-    step: WebhookStep,
-    headers: Record<string, string>,
-    body: string | undefined,
-  ) {
-    for (const name of Object.keys(headers)) {
-      if (/^webhook-(id|timestamp|signature)$/i.test(name)) delete headers[name];
-    }
-    const secret = await this.secrets.secretOf(x.workflowId);
-    const id = `wfx_${x.id}_${step.id}`;
-    const timestamp = Math.floor(Date.now() / 1000);
-    return {
-      'webhook-id': id,
-      'webhook-timestamp': String(timestamp),
-      'webhook-signature': signWebhook(secret, id, timestamp, body ?? ''),
-    };
   }
 
   private record(
@@ -935,13 +822,6 @@ export class WorkflowEngine {
     );
     if (events.length > 0) await this.events.publish(events);
   }
-}
-
-/** The execution's data holds only the send's own values (`{value, persistent: false}`): the trigger's name does not matter. */
-function eventOnlyData(x: WorkflowExecution): boolean {
-  return Object.values(x.data ?? {}).every(
-    (value) => isPersistenceWrapper(value) && !value.persistent,
-  );
 }
 
 /** A batch's answer for one job, as the batcher takes it: the outcome, or a promise of it that fails with the job's error. */

@@ -9,6 +9,7 @@ import { WebhookSecretsModule } from '../webhooks/webhook-secrets.module';
 import { WorkflowDispatcher } from './workflow-dispatcher';
 import { WorkflowEngine } from './workflow-engine';
 import { WorkflowSecrets } from './workflow-secrets';
+import { WorkflowWebhookCaller } from './workflow-webhook-caller';
 import { WorkflowsController } from './workflows.controller';
 import { WorkflowsProcessor } from './workflows.processor';
 import { WorkflowsRecovery } from './workflows.recovery';
@@ -32,6 +33,7 @@ import { WorkflowsService } from './workflows.service';
     WorkflowsService,
     WorkflowDispatcher,
     WorkflowEngine,
+    WorkflowWebhookCaller,
     WorkflowsProcessor,
     WorkflowsRecovery,
     WorkflowSecrets,
