@@ -31,7 +31,12 @@ import {
   WorkflowStep,
 } from './workflow-steps';
 import { ExecutionStatus, StepRunStatus, WorkflowExecution } from './workflow.entity';
-import { ExecutionTransition, StepRun, WorkflowsRepository } from './workflows.repository';
+import {
+  ExecutionTransition,
+  StepRun,
+  WorkflowExecutionsRepository,
+} from './workflow-executions.repository';
+import { WorkflowsRepository } from './workflows.repository';
 
 /** A step's own failure (not the infrastructure's): the step and the execution end FAILED. */
 export class StepError extends Error {}
@@ -117,7 +122,8 @@ export class WorkflowEngine {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly repository: WorkflowsRepository,
+    private readonly workflows: WorkflowsRepository,
+    private readonly executions: WorkflowExecutionsRepository,
     private readonly dispatcher: WorkflowDispatcher,
     private readonly contacts: ContactsService,
     private readonly conditions: ConditionsService,
@@ -224,7 +230,7 @@ export class WorkflowEngine {
       if (!isStepFailure(error)) throw error;
       ({ batch, outcome } = await this.dataSource.transaction(async (manager) => {
         const b = new StepBatch(manager);
-        const x = await this.repository.lockExecution(manager, job.executionId);
+        const x = await this.executions.lockExecution(manager, job.executionId);
         if (!x || x.version !== job.version || !isOpen(x.status))
           return { batch: b, outcome: 'stale' };
         await this.fail(b, x, (await this.whereIs(manager, x)).position, errorMessage(error));
@@ -247,7 +253,7 @@ export class WorkflowEngine {
     jobs: StepJob[],
     webhook: WebhookOutcome | null,
   ): Promise<string[]> {
-    const locked = await this.repository.lockExecutions(
+    const locked = await this.executions.lockExecutions(
       b.manager,
       jobs.map((job) => job.executionId),
     );
@@ -380,7 +386,7 @@ export class WorkflowEngine {
     version: number,
   ): Promise<{ execution: WorkflowExecution; webhookStep: WebhookStep | null } | null> {
     const manager = this.dataSource.manager;
-    const x = await this.repository.findExecutionById(manager, executionId);
+    const x = await this.executions.findExecutionById(manager, executionId);
     if (!x || x.version !== version || !isOpen(x.status)) return null;
     let webhookStep: WebhookStep | null = null;
     if (x.status === ExecutionStatus.RUNNING) {
@@ -399,7 +405,7 @@ export class WorkflowEngine {
     const stamp = x.workflowStamp as string;
     const cached = this.trees.get(x.workflowId);
     if (cached && cached.stamp === stamp) return cached.tree;
-    const workflow = await this.repository.findForEngine(manager, x.workflowId);
+    const workflow = await this.workflows.findForEngine(manager, x.workflowId);
     if (!workflow) return null;
     const tree = new StepTree(workflow.steps);
     if (this.trees.size >= TREE_CACHE_SIZE)
@@ -803,7 +809,7 @@ export class WorkflowEngine {
           email: row.emailId ? (addresses.get(row.emailId) ?? null) : null,
         });
     }
-    const moved = await this.repository.writeSteps(b.manager, b.records, [
+    const moved = await this.executions.writeSteps(b.manager, b.records, [
       ...b.transitions.values(),
     ]);
     if (moved.size < b.transitions.size) {

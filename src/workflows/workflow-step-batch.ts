@@ -3,7 +3,7 @@ import type { ContactRow } from '../contacts/contact.row';
 import type { EventRow } from '../events/event.row';
 import type { Email } from '../sending/email.entity';
 import type { StepTree } from './workflow-steps';
-import type { DueExecution, PendingTransition, StepRun } from './workflows.repository';
+import type { DueExecution, PendingTransition, StepRun } from './workflow-executions.repository';
 
 /** Work to do once the steps' transaction has committed. */
 export interface AfterCommit {

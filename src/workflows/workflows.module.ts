@@ -14,6 +14,7 @@ import { WorkflowsController } from './workflows.controller';
 import { WorkflowsProcessor } from './workflows.processor';
 import { WorkflowsRecovery } from './workflows.recovery';
 import { WorkflowsRepository } from './workflows.repository';
+import { WorkflowExecutionsRepository } from './workflow-executions.repository';
 import { WorkflowsService } from './workflows.service';
 
 /** Automation: workflows, their executions, the engine that runs one step per job, and the triggers' dispatch. */
@@ -30,6 +31,7 @@ import { WorkflowsService } from './workflows.service';
   controllers: [WorkflowsController],
   providers: [
     WorkflowsRepository,
+    WorkflowExecutionsRepository,
     WorkflowsService,
     WorkflowDispatcher,
     WorkflowEngine,
