@@ -8,6 +8,7 @@ import { SendingModule } from '../sending/sending.module';
 import { WebhookSecretsModule } from '../webhooks/webhook-secrets.module';
 import { WorkflowDispatcher } from './workflow-dispatcher';
 import { WorkflowEngine } from './workflow-engine';
+import { WorkflowStepInterpreter } from './workflow-step-interpreter';
 import { WorkflowSecrets } from './workflow-secrets';
 import { WorkflowWebhookCaller } from './workflow-webhook-caller';
 import { WorkflowsController } from './workflows.controller';
@@ -35,6 +36,7 @@ import { WorkflowsService } from './workflows.service';
     WorkflowsService,
     WorkflowDispatcher,
     WorkflowEngine,
+    WorkflowStepInterpreter,
     WorkflowWebhookCaller,
     WorkflowsProcessor,
     WorkflowsRecovery,
