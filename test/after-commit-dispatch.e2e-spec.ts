@@ -1,5 +1,5 @@
 import { WebhookDispatcher } from '../src/webhooks/webhook-dispatcher';
-import { WorkflowsRepository } from '../src/workflows/workflows.repository';
+import { WorkflowExecutionsRepository } from '../src/workflows/workflow-executions.repository';
 import { pollUntil } from './support/poll';
 import { setupTestApp, TestApp, TestProject } from './support/test-app';
 
@@ -60,10 +60,10 @@ describe('after-commit dispatch does not hold up the request (e2e)', () => {
       steps: [],
     });
     expect(created.status).toBe(201);
-    const repository = app.app.get(WorkflowsRepository);
+    const repository = app.app.get(WorkflowExecutionsRepository);
     const lookup = gate();
     const moved = jest.spyOn(repository, 'movedByEvents');
-    const original = WorkflowsRepository.prototype.movedByEvents.bind(repository);
+    const original = WorkflowExecutionsRepository.prototype.movedByEvents.bind(repository);
     moved.mockImplementation(async (...args) => {
       await lookup.passed;
       return original(...args);

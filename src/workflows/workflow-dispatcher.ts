@@ -7,7 +7,8 @@ import { AfterCommitDispatcher } from '../events/after-commit-dispatcher';
 import { EventHooks, RecordedEvent } from '../events/event-hooks';
 import { WORKFLOW_JOBS, WorkflowStepJobData, workflowStepJobId } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
-import { DueExecution, WorkflowsRepository } from './workflows.repository';
+import { DueExecution, WorkflowExecutionsRepository } from './workflow-executions.repository';
+import { WorkflowsRepository } from './workflows.repository';
 
 /**
  * How long the names that can move a project's executions are trusted in
@@ -42,7 +43,8 @@ export class WorkflowDispatcher extends AfterCommitDispatcher<Set<string>> {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @InjectQueue(QUEUES.WORKFLOWS) private readonly queue: Queue<WorkflowStepJobData>,
-    private readonly repository: WorkflowsRepository,
+    private readonly workflows: WorkflowsRepository,
+    private readonly executions: WorkflowExecutionsRepository,
     hooks: EventHooks,
   ) {
     super(hooks);
@@ -54,7 +56,7 @@ export class WorkflowDispatcher extends AfterCommitDispatcher<Set<string>> {
   }
 
   protected async loadInterests(projectIds: string[]): Promise<Map<string, Set<string>>> {
-    const found = await this.repository.movingNames(this.dataSource.manager, projectIds);
+    const found = await this.workflows.movingNames(this.dataSource.manager, projectIds);
     return new Map([...found].map(([projectId, names]) => [projectId, new Set(names)]));
   }
 
@@ -69,7 +71,7 @@ export class WorkflowDispatcher extends AfterCommitDispatcher<Set<string>> {
 
   protected async dispatch(events: RecordedEvent[]): Promise<void> {
     await this.enqueue(
-      await this.repository.movedByEvents(
+      await this.executions.movedByEvents(
         this.dataSource.manager,
         events.map((e) => e.id),
       ),

@@ -1,140 +1,22 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, EntityManager } from 'typeorm';
-import { QueryFailedError } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { MicroBatcher } from '../common/concurrency/micro-batcher';
 import { Semaphore } from '../common/concurrency/semaphore';
-import { ApiException } from '../common/errors/api-exception';
-import { RefusedTargetError, sendOutbound } from '../common/http/outbound-http';
-import type { ConditionGroup } from '../conditions/condition.types';
-import { ConditionsService } from '../conditions/conditions.service';
-import { AppConfig } from '../config/config';
-import { APP_CONFIG } from '../config/config.module';
-import { isPersistenceWrapper } from '../contacts/contact-data';
-import { ContactsService } from '../contacts/contacts.service';
-import { sqlState } from '../database/postgres-errors';
-import { isReservedEventName } from '../events/event-names';
-import type { EventRow } from '../events/event.row';
-import { EventsService } from '../events/events.service';
-import { DomainsService } from '../domains/domains.service';
-import { Email, EmailSource } from '../sending/email.entity';
-import { EmailsService } from '../sending/emails.service';
-import { TemplateRenderError } from '../templates/template-renderer';
-import { TemplateType } from '../templates/template.entity';
-import { TemplatesService } from '../templates/templates.service';
 import { WorkerShutdown } from '../queue/worker-shutdown';
-import { signWebhook } from '../webhooks/webhook-signature';
-import { WorkflowDispatcher } from './workflow-dispatcher';
-import { UnreadableWorkflowSecretError, WorkflowSecrets } from './workflow-secrets';
+import { WorkflowExecutionsRepository } from './workflow-executions.repository';
+import { StepBatch } from './workflow-step-batch';
 import {
-  durationMs,
-  StepTree,
-  UpdateContactStep,
-  WebhookStep,
-  WorkflowStep,
-} from './workflow-steps';
-import { ExecutionStatus, StepRunStatus, WorkflowExecution } from './workflow.entity';
-import { ContactRow } from '../contacts/contact.row';
-import {
-  DueExecution,
-  ExecutionTransition,
-  PendingTransition,
-  StepRun,
-  WorkflowsRepository,
-} from './workflows.repository';
-
-/** A step's own failure (not the infrastructure's): the step and the execution end FAILED. */
-export class StepError extends Error {}
-
-/** What a WEBHOOK call answered, made before the execution is locked (it may take 10 s). */
-type WebhookOutcome =
-  | { kind: 'answered'; status: number; body: string; stepId: string }
-  | { kind: 'refused'; error: string; stepId: string }
-  | { kind: 'unreachable'; error: string; stepId: string };
-
-/** Work to do once the steps' transaction has committed. */
-interface AfterCommit {
-  jobs: DueExecution[];
-  emails: Email[];
-  events: { rows: EventRow[]; email: string | null }[];
-}
-
-/** One job's request: the execution, the version the job was added for, and whether it may skip the look first. */
-export interface StepJob {
-  executionId: string;
-  version: number;
-  direct: boolean;
-}
-
-/**
- * The steps run in one transaction (one job's, or a batch of jobs'): what
- * they write at its end, what follows its commit, and the reads made once
- * for all of them.
- */
-class StepBatch {
-  readonly after: AfterCommit = { jobs: [], emails: [], events: [] };
-  /** A step's record waiting for the transition that follows it, by execution (one step of an execution per batch). */
-  readonly runs = new Map<string, StepRun>();
-  /** Step records written on their own (before the transitions' records). */
-  readonly records: StepRun[] = [];
-  readonly transitions = new Map<string, PendingTransition>();
-  /** Executions whose transition was not written: moved within the transaction by the events trigger. */
-  readonly overtaken = new Set<string>();
-  /** The definition each execution's step ran under (the process's cache may move on meanwhile). */
-  readonly trees = new Map<string, StepTree>();
-  /** SEND_EMAIL steps' emails, inserted at the end, with their contacts' addresses (for publishing `email.queued`). */
-  readonly emails: { email: Email; address: string }[] = [];
-  /** Characters of the messages rendered so far (subject, HTML, text): what the batch holds until its write. */
-  emailChars = 0;
-  /** Reads shared by the batch's steps (templates, senders), by key. */
-  readonly loads = new Map<string, Promise<unknown>>();
-  /** Made before the steps ran, for the steps that need them (updates first, then reads: the reads see them). */
-  readonly updates = new Map<string, { row: ContactRow; events: EventRow[] } | null>();
-  readonly contacts = new Map<string, ContactRow>();
-  readonly matches = new Map<string, boolean>();
-  readonly triggerNames = new Map<string, string | null>();
-
-  constructor(readonly manager: EntityManager) {}
-
-  once<T>(key: string, load: () => Promise<T>): Promise<T> {
-    let loaded = this.loads.get(key) as Promise<T> | undefined;
-    if (!loaded) {
-      loaded = load();
-      this.loads.set(key, loaded);
-    }
-    return loaded;
-  }
-
-  /** Where the lists stand before one execution's step (undone should the step fail). */
-  mark(): number[] {
-    return [
-      this.records.length,
-      this.emails.length,
-      this.after.jobs.length,
-      this.after.emails.length,
-      this.after.events.length,
-    ];
-  }
-
-  undo(executionId: string, mark: number[]): void {
-    this.records.length = mark[0];
-    this.emails.length = mark[1];
-    this.after.jobs.length = mark[2];
-    this.after.emails.length = mark[3];
-    this.after.events.length = mark[4];
-    this.runs.delete(executionId);
-    this.transitions.delete(executionId);
-  }
-}
+  errorMessage,
+  isOpen,
+  isStepFailure,
+  StepJob,
+  WorkflowStepInterpreter,
+} from './workflow-step-interpreter';
+import { WebhookOutcome, WorkflowWebhookCaller } from './workflow-webhook-caller';
 
 type Settled = { ok: true; value: string } | { ok: false; error: unknown };
 
-const WEBHOOK_TIMEOUT_MS = 10_000;
-const WEBHOOK_BODY_BYTES = 1024;
-/** Workflow definitions kept parsed per process. */
-const TREE_CACHE_SIZE = 1000;
-/** A DELAY or wait job that fires this early (clock skew between Redis and Postgres) waits again. */
-const EARLY_MS = 20;
 /**
  * Steps of concurrent jobs run in one transaction, at most this many: half the
  * worker's concurrency (WORKFLOW_CONCURRENCY), so that one batch fills while
@@ -147,41 +29,23 @@ const BATCHES_IN_FLIGHT = 2;
 export const WEBHOOK_RUNS_IN_FLIGHT = 32;
 /** A failed batch's jobs, each run again on its own: at most this many at once (each holds a pool connection). */
 const SOLO_RUNS_IN_FLIGHT = 8;
-/**
- * Characters of rendered messages a batch holds at most (subject, HTML and
- * text of its SEND_EMAIL steps): once past it, the batch's remaining
- * SEND_EMAIL steps go to the next batch. 512 messages of 100 KB would
- * otherwise sit in memory (and again as the insert's JSON) twice over, in
- * two batches, in a worker whose heap may be capped at 256 MB. 8 M
- * characters are 8 MB of Latin text, up to 16 MB in V8 and 24 MB as UTF-8
- * JSON for other scripts.
- */
-const BATCH_EMAIL_CHARS = 8 * 1024 * 1024;
 /** A job's outcome when the process is stopping before its WEBHOOK run's turn: the processor gives it back to the queue. */
 export const HANDED_BACK = 'handed-back';
 
 /**
- * Runs one step of one execution per job. The job names the execution and
- * its version; the row is locked, the version checked (a stale or repeated
- * job does nothing), the step's effect and the move to the next position
- * are written in one transaction, and the next job is added after commit.
- * A SEND_EMAIL step's email is inserted in that transaction (and an index
- * allows one per execution and step), so it exists once whatever is retried.
- *
- * The jobs a worker runs at once share that transaction (`submit`): their
- * executions are locked in one statement, the reads their steps need are
- * made once for all (the contacts a SEND_EMAIL renders, the contacts a
- * CONDITION tests, templates, senders), and their records, transitions and
- * emails are written in a few statements at its end. Each job is still
+ * Schedules the workflow jobs: one step of one execution per job, run by
+ * WorkflowStepInterpreter in a transaction this class opens. The jobs a
+ * worker runs at once share that transaction (`submit`): each job is still
  * one step of one execution and answers its own outcome. A step's own
  * failure ends its execution FAILED in the same transaction; any other
  * error (a statement refused, a deadlock) rolls the batch back and each job
- * runs again on its own.
+ * runs again on its own. A job that may find a WEBHOOK step looks at the
+ * execution first and has WorkflowWebhookCaller make the call before the
+ * lock (`run`).
  */
 @Injectable()
 export class WorkflowEngine {
   private readonly logger = new Logger(WorkflowEngine.name);
-  private readonly trees = new Map<string, { stamp: string; tree: StepTree }>();
   /**
    * One job per execution in a batch (a repeated one waits for the next); a
    * batch starts after the jobs that arrive in this turn of the event loop.
@@ -197,23 +61,23 @@ export class WorkflowEngine {
   );
   private readonly webhookRuns = new Semaphore(WEBHOOK_RUNS_IN_FLIGHT);
   private readonly soloRuns = new Semaphore(SOLO_RUNS_IN_FLIGHT);
-  /** BATCH_EMAIL_CHARS; tests lower it. */
-  emailCharsPerBatch = BATCH_EMAIL_CHARS;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly repository: WorkflowsRepository,
-    private readonly dispatcher: WorkflowDispatcher,
-    private readonly contacts: ContactsService,
-    private readonly conditions: ConditionsService,
-    private readonly templates: TemplatesService,
-    private readonly emails: EmailsService,
-    private readonly domains: DomainsService,
-    private readonly events: EventsService,
+    private readonly executions: WorkflowExecutionsRepository,
     private readonly shutdown: WorkerShutdown,
-    private readonly secrets: WorkflowSecrets,
+    private readonly webhookCaller: WorkflowWebhookCaller,
+    private readonly interpreter: WorkflowStepInterpreter,
   ) {}
+
+  /** The interpreter's share of rendered mail per batch (BATCH_EMAIL_CHARS); tests lower it. */
+  get emailCharsPerBatch(): number {
+    return this.interpreter.emailCharsPerBatch;
+  }
+
+  set emailCharsPerBatch(chars: number) {
+    this.interpreter.emailCharsPerBatch = chars;
+  }
 
   /** One job's step, run with the steps of the jobs submitted meanwhile; answers its outcome. */
   submit(job: StepJob): Promise<string> {
@@ -253,8 +117,8 @@ export class WorkflowEngine {
     try {
       ({ batch, outcomes } = await this.dataSource.transaction(async (manager) => {
         const b = new StepBatch(manager);
-        const out = await this.steps(b, jobs, null);
-        await this.write(b);
+        const out = await this.interpreter.steps(b, jobs, null);
+        await this.interpreter.write(b);
         return { batch: b, outcomes: out };
       }));
     } catch (error) {
@@ -269,7 +133,7 @@ export class WorkflowEngine {
       return jobs.map((job) => this.runAlone(job));
     }
     try {
-      await this.afterCommit(batch.after);
+      await this.interpreter.afterCommit(batch.after);
     } catch (error) {
       return jobs.map(() => ({ ok: false, error }));
     }
@@ -291,732 +155,41 @@ export class WorkflowEngine {
   async run(job: StepJob): Promise<string> {
     let webhook: WebhookOutcome | null = null;
     if (!job.direct) {
-      const peek = await this.peek(job.executionId, job.version);
+      const peek = await this.interpreter.peek(job.executionId, job.version);
       if (!peek) return 'stale';
-      webhook = peek.webhookStep ? await this.callWebhook(peek.execution, peek.webhookStep) : null;
+      webhook = peek.webhookStep
+        ? await this.webhookCaller.call(peek.execution, peek.webhookStep)
+        : null;
     }
     let batch: StepBatch;
     let outcome: string;
     try {
       ({ batch, outcome } = await this.dataSource.transaction(async (manager) => {
         const b = new StepBatch(manager);
-        const [out] = await this.steps(b, [{ ...job, direct: true }], webhook);
-        await this.write(b);
+        const [out] = await this.interpreter.steps(b, [{ ...job, direct: true }], webhook);
+        await this.interpreter.write(b);
         return { batch: b, outcome: out };
       }));
     } catch (error) {
       if (!isStepFailure(error)) throw error;
       ({ batch, outcome } = await this.dataSource.transaction(async (manager) => {
         const b = new StepBatch(manager);
-        const x = await this.repository.lockExecution(manager, job.executionId);
+        const x = await this.executions.lockExecution(manager, job.executionId);
         if (!x || x.version !== job.version || !isOpen(x.status))
           return { batch: b, outcome: 'stale' };
-        await this.fail(b, x, (await this.whereIs(manager, x)).position, errorMessage(error));
-        await this.write(b);
+        await this.interpreter.fail(
+          b,
+          x,
+          (await this.interpreter.whereIs(manager, x)).position,
+          errorMessage(error),
+        );
+        await this.interpreter.write(b);
         return { batch: b, outcome: 'failed' };
       }));
     }
-    await this.afterCommit(batch.after);
+    await this.interpreter.afterCommit(batch.after);
     return outcome;
   }
-
-  /**
-   * Locks the jobs' executions and runs each one's step; 'look' for a
-   * WEBHOOK step its job did not look at first, 'later' for a SEND_EMAIL step
-   * left to a later batch (this one holds its share of rendered mail: it
-   * writes nothing for that execution).
-   */
-  private async steps(
-    b: StepBatch,
-    jobs: StepJob[],
-    webhook: WebhookOutcome | null,
-  ): Promise<string[]> {
-    const locked = await this.repository.lockExecutions(
-      b.manager,
-      jobs.map((job) => job.executionId),
-    );
-    const due: { job: StepJob; x: WorkflowExecution; step: WorkflowStep | null }[] = [];
-    const outcomes = new Map<StepJob, string>();
-    for (const job of jobs) {
-      const x = locked.get(job.executionId);
-      if (!x || x.version !== job.version || !isOpen(x.status)) {
-        outcomes.set(job, 'stale');
-        continue;
-      }
-      const { step } = await this.whereIs(b.manager, x);
-      if (!job.direct && x.status === ExecutionStatus.RUNNING && step?.type === 'WEBHOOK')
-        outcomes.set(job, 'look');
-      else due.push({ job, x, step });
-    }
-    await this.prefetch(b, due);
-    for (const { job, x, step } of due) {
-      if (
-        b.emailChars >= this.emailCharsPerBatch &&
-        x.status === ExecutionStatus.RUNNING &&
-        step?.type === 'SEND_EMAIL'
-      ) {
-        outcomes.set(job, 'later');
-        continue;
-      }
-      const mark = b.mark();
-      try {
-        outcomes.set(job, await this.step(b, x, webhook));
-      } catch (error) {
-        // A statement's error has aborted the transaction: the caller handles it.
-        if (!isStepFailure(error) || error instanceof QueryFailedError) throw error;
-        b.undo(x.id, mark);
-        await this.fail(b, x, (await this.whereIs(b.manager, x)).position, errorMessage(error));
-        outcomes.set(job, 'failed');
-      }
-    }
-    return jobs.map((job) => outcomes.get(job) as string);
-  }
-
-  /**
-   * The work of the batch's RUNNING steps done once for all, each step of a
-   * definition in one statement: UPDATE_CONTACT changes first, then the
-   * reads (which see them): the contacts SEND_EMAIL steps render (by
-   * project), CONDITION results, the trigger events' names.
-   */
-  private async prefetch(
-    b: StepBatch,
-    due: { x: WorkflowExecution; step: WorkflowStep | null }[],
-  ): Promise<void> {
-    const contacts = new Map<string, Set<string>>();
-    const conditions = new Map<
-      string,
-      { projectId: string; condition: ConditionGroup; executions: WorkflowExecution[] }
-    >();
-    const updates = new Map<
-      string,
-      { projectId: string; step: UpdateContactStep; executions: WorkflowExecution[] }
-    >();
-    const names: string[] = [];
-    for (const { x, step } of due) {
-      if (x.status !== ExecutionStatus.RUNNING || !step) continue;
-      if (step.type === 'UPDATE_CONTACT') {
-        const key = `${x.workflowId}/${x.workflowStamp}/${step.id}`;
-        let group = updates.get(key);
-        if (!group) updates.set(key, (group = { projectId: x.projectId, step, executions: [] }));
-        group.executions.push(x);
-      } else if (step.type === 'SEND_EMAIL') {
-        let ids = contacts.get(x.projectId);
-        if (!ids) contacts.set(x.projectId, (ids = new Set()));
-        ids.add(x.contactId);
-        if (x.triggerEventId && !eventOnlyData(x)) names.push(x.triggerEventId);
-      } else if (step.type === 'CONDITION') {
-        const key = `${x.workflowId}/${x.workflowStamp}/${step.id}`;
-        let group = conditions.get(key);
-        if (!group)
-          conditions.set(
-            key,
-            (group = {
-              projectId: x.projectId,
-              condition: step.condition as ConditionGroup,
-              executions: [],
-            }),
-          );
-        group.executions.push(x);
-      }
-    }
-    for (const { projectId, step, executions } of updates.values()) {
-      const change = { data: step.data, subscribed: step.subscribed };
-      const done = await this.contacts.applyUpdates(
-        b.manager,
-        projectId,
-        executions.map((x) => x.contactId),
-        change,
-      );
-      for (const x of executions) b.updates.set(x.id, done.get(x.contactId) ?? null);
-    }
-    for (const [projectId, ids] of contacts) {
-      for (const [id, row] of await this.contacts.findRows(b.manager, projectId, [...ids]))
-        b.contacts.set(id, row);
-    }
-    for (const { projectId, condition, executions } of conditions.values()) {
-      if (executions.length < 2) continue;
-      const matching = await this.conditions.matchingContacts(
-        b.manager,
-        projectId,
-        executions.map((x) => x.contactId),
-        condition,
-      );
-      for (const x of executions) b.matches.set(x.id, matching.has(x.contactId));
-    }
-    if (names.length > 0) {
-      const found = await this.events.namesOf(b.manager, names);
-      for (const id of names) b.triggerNames.set(id, found.get(id) ?? null);
-    }
-  }
-
-  /** Where the execution is: its definition, its position (the first step when it has not begun) and that step. */
-  private async whereIs(
-    manager: EntityManager,
-    x: WorkflowExecution,
-  ): Promise<{ tree: StepTree | null; position: string | null; step: WorkflowStep | null }> {
-    const tree = await this.treeOf(manager, x);
-    const position = x.currentStepId ?? tree?.first() ?? null;
-    return { tree, position, step: tree && position ? (tree.get(position) ?? null) : null };
-  }
-
-  private async peek(
-    executionId: string,
-    version: number,
-  ): Promise<{ execution: WorkflowExecution; webhookStep: WebhookStep | null } | null> {
-    const manager = this.dataSource.manager;
-    const x = await this.repository.findExecutionById(manager, executionId);
-    if (!x || x.version !== version || !isOpen(x.status)) return null;
-    let webhookStep: WebhookStep | null = null;
-    if (x.status === ExecutionStatus.RUNNING) {
-      const { step } = await this.whereIs(manager, x);
-      if (step?.type === 'WEBHOOK') webhookStep = step;
-    }
-    return { execution: x, webhookStep };
-  }
-
-  /**
-   * The workflow's steps as of the execution's read (which carries the
-   * workflow's `updated_at`): parsed once per definition and kept, so a step
-   * costs no read of the definition unless it changed.
-   */
-  private async treeOf(manager: EntityManager, x: WorkflowExecution): Promise<StepTree | null> {
-    const stamp = x.workflowStamp as string;
-    const cached = this.trees.get(x.workflowId);
-    if (cached && cached.stamp === stamp) return cached.tree;
-    const workflow = await this.repository.findForEngine(manager, x.workflowId);
-    if (!workflow) return null;
-    const tree = new StepTree(workflow.steps);
-    if (this.trees.size >= TREE_CACHE_SIZE)
-      this.trees.delete(this.trees.keys().next().value as string);
-    // Kept under the stamp read with the execution: a definition changed in between is read again next time.
-    this.trees.set(x.workflowId, { stamp, tree });
-    return tree;
-  }
-
-  /** One move of a locked execution. */
-  private async step(
-    b: StepBatch,
-    x: WorkflowExecution,
-    webhook: WebhookOutcome | null,
-  ): Promise<string> {
-    const { tree, position, step } = await this.whereIs(b.manager, x);
-    if (!tree) return 'stale';
-    b.trees.set(x.id, tree);
-    if (position === null) {
-      this.finish(b, x, ExecutionStatus.COMPLETED, null);
-      return 'completed';
-    }
-    if (!step) {
-      // The definition was edited while the execution waited here.
-      this.finish(b, x, ExecutionStatus.EXITED, 'step_removed');
-      return 'step_removed';
-    }
-    if (x.status === ExecutionStatus.WAITING) return this.wake(b, x, tree, step);
-    if (x.resumeEventId && step.type === 'WAIT_FOR_EVENT') {
-      this.record(b, x, step, StepRunStatus.COMPLETED, {
-        branch: 'then',
-        eventId: x.resumeEventId,
-      });
-      this.moveTo(b, x, tree.enter(step, 'then'));
-      return 'event';
-    }
-    return this.execute(b, x, tree, step, webhook);
-  }
-
-  /** A DELAY's end or a WAIT_FOR_EVENT's timeout (the definition may have changed the duration meanwhile). */
-  private wake(b: StepBatch, x: WorkflowExecution, tree: StepTree, step: WorkflowStep): string {
-    if (step.type !== 'DELAY' && step.type !== 'WAIT_FOR_EVENT') {
-      // Edited into another type while waiting: run it now.
-      this.schedule(b, x, {
-        status: ExecutionStatus.RUNNING,
-        currentStepId: step.id,
-        dueAt: new Date(),
-        waitEvent: null,
-      });
-      return 'retyped';
-    }
-    const startedAt = x.stepStartedAt ?? new Date();
-    const due = new Date(
-      new Date(startedAt).getTime() + durationMs(step.type === 'DELAY' ? step : step.timeout),
-    );
-    if (due.getTime() - Date.now() > EARLY_MS) {
-      this.schedule(b, x, {
-        status: ExecutionStatus.WAITING,
-        dueAt: due,
-        waitEvent: step.type === 'WAIT_FOR_EVENT' ? step.event : null,
-      });
-      return 'rescheduled';
-    }
-    if (step.type === 'DELAY') {
-      this.record(b, x, step, StepRunStatus.COMPLETED, null);
-      this.moveTo(b, x, tree.next(step.id));
-      return 'delayed';
-    }
-    this.record(b, x, step, StepRunStatus.COMPLETED, { branch: 'else', timedOut: true });
-    this.moveTo(b, x, tree.enter(step, 'else'));
-    return 'timeout';
-  }
-
-  private async execute(
-    b: StepBatch,
-    x: WorkflowExecution,
-    tree: StepTree,
-    step: WorkflowStep,
-    webhook: WebhookOutcome | null,
-  ): Promise<string> {
-    switch (step.type) {
-      case 'DELAY': {
-        this.record(b, x, step, StepRunStatus.WAITING, null);
-        this.schedule(b, x, {
-          status: ExecutionStatus.WAITING,
-          currentStepId: step.id,
-          dueAt: new Date(Date.now() + durationMs(step)),
-        });
-        return 'waiting';
-      }
-      case 'WAIT_FOR_EVENT': {
-        this.record(b, x, step, StepRunStatus.WAITING, { event: step.event });
-        this.schedule(b, x, {
-          status: ExecutionStatus.WAITING,
-          currentStepId: step.id,
-          waitEvent: step.event,
-          dueAt: new Date(Date.now() + durationMs(step.timeout)),
-        });
-        return 'waiting';
-      }
-      case 'CONDITION': {
-        const result =
-          b.matches.get(x.id) ??
-          (await this.conditions.matchesContact(
-            b.manager,
-            x.projectId,
-            x.contactId,
-            step.condition as ConditionGroup,
-          ));
-        this.record(b, x, step, StepRunStatus.COMPLETED, {
-          result,
-          branch: result ? 'then' : 'else',
-        });
-        this.moveTo(b, x, tree.enter(step, result ? 'then' : 'else'));
-        return 'condition';
-      }
-      case 'UPDATE_CONTACT': {
-        const change = { data: step.data, subscribed: step.subscribed };
-        const updated = b.updates.has(x.id)
-          ? b.updates.get(x.id)
-          : await this.contacts.applyUpdate(b.manager, x.projectId, x.contactId, change);
-        if (!updated) throw new StepError('the contact no longer exists');
-        b.after.events.push({ rows: updated.events, email: updated.row.email });
-        this.record(b, x, step, StepRunStatus.COMPLETED, {
-          data: updated.row.data,
-          subscribed: updated.row.subscribed,
-        });
-        this.moveTo(b, x, tree.next(step.id));
-        return 'updated';
-      }
-      case 'SEND_EMAIL': {
-        const emailId = await this.sendEmail(b, x, step.id, step.templateId);
-        this.record(b, x, step, StepRunStatus.COMPLETED, { emailId });
-        this.moveTo(b, x, tree.next(step.id));
-        return 'sent';
-      }
-      case 'WEBHOOK':
-        return this.webhookResult(b, x, tree, step, webhook);
-      case 'EXIT':
-        this.record(b, x, step, StepRunStatus.COMPLETED, null);
-        this.finish(b, x, ExecutionStatus.EXITED, 'exit_step');
-        return 'exited';
-    }
-  }
-
-  private async sendEmail(
-    b: StepBatch,
-    x: WorkflowExecution,
-    stepId: string,
-    templateId: string,
-  ): Promise<string> {
-    // Every read inside the step's transaction goes through its manager: a second connection per
-    // step would let as many concurrent steps as the pool has connections wait on each other forever.
-    const manager = b.manager;
-    const template = await b.once(`template/${x.projectId}/${templateId}`, () =>
-      this.templates.findOrFail(x.projectId, templateId, manager),
-    );
-    if (!template.fromEmail) throw new StepError(`template ${templateId} has no from address`);
-    const fromEmail = template.fromEmail;
-    await b.once(`sender/${x.projectId}/${fromEmail}`, () =>
-      this.domains.assertCanSend(x.projectId, fromEmail, manager),
-    );
-    const contact =
-      b.contacts.get(x.contactId) ??
-      (await this.contacts.findRow(manager, x.projectId, x.contactId));
-    if (!contact) throw new StepError('the contact no longer exists');
-    const email = await this.emails.compose({
-      projectId: x.projectId,
-      contact,
-      source: EmailSource.WORKFLOW,
-      marketing: template.type === TemplateType.MARKETING,
-      track: template.track,
-      templateId,
-      from: { email: fromEmail, name: template.fromName },
-      replyTo: template.replyTo,
-      content: { subject: template.subject, body: template.body },
-      data: await this.sendData(b, x),
-      workflowExecutionId: x.id,
-      workflowStepId: stepId,
-    });
-    // Inserted with the batch's other emails at the end of the transaction (write).
-    b.emails.push({ email, address: contact.email });
-    b.emailChars += email.subject.length + (email.html?.length ?? 0) + (email.text?.length ?? 0);
-    b.after.emails.push(email);
-    return email.id;
-  }
-
-  /**
-   * The send's data of a SEND_EMAIL or WEBHOOK step. The contract's render
-   * context is the contact's data, then the send's data over it; the contact
-   * is read as it is when the step runs, so what earlier steps (UPDATE_CONTACT)
-   * or later tracks wrote shows. The send's data is what the trigger carried
-   * that never reached the contact: a track or a manual start merged its data
-   * into the contact except `{value, persistent: false}` values, which are
-   * the send's data; a system event's data (`email.clicked`'s url) never
-   * reaches a contact, so all of it is. Passing a track's merged values again
-   * would put the trigger's old values over the contact's newer ones.
-   */
-  private async sendData(
-    b: StepBatch | null,
-    x: WorkflowExecution,
-  ): Promise<Record<string, unknown>> {
-    if (eventOnlyData(x)) return x.data ?? {};
-    if (x.triggerEventId) {
-      const manager = b?.manager ?? this.dataSource.manager;
-      const known = b?.triggerNames.get(x.triggerEventId);
-      const name =
-        known !== undefined ? known : await this.events.nameOf(manager, x.triggerEventId);
-      if (name !== null && isReservedEventName(name)) return x.data;
-    }
-    return Object.fromEntries(
-      Object.entries(x.data ?? {}).filter(
-        ([, value]) => isPersistenceWrapper(value) && !value.persistent,
-      ),
-    );
-  }
-
-  private async webhookResult(
-    b: StepBatch,
-    x: WorkflowExecution,
-    tree: StepTree,
-    step: WebhookStep,
-    webhook: WebhookOutcome | null,
-  ): Promise<string> {
-    if (!webhook || webhook.stepId !== step.id) {
-      // The definition changed between the call and the lock: run the step again with a fresh job.
-      this.schedule(b, x, {
-        status: ExecutionStatus.RUNNING,
-        currentStepId: step.id,
-        dueAt: new Date(),
-      });
-      return 'again';
-    }
-    const attempts = x.stepAttempts + 1;
-    if (webhook.kind === 'answered' && webhook.status < 500) {
-      this.record(b, x, step, StepRunStatus.COMPLETED, {
-        status: webhook.status,
-        body: webhook.body,
-        attempts,
-      });
-      this.moveTo(b, x, tree.next(step.id));
-      return 'webhook';
-    }
-    const error = webhook.kind === 'answered' ? `answered ${webhook.status}` : webhook.error;
-    const output =
-      webhook.kind === 'answered'
-        ? { status: webhook.status, body: webhook.body, attempts }
-        : { attempts };
-    const delays = this.config.workflowRetryDelaysMs;
-    if (webhook.kind === 'refused' || attempts > delays.length) {
-      this.record(b, x, step, StepRunStatus.FAILED, output, error);
-      await this.fail(b, x, null, `WEBHOOK step ${step.id}: ${error}`);
-      return 'failed';
-    }
-    this.record(b, x, step, StepRunStatus.WAITING, output, error);
-    this.schedule(b, x, {
-      status: ExecutionStatus.RUNNING,
-      currentStepId: step.id,
-      stepAttempts: attempts,
-      dueAt: new Date(Date.now() + delays[attempts - 1]),
-    });
-    return 'retry';
-  }
-
-  private async callWebhook(x: WorkflowExecution, step: WebhookStep): Promise<WebhookOutcome> {
-    try {
-      const contact = await this.contacts.findRow(
-        this.dataSource.manager,
-        x.projectId,
-        x.contactId,
-      );
-      if (!contact)
-        return { kind: 'refused', error: 'the contact no longer exists', stepId: step.id };
-      const unsubscribeUrl = this.emails.unsubscribeUrl(x.projectId, contact.id, null);
-      const data = await this.sendData(null, x);
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(step.headers ?? {})) {
-        headers[name] = (
-          await this.templates.renderText(value, contact, data, unsubscribeUrl)
-        ).replace(/[\r\n\0]/g, ' ');
-      }
-      const body =
-        step.body !== undefined
-          ? await this.templates.renderText(step.body, contact, data, unsubscribeUrl)
-          : undefined;
-      if (
-        body !== undefined &&
-        !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')
-      ) {
-        headers['content-type'] = 'application/json';
-      }
-      headers['user-agent'] ??= 'Mailwright-Workflows/1';
-      Object.assign(headers, await this.signatureHeaders(x, step, headers, body));
-      const answer = await sendOutbound({
-        url: step.url,
-        method: step.method,
-        headers,
-        body,
-        timeoutMs: WEBHOOK_TIMEOUT_MS,
-        allowPrivate: this.config.webhookAllowPrivate,
-        maxBodyBytes: WEBHOOK_BODY_BYTES,
-      });
-      return { kind: 'answered', status: answer.status, body: answer.body, stepId: step.id };
-    } catch (error) {
-      if (
-        error instanceof RefusedTargetError ||
-        error instanceof TemplateRenderError ||
-        error instanceof UnreadableWorkflowSecretError
-      ) {
-        return { kind: 'refused', error: error.message, stepId: step.id };
-      }
-      return { kind: 'unreachable', error: errorMessage(error), stepId: step.id };
-    }
-  }
-
-  /**
-   * Standard Webhooks headers, signed with the workflow's secret; they replace
-   * any the step sets itself. The id is the same on every retry of the step.
-   */
-  private async signatureHeaders(
-    x: WorkflowExecution,
-    step: WebhookStep,
-    headers: Record<string, string>,
-    body: string | undefined,
-  ) {
-    for (const name of Object.keys(headers)) {
-      if (/^webhook-(id|timestamp|signature)$/i.test(name)) delete headers[name];
-    }
-    const secret = await this.secrets.secretOf(x.workflowId);
-    const id = `wfx_${x.id}_${step.id}`;
-    const timestamp = Math.floor(Date.now() / 1000);
-    return {
-      'webhook-id': id,
-      'webhook-timestamp': String(timestamp),
-      'webhook-signature': signWebhook(secret, id, timestamp, body ?? ''),
-    };
-  }
-
-  private record(
-    b: StepBatch,
-    x: WorkflowExecution,
-    step: WorkflowStep,
-    status: StepRunStatus,
-    output: Record<string, unknown> | null,
-    error: string | null = null,
-  ): void {
-    // Written with the transition that follows (or on its own, should none follow).
-    b.runs.set(x.id, {
-      executionId: x.id,
-      stepId: step.id,
-      type: step.type,
-      status,
-      output,
-      error,
-      finished: status !== StepRunStatus.WAITING,
-    });
-  }
-
-  /** The step record still waiting for a transition, to be written on its own. */
-  private flushRun(b: StepBatch, executionId: string): void {
-    const run = b.runs.get(executionId);
-    if (!run) return;
-    b.runs.delete(executionId);
-    b.records.push(run);
-  }
-
-  private takeRun(b: StepBatch, executionId: string): StepRun | null {
-    const run = b.runs.get(executionId) ?? null;
-    b.runs.delete(executionId);
-    return run;
-  }
-
-  /**
-   * On to `next` (RUNNING, due now), or COMPLETED when there is none. A
-   * DELAY or WAIT_FOR_EVENT is entered at once, in this transaction (its
-   * record WAITING, the execution WAITING until its end or timeout): its own
-   * job is the one that ends the wait, so a wait costs one job, not two.
-   */
-  private moveTo(b: StepBatch, x: WorkflowExecution, next: string | null): void {
-    if (next === null) return this.finish(b, x, ExecutionStatus.COMPLETED, null);
-    const step = b.trees.get(x.id)?.get(next);
-    if (step?.type === 'DELAY' || step?.type === 'WAIT_FOR_EVENT') {
-      this.flushRun(b, x.id);
-      const waitEvent = step.type === 'WAIT_FOR_EVENT' ? step.event : null;
-      this.record(
-        b,
-        x,
-        step,
-        StepRunStatus.WAITING,
-        waitEvent === null ? null : { event: waitEvent },
-      );
-      this.schedule(b, x, {
-        status: ExecutionStatus.WAITING,
-        currentStepId: step.id,
-        dueAt: new Date(Date.now() + durationMs(step.type === 'DELAY' ? step : step.timeout)),
-        waitEvent,
-        resumeEventId: null,
-        stepAttempts: 0,
-      });
-      return;
-    }
-    this.schedule(b, x, {
-      status: ExecutionStatus.RUNNING,
-      currentStepId: next,
-      dueAt: new Date(),
-      waitEvent: null,
-      resumeEventId: null,
-      stepAttempts: 0,
-    });
-  }
-
-  /** The execution's transition (written at the end of the batch), and its next job once committed. */
-  private schedule(b: StepBatch, x: WorkflowExecution, to: ExecutionTransition): void {
-    b.transitions.set(x.id, { execution: x, to, run: this.takeRun(b, x.id) });
-    const version = x.version + 1;
-    // The step the job will run, as the definition read in this transaction has it.
-    const stepId = to.currentStepId !== undefined ? to.currentStepId : x.currentStepId;
-    const step = stepId ? b.trees.get(x.id)?.get(stepId) : undefined;
-    b.after.jobs.push(
-      step && step.type !== 'WEBHOOK'
-        ? { id: x.id, version, dueAt: to.dueAt, direct: true }
-        : { id: x.id, version, dueAt: to.dueAt },
-    );
-  }
-
-  private finish(
-    b: StepBatch,
-    x: WorkflowExecution,
-    status: ExecutionStatus,
-    exitReason: string | null,
-  ): void {
-    b.transitions.set(x.id, {
-      execution: x,
-      to: {
-        status,
-        dueAt: null,
-        waitEvent: null,
-        resumeEventId: null,
-        finishedAt: new Date(),
-        exitReason,
-      },
-      run: this.takeRun(b, x.id),
-    });
-  }
-
-  /** The step (when known) and the execution end FAILED; `workflow.execution.failed` is recorded for the project. */
-  private async fail(
-    b: StepBatch,
-    x: WorkflowExecution,
-    stepId: string | null,
-    error: string,
-  ): Promise<void> {
-    if (stepId) {
-      // This step's own record (a failure of the step itself): whatever it had recorded is replaced.
-      b.runs.delete(x.id);
-      const tree = b.trees.get(x.id) ?? (await this.treeOf(b.manager, x));
-      const step = tree?.get(stepId) ?? null;
-      b.records.push({
-        executionId: x.id,
-        stepId,
-        type: step?.type ?? 'UNKNOWN',
-        status: StepRunStatus.FAILED,
-        output: null,
-        error,
-        finished: true,
-      });
-    }
-    b.transitions.set(x.id, {
-      execution: x,
-      to: {
-        status: ExecutionStatus.FAILED,
-        dueAt: null,
-        waitEvent: null,
-        resumeEventId: null,
-        finishedAt: new Date(),
-        exitReason: error.slice(0, 100),
-      },
-      run: this.takeRun(b, x.id),
-    });
-    const event = await this.events.record(b.manager, {
-      projectId: x.projectId,
-      contactId: x.contactId,
-      name: 'workflow.execution.failed',
-      data: { workflowId: x.workflowId, executionId: x.id, stepId, error: error.slice(0, 500) },
-    });
-    b.after.events.push({ rows: [event], email: null });
-    this.logger.warn(
-      { executionId: x.id, workflowId: x.workflowId, stepId, error },
-      'workflow execution failed',
-    );
-  }
-
-  /** The batch's writes, at the end of its transaction: emails (with `email.queued`), step records, transitions. */
-  private async write(b: StepBatch): Promise<void> {
-    for (const executionId of [...b.runs.keys()]) this.flushRun(b, executionId);
-    if (b.emails.length > 0) {
-      const queued = await this.emails.insert(
-        b.manager,
-        b.emails.map((e) => e.email),
-      );
-      const addresses = new Map(b.emails.map((e) => [e.email.id, e.address]));
-      for (const row of queued)
-        b.after.events.push({
-          rows: [row],
-          email: row.emailId ? (addresses.get(row.emailId) ?? null) : null,
-        });
-    }
-    const moved = await this.repository.writeSteps(b.manager, b.records, [
-      ...b.transitions.values(),
-    ]);
-    if (moved.size < b.transitions.size) {
-      // Moved within this transaction by an event another step recorded (the events trigger ended its wait):
-      // the trigger's move stands, and the dispatcher adds its job once the event is published.
-      b.after.jobs = b.after.jobs.filter((job) => moved.has(job.id));
-      for (const id of b.transitions.keys()) if (!moved.has(id)) b.overtaken.add(id);
-    }
-  }
-
-  private async afterCommit(after: AfterCommit): Promise<void> {
-    if (after.emails.length > 0) await this.emails.enqueue(after.emails);
-    await this.dispatcher.enqueue(after.jobs);
-    const events = after.events.flatMap(({ rows, email }) =>
-      rows.map((row) => ({ ...row, email })),
-    );
-    if (events.length > 0) await this.events.publish(events);
-  }
-}
-
-/** The execution's data holds only the send's own values (`{value, persistent: false}`): the trigger's name does not matter. */
-function eventOnlyData(x: WorkflowExecution): boolean {
-  return Object.values(x.data ?? {}).every(
-    (value) => isPersistenceWrapper(value) && !value.persistent,
-  );
 }
 
 /** A batch's answer for one job, as the batcher takes it: the outcome, or a promise of it that fails with the job's error. */
@@ -1036,31 +209,4 @@ async function settled(promise: Promise<string>): Promise<Settled> {
   } catch (error) {
     return { ok: false, error };
   }
-}
-
-function isOpen(status: ExecutionStatus): boolean {
-  return status === ExecutionStatus.RUNNING || status === ExecutionStatus.WAITING;
-}
-
-/**
- * The step's own problem (a template gone, a sender not verified, a render
- * over its limits, a condition the database refuses): the execution fails.
- * Anything else (the database or Redis unreachable) is retried by the job.
- */
-function isStepFailure(error: unknown): boolean {
-  if (
-    error instanceof StepError ||
-    error instanceof ApiException ||
-    error instanceof TemplateRenderError
-  )
-    return true;
-  if (error instanceof QueryFailedError) {
-    const state = sqlState(error) ?? '';
-    return ['22', '23', '42', '2B', '0A'].some((cls) => state.startsWith(cls));
-  }
-  return false;
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

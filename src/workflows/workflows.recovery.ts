@@ -6,13 +6,13 @@ import { APP_CONFIG } from '../config/config.module';
 import { QUEUES } from '../queue/queue.constants';
 import { OverdueRecovery } from '../queue/recovery';
 import { WorkflowDispatcher } from './workflow-dispatcher';
-import { OverdueKey, WorkflowsRepository } from './workflows.repository';
+import { OverdueKey, WorkflowExecutionsRepository } from './workflow-executions.repository';
 
 /** An execution this late has lost its job (or never had one: the process died after the trigger's commit). */
 const OVERDUE_GRACE_MS = 5_000;
 
-/** A row of WorkflowsRepository.overdue. */
-type OverdueExecution = Awaited<ReturnType<WorkflowsRepository['overdue']>>[number];
+/** A row of WorkflowExecutionsRepository.overdue. */
+type OverdueExecution = Awaited<ReturnType<WorkflowExecutionsRepository['overdue']>>[number];
 
 /**
  * Every min(RECOVERY_EVERY_MS, 5 s), across all workers: open executions
@@ -30,7 +30,7 @@ export class WorkflowsRecovery extends OverdueRecovery<OverdueExecution, Overdue
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly repository: WorkflowsRepository,
+    private readonly executions: WorkflowExecutionsRepository,
     private readonly dispatcher: WorkflowDispatcher,
   ) {
     super();
@@ -38,7 +38,7 @@ export class WorkflowsRecovery extends OverdueRecovery<OverdueExecution, Overdue
   }
 
   protected findOverdue(limit: number, after: OverdueKey | null): Promise<OverdueExecution[]> {
-    return this.repository.overdue(this.dataSource.manager, OVERDUE_GRACE_MS, limit, after);
+    return this.executions.overdue(this.dataSource.manager, OVERDUE_GRACE_MS, limit, after);
   }
 
   protected requeue(overdue: OverdueExecution[]): Promise<void> {

@@ -25,7 +25,8 @@ import { WorkflowDispatcher } from './workflow-dispatcher';
 import { WorkflowSecrets } from './workflow-secrets';
 import { checkSteps, StepTree, waitOf, WorkflowStep } from './workflow-steps';
 import { ExecutionStatus, Workflow, WorkflowTriggerType } from './workflow.entity';
-import { DueExecution, WorkflowsRepository } from './workflows.repository';
+import { DueExecution, WorkflowExecutionsRepository } from './workflow-executions.repository';
+import { WorkflowsRepository } from './workflows.repository';
 import { retryOnDeadlock } from '../database/retry-on-deadlock';
 
 /**
@@ -58,7 +59,8 @@ export function triggerNameOf(trigger: {
 export class WorkflowsService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly repository: WorkflowsRepository,
+    private readonly workflows: WorkflowsRepository,
+    private readonly executions: WorkflowExecutionsRepository,
     private readonly dispatcher: WorkflowDispatcher,
     private readonly conditions: ConditionsService,
     private readonly templates: TemplatesService,
@@ -72,7 +74,7 @@ export class WorkflowsService {
     const signing = this.secrets.create(id);
     const row = await this.dataSource.transaction(async (manager) => {
       const steps = await this.checkDefinition(manager, projectId, dto.trigger, dto.steps, []);
-      const created = await this.repository.insert(manager, {
+      const created = await this.workflows.insert(manager, {
         id,
         secretSealed: signing.sealed,
         projectId,
@@ -106,14 +108,14 @@ export class WorkflowsService {
   async list(projectId: string, query: ListWorkflowsQueryDto): Promise<Page<WorkflowResponse>> {
     const limit = query.limit ?? 20;
     const afterId = query.cursor ? decodeCursor(query.cursor) : null;
-    const { rows, total } = await this.repository.list(
+    const { rows, total } = await this.workflows.list(
       this.dataSource.manager,
       projectId,
       { enabled: query.enabled, search: query.search?.trim() },
       afterId,
       limit,
     );
-    const counts = await this.repository.countsOf(
+    const counts = await this.executions.countsOf(
       this.dataSource.manager,
       rows.map((r) => r.id),
     );
@@ -142,7 +144,7 @@ export class WorkflowsService {
     // A deadlock's victim is rolled back whole: run it again (lock order makes one rare, triggers can still cross it).
     const row = await retryOnDeadlock(() =>
       this.dataSource.transaction(async (manager) => {
-        const current = await this.repository.lockById(manager, projectId, id);
+        const current = await this.workflows.lockById(manager, projectId, id);
         if (!current) throw ApiException.notFound('workflow', id);
         const trigger: WorkflowTriggerDto = dto.trigger ?? {
           type: current.triggerType,
@@ -174,13 +176,13 @@ export class WorkflowsService {
         }
         if (dto.steps) {
           fields.steps = steps;
-          await this.repository.lockOpenOfWorkflow(manager, id);
-          await this.repository.exitRemovedSteps(manager, id, new StepTree(steps).ids());
+          await this.executions.lockOpenOfWorkflow(manager, id);
+          await this.executions.exitRemovedSteps(manager, id, new StepTree(steps).ids());
           moved = await this.rescheduleChangedWaits(manager, id, current.steps, steps);
         }
-        await this.repository.update(manager, id, fields);
+        await this.workflows.update(manager, id, fields);
         await this.syncMembership(manager, projectId);
-        return (await this.repository.findById(manager, projectId, id)) as Workflow;
+        return (await this.workflows.findById(manager, projectId, id)) as Workflow;
       }),
     );
     this.dispatcher.invalidate(projectId);
@@ -212,7 +214,7 @@ export class WorkflowsService {
       if (!wasWait) continue;
       const wait = waitOf(now.get(stepId) as WorkflowStep);
       if (wait && wait.durationMs === wasWait.durationMs && wait.event === wasWait.event) continue;
-      moved.push(...(await this.repository.rescheduleWaiting(manager, workflowId, stepId, wait)));
+      moved.push(...(await this.executions.rescheduleWaiting(manager, workflowId, stepId, wait)));
     }
     return moved;
   }
@@ -221,11 +223,11 @@ export class WorkflowsService {
   async remove(projectId: string, id: string): Promise<DeletedResponse> {
     await retryOnDeadlock(() =>
       this.dataSource.transaction(async (manager) => {
-        const current = await this.repository.lockById(manager, projectId, id);
-        if (!current || !(await this.repository.softDelete(manager, projectId, id)))
+        const current = await this.workflows.lockById(manager, projectId, id);
+        if (!current || !(await this.workflows.softDelete(manager, projectId, id)))
           throw ApiException.notFound('workflow', id);
-        await this.repository.lockOpenOfWorkflow(manager, id);
-        await this.repository.cancelOpenOfWorkflow(manager, id, 'workflow_deleted');
+        await this.executions.lockOpenOfWorkflow(manager, id);
+        await this.executions.cancelOpenOfWorkflow(manager, id, 'workflow_deleted');
         await this.syncMembership(manager, projectId);
       }),
     );
@@ -275,7 +277,7 @@ export class WorkflowsService {
         );
         contactId = contact.id;
       }
-      const execution = await this.repository.insertExecution(manager, {
+      const execution = await this.executions.insertExecution(manager, {
         projectId,
         workflowId: id,
         contactId,
@@ -303,14 +305,14 @@ export class WorkflowsService {
     await this.findOrFail(this.dataSource.manager, projectId, id);
     const limit = query.limit ?? 20;
     const afterId = query.cursor ? decodeCursor(query.cursor) : null;
-    const { rows, total } = await this.repository.listExecutions(
+    const { rows, total } = await this.executions.listExecutions(
       this.dataSource.manager,
       id,
       { status: query.status, contactId: query.contactId?.toLowerCase() },
       afterId,
       limit,
     );
-    const steps = await this.repository.stepsOf(
+    const steps = await this.executions.stepsOf(
       this.dataSource.manager,
       rows.slice(0, limit).map((r) => r.id),
     );
@@ -329,7 +331,7 @@ export class WorkflowsService {
 
   async execution(projectId: string, id: string, executionId: string): Promise<ExecutionResponse> {
     await this.findOrFail(this.dataSource.manager, projectId, id);
-    const row = await this.repository.findExecution(
+    const row = await this.executions.findExecution(
       this.dataSource.manager,
       projectId,
       id,
@@ -338,7 +340,7 @@ export class WorkflowsService {
     if (!row) throw executionNotFound(id, executionId);
     return toExecutionResponse(
       row,
-      await this.repository.stepsOf(this.dataSource.manager, [row.id]),
+      await this.executions.stepsOf(this.dataSource.manager, [row.id]),
     );
   }
 
@@ -346,15 +348,15 @@ export class WorkflowsService {
   async cancel(projectId: string, id: string, executionId: string): Promise<ExecutionResponse> {
     await this.dataSource.transaction(async (manager) => {
       await this.findOrFail(manager, projectId, id);
-      const found = await this.repository.findExecution(manager, projectId, id, executionId);
+      const found = await this.executions.findExecution(manager, projectId, id, executionId);
       if (!found) throw executionNotFound(id, executionId);
       // Gone between the read and the lock (its contact erased): 404, as a read after it would answer.
-      const x = await this.repository.lockExecution(manager, executionId);
+      const x = await this.executions.lockExecution(manager, executionId);
       if (!x) throw executionNotFound(id, executionId);
       if (x.status !== ExecutionStatus.RUNNING && x.status !== ExecutionStatus.WAITING) {
         throw ApiException.conflict(`Execution ${executionId} has already finished (${x.status})`);
       }
-      await this.repository.transition(manager, x, {
+      await this.executions.transition(manager, x, {
         status: ExecutionStatus.CANCELLED,
         dueAt: null,
         waitEvent: null,
@@ -371,13 +373,13 @@ export class WorkflowsService {
     projectId: string,
     id: string,
   ): Promise<Workflow> {
-    const row = await this.repository.findById(manager, projectId, id);
+    const row = await this.workflows.findById(manager, projectId, id);
     if (!row) throw ApiException.notFound('workflow', id);
     return row;
   }
 
   private async respond(row: Workflow): Promise<WorkflowResponse> {
-    const counts = await this.repository.countsOf(this.dataSource.manager, [row.id]);
+    const counts = await this.executions.countsOf(this.dataSource.manager, [row.id]);
     return toWorkflowResponse(row, counts.get(row.id) as never);
   }
 
@@ -386,7 +388,7 @@ export class WorkflowsService {
     await this.membership.keep(
       manager,
       projectId,
-      await this.repository.keptSegments(manager, projectId),
+      await this.workflows.keptSegments(manager, projectId),
     );
   }
 
@@ -478,7 +480,7 @@ export class WorkflowsService {
           message: `A ${trigger.type} trigger names its segment`,
           code: 'required',
         });
-      else if (!(await this.repository.segmentExists(manager, projectId, trigger.segmentId))) {
+      else if (!(await this.workflows.segmentExists(manager, projectId, trigger.segmentId))) {
         errors.push({
           field: 'trigger.segmentId',
           message: `Unknown segment ${trigger.segmentId}`,

@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import type { ExecutionCounts } from '../workflows.repository';
+import type { ExecutionCounts } from '../workflow-executions.repository';
 import { Workflow, WorkflowTriggerType } from '../workflow.entity';
 import { STEPS_SCHEMA } from './create-workflow.dto';
 
