@@ -92,10 +92,15 @@ describe('editing and deleting a busy workflow (e2e)', () => {
         )
         .then((rows: Json[]) => rows[0].n as number);
 
-    // Two waves, a few stages apart: at the end one wave is at a step the last edit removes, the other behind it.
-    await start(contactIds.slice(0, CONTACTS / 2));
-    await pollUntil(stepRecords, (n) => n >= (CONTACTS / 2) * 6, 60_000, 20);
-    await start(contactIds.slice(CONTACTS / 2));
+    // Two waves a few stages apart step through the edits; the last edit removes the stage where the
+    // furthest waiting ones are; a third wave, started just before the delete, is still open for it
+    // whatever the machine's speed.
+    const waveA = contactIds.slice(0, 450);
+    const waveB = contactIds.slice(450, 900);
+    const waveC = contactIds.slice(900);
+    await start(waveA);
+    await pollUntil(stepRecords, (n) => n >= waveA.length * 6, 60_000, 20);
+    await start(waveB);
 
     // Every wait changes on each edit (1 s ↔ 2 s): each PATCH moves the executions waiting at each DELAY.
     // Each edit comes once batches have stepped since the one before, so it meets them.
@@ -111,15 +116,17 @@ describe('editing and deleting a busy workflow (e2e)', () => {
       statuses.push(res.status);
       if (res.status !== 200) console.error(JSON.stringify(res.body));
     }
-    // The stage the leading executions are at goes: they exit (step_removed).
+    // The furthest stage where executions wait out a DELAY goes: they exit (step_removed). A stage
+    // they are waiting at (the edit locks them before they can move on), not merely the furthest reached.
     const [{ stage }] = await db.query(
       `SELECT max(substring(current_step_id FROM '[0-9]+$')::int) AS stage FROM workflow_executions
-        WHERE workflow_id = $1 AND status IN ('RUNNING', 'WAITING')`,
+        WHERE workflow_id = $1 AND status = 'WAITING' AND current_step_id LIKE 'wait%'`,
       [workflowId],
     );
     const openBeforeRemoval = await open();
     const removed = await req('PATCH', `/workflows/${workflowId}`, { steps: stepsWith(1, stage) });
     statuses.push(removed.status);
+    await start(waveC);
     const openBeforeDelete = await open();
     const deleted = await req('DELETE', `/workflows/${workflowId}`);
     statuses.push(deleted.status);
