@@ -7,6 +7,7 @@ import { QUEUES } from '../src/queue/queue.constants';
 import { DeliveryRecovery } from '../src/delivery/delivery-recovery';
 import { EmailSource } from '../src/sending/email.entity';
 import { postImport, waitForImport } from './support/imports';
+import { pollUntil } from './support/poll';
 import {
   insertEmailsWithoutJobs,
   SendingTest,
@@ -243,10 +244,16 @@ describe('Queue recovery through BullMQ job schedulers (e2e)', () => {
 
     const email = await waitForEmailStatus(t.app, t.project.secretKey, emailId, ['SENT'], 15_000);
     expect(email.attempts).toBe(1);
-    expect(await schedulersOf(QUEUES.DELIVERY)).toHaveLength(1);
-    expect(await schedulersOf(QUEUES.IMPORTS)).toHaveLength(1);
-    expect((await schedulersOf(QUEUES.DOMAINS)).map((s) => s.key)).toEqual([
-      DOMAIN_SWEEP_SCHEDULER_ID,
-    ]);
+    // The email may have gone out through a recovery job that outlived the flush (the flush is not
+    // atomic) before the worker's next check re-created the schedulers, so wait for that check.
+    const recreated = (name: string) =>
+      pollUntil(
+        async () => (await schedulersOf(name)).map((s) => s.key),
+        (keys) => keys.length > 0,
+        5000,
+      );
+    expect(await recreated(QUEUES.DELIVERY)).toHaveLength(1);
+    expect(await recreated(QUEUES.IMPORTS)).toHaveLength(1);
+    expect(await recreated(QUEUES.DOMAINS)).toEqual([DOMAIN_SWEEP_SCHEDULER_ID]);
   }, 60_000);
 });
