@@ -54,9 +54,7 @@
  *                                                 small audiences only: the cancel grows faster than linearly,
  *                                                 22 s at 50,000)
  */
-const { fork, spawn } = require('node:child_process');
 const { existsSync, readFileSync } = require('node:fs');
-const { tmpdir } = require('node:os');
 const path = require('node:path');
 const { join } = path;
 
@@ -67,7 +65,7 @@ require('node:module').Module._initPaths();
 
 const { Client } = require('pg');
 const { v7: uuidv7 } = require('uuid');
-const { DIST, REDIS_URL, createBenchDatabase, createProject, percentile, startApp } = require('./support');
+const { DIST, REDIS_URL, createBenchDatabase, createProject, percentile, rssBytes, sleep, startApp, startSink, startWorker } = require('./support');
 
 const { COUNTER_SLOTS } = require(join(DIST, 'campaigns/campaign-counter.entity.js'));
 const { FANOUT_BATCH } = require(join(DIST, 'campaigns/campaign-runner.js'));
@@ -79,7 +77,6 @@ const STATS_REQUESTS = Number(process.env.BENCH_STATS_REQUESTS || 200);
 const CANCEL = process.env.BENCH_CANCEL === '1';
 const SEED_CHUNK = 200_000;
 const PREFIX = `mwbenchcp${process.pid}`;
-const SECRET = 'bench-secret-bench-secret-bench-secret-0123456789';
 const FROM = 'news@campaign-bench.example';
 const FROM_NAME = 'Bench News';
 const SUBJECT = 'News for {{ firstName | default: "you" }}';
@@ -108,76 +105,6 @@ function campaignBody() {
   }
   parts.push('<p><a href="{{ unsubscribeUrl }}">Unsubscribe</a></p></body></html>');
   return parts.join('\n');
-}
-
-function startSink() {
-  const child = fork(join(__dirname, 'smtp-sink.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ask = (type) =>
-    new Promise((resolve) => {
-      const onMessage = (m) => {
-        if (m.type === type) {
-          child.off('message', onMessage);
-          resolve(m);
-        }
-      };
-      child.on('message', onMessage);
-      child.send({ type });
-    });
-  return new Promise((resolve) => {
-    child.once('message', (m) => resolve({ port: m.port, stats: () => ask('stats'), reset: () => ask('reset'), child }));
-  });
-}
-
-/** A worker process serves no HTTP: ready once its heartbeat file names it with no problem. */
-async function startWorker(env, nodeArgs) {
-  const heartbeat = join(tmpdir(), `mailwright-worker-${env.QUEUE_PREFIX}.json`);
-  const child = spawn(process.execPath, [...nodeArgs, join(DIST, 'main.js')], {
-    env: {
-      PATH: process.env.PATH || '',
-      NODE_PATH: join(ROOT, 'node_modules'),
-      REDIS_URL,
-      APP_SECRET: SECRET,
-      LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the worker exited with code ${child.exitCode}`);
-    if (existsSync(heartbeat)) {
-      try {
-        const beat = JSON.parse(readFileSync(heartbeat, 'utf8'));
-        if (beat.pid === child.pid && beat.problems.length === 0) break;
-      } catch {
-        // being replaced
-      }
-    }
-    if (Date.now() > deadline) throw new Error('the worker did not report a healthy heartbeat');
-    await sleep(100);
-  }
-  return {
-    pid: child.pid,
-    /** SIGTERM, then SIGKILL after 10 s (a RUN job in progress holds the worker's shutdown); answers whether it was killed. */
-    stop: async () => {
-      if (child.exitCode !== null) return false;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      let timer;
-      const killed = await Promise.race([exited.then(() => false), new Promise((resolve) => (timer = setTimeout(() => resolve(true), 10_000)))]);
-      clearTimeout(timer);
-      if (killed) {
-        child.kill('SIGKILL');
-        await exited;
-      }
-      return killed;
-    },
-  };
-}
-
-function rssBytes(pid) {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) * 1024 : 0;
 }
 
 /** CPU seconds (user + system) of a process so far. */
@@ -618,9 +545,6 @@ async function redisProcessId() {
   }
 }
 
-function sleep(ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 function mb(bytes) {
   return (bytes / 1024 / 1024).toFixed(1);

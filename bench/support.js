@@ -1,6 +1,8 @@
 'use strict';
 /* Shared helpers of the contacts/events benchmarks (plain CommonJS over the built dist/). */
-const { spawn, execFileSync } = require('node:child_process');
+const { execFileSync, fork, spawn } = require('node:child_process');
+const { existsSync, readFileSync } = require('node:fs');
+const { tmpdir } = require('node:os');
 const { randomBytes } = require('node:crypto');
 const net = require('node:net');
 const { join } = require('node:path');
@@ -11,6 +13,7 @@ const ROOT = join(__dirname, '..');
 const DIST = process.env.BENCH_DIST || join(ROOT, 'dist');
 const PG_ADMIN_URL = process.env.BENCH_PG_URL || 'postgresql://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379';
+const SECRET = 'bench-secret-bench-secret-bench-secret-0123456789';
 
 /** A database of its own, migrated; dropped by the returned function. */
 async function createBenchDatabase(tag) {
@@ -60,7 +63,7 @@ async function startApp(env, nodeArgs = []) {
       HOST: '127.0.0.1',
       REDIS_URL,
       QUEUE_PREFIX: `mwbench${process.pid}`,
-      APP_SECRET: 'bench-secret-bench-secret-bench-secret-0123456789',
+      APP_SECRET: SECRET,
       LOG_LEVEL: 'warn',
       ...env,
       PORT: String(port),
@@ -128,4 +131,93 @@ async function closedLoop(concurrency, seconds, fn) {
   };
 }
 
-module.exports = { ROOT, DIST, REDIS_URL, closedLoop, createBenchDatabase, createProject, freePort, startApp, percentile };
+/** The local SMTP sink (bench/smtp-sink.js) in a process of its own: `port`, `stats()`, `reset()`. */
+function startSink() {
+  const child = fork(join(__dirname, 'smtp-sink.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const ask = (type) =>
+    new Promise((resolve) => {
+      const onMessage = (m) => {
+        if (m.type === type) {
+          child.off('message', onMessage);
+          resolve(m);
+        }
+      };
+      child.on('message', onMessage);
+      child.send({ type });
+    });
+  return new Promise((resolve) => {
+    child.once('message', (m) => resolve({ port: m.port, stats: () => ask('stats'), reset: () => ask('reset'), child }));
+  });
+}
+
+/** A worker process (`node dist/main.js`, APP_ROLE from env) serves no HTTP: ready once its heartbeat file names it with no problem. */
+async function startWorker(env, nodeArgs) {
+  const heartbeat = join(tmpdir(), `mailwright-worker-${env.QUEUE_PREFIX}.json`);
+  const child = spawn(process.execPath, [...nodeArgs, join(DIST, 'main.js')], {
+    env: {
+      PATH: process.env.PATH || '',
+      NODE_PATH: join(ROOT, 'node_modules'),
+      REDIS_URL,
+      APP_SECRET: SECRET,
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the worker exited with code ${child.exitCode}`);
+    if (existsSync(heartbeat)) {
+      try {
+        const beat = JSON.parse(readFileSync(heartbeat, 'utf8'));
+        if (beat.pid === child.pid && beat.problems.length === 0) break;
+      } catch {
+        // being replaced
+      }
+    }
+    if (Date.now() > deadline) throw new Error('the worker did not report a healthy heartbeat');
+    await sleep(100);
+  }
+  return {
+    pid: child.pid,
+    /** SIGTERM, then SIGKILL after 10 s (a RUN job in progress holds the worker's shutdown); answers whether it was killed. */
+    stop: async () => {
+      if (child.exitCode !== null) return false;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      let timer;
+      const killed = await Promise.race([exited.then(() => false), new Promise((resolve) => (timer = setTimeout(() => resolve(true), 10_000)))]);
+      clearTimeout(timer);
+      if (killed) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+      return killed;
+    },
+  };
+}
+
+function rssBytes(pid) {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) * 1024 : 0;
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+module.exports = {
+  ROOT,
+  DIST,
+  REDIS_URL,
+  closedLoop,
+  createBenchDatabase,
+  createProject,
+  freePort,
+  percentile,
+  rssBytes,
+  sleep,
+  startApp,
+  startSink,
+  startWorker,
+};

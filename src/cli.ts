@@ -21,6 +21,7 @@ import { ApiKeyType } from './common/auth/api-key.crypto';
 import { ProjectsModule } from './projects/projects.module';
 import { ProjectsService } from './projects/projects.service';
 import { RedisModule } from './queue/redis.module';
+import { errorMessage } from './common/errors/error-message';
 
 const USAGE = `Usage: node dist/cli.js <command> [--json]
 
@@ -227,7 +228,7 @@ async function main(): Promise<number> {
         : error instanceof ConfigValidationError
           ? 'CONFIG'
           : 'ERROR';
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     emit(
       { error: { code, message } },
       `Error: ${message}`,

@@ -424,7 +424,7 @@ describe('workflow steps in shared batches (e2e)', () => {
     const waiting = await waitForExecutions(
       w.id,
       (xs) => xs.length === n && xs.every((x) => x.status === 'WAITING'),
-      10_000,
+      30_000,
     );
     expect(waiting.map((x) => x.status)).toEqual(emails.map(() => 'WAITING'));
 

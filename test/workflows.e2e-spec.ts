@@ -284,10 +284,19 @@ describe('workflows (e2e)', () => {
       again.id,
       (xs) => xs.length >= 1 && finished(xs, xs.length),
     );
-    expect(reentered.length).toBe(1);
+    // One, unless the burst outlasted the 1 s DELAY on a loaded machine: a track after the first
+    // execution finished may enter again. Never two at once either way (the overlap check below).
+    const tracksAfterFirst = await db.query(
+      `SELECT count(*)::int AS n FROM events e JOIN workflow_executions x ON x.workflow_id = $1
+        WHERE e.name = 'burst' AND e.created_at > x.finished_at AND x.id = (
+          SELECT id FROM workflow_executions WHERE workflow_id = $1 ORDER BY started_at LIMIT 1)`,
+      [again.id],
+    );
+    if (tracksAfterFirst[0].n === 0) expect(reentered.length).toBe(1);
+    else expect(reentered.length).toBeGreaterThanOrEqual(1);
     // After it finished, a new track may enter the re-entry workflow again, and not the other.
     await track('burst@example.org', 'burst');
-    await waitForExecutions(again.id, (xs) => finished(xs, 2));
+    await waitForExecutions(again.id, (xs) => finished(xs, reentered.length + 1));
     expect(await executions(once.id)).toHaveLength(1);
     const overlapping = await db.query(
       `SELECT count(*)::int AS n FROM workflow_executions a JOIN workflow_executions b

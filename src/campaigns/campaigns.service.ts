@@ -43,7 +43,7 @@ export class CampaignsService {
   ) {}
 
   async create(projectId: string, dto: CreateCampaignDto): Promise<CampaignResponse> {
-    await this.templates.assertRenderable({ subject: dto.subject, body: dto.body });
+    await this.templates.assertRenderable(projectId, { subject: dto.subject, body: dto.body });
     await this.domains.assertCanSend(projectId, dto.from);
     const row = await this.dataSource.transaction(async (manager) => {
       const audience = await this.checkAudience(manager, projectId, {
@@ -89,7 +89,10 @@ export class CampaignsService {
 
   /** DRAFT or SCHEDULED only. `scheduledAt: null` returns a SCHEDULED campaign to DRAFT; a time moves its schedule. */
   async update(projectId: string, id: string, dto: UpdateCampaignDto): Promise<CampaignResponse> {
-    await this.templates.assertRenderable({ subject: dto.subject ?? '', body: dto.body ?? '' });
+    await this.templates.assertRenderable(projectId, {
+      subject: dto.subject ?? '',
+      body: dto.body ?? '',
+    });
     if (dto.from !== undefined) await this.domains.assertCanSend(projectId, dto.from);
     const { row, reschedule } = await this.dataSource.transaction(async (manager) => {
       const current = await this.lockOrFail(manager, projectId, id);

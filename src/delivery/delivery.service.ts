@@ -182,6 +182,7 @@ export class DeliveryService {
     let rendered;
     try {
       rendered = await this.templates.render(
+        email.projectId,
         content,
         {
           id: email.contactId,

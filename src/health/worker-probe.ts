@@ -1,5 +1,6 @@
 import { DEFAULT_QUEUE_PREFIX, environmentWithDotEnv } from '../config/config';
 import { probeWorkerHeartbeat, workerHeartbeatPath } from '../queue/worker-heartbeat';
+import { errorMessage } from '../common/errors/error-message';
 
 /**
  * `node dist/health/worker-probe.js`: the container health check of a worker
@@ -17,7 +18,7 @@ function main(): number {
     stream.write(`${result.healthy ? 'healthy' : 'unhealthy'}: ${result.reason}\n`);
     return result.healthy ? 0 : 1;
   } catch (error) {
-    process.stderr.write(`unhealthy: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`unhealthy: ${errorMessage(error)}\n`);
     return 1;
   }
 }

@@ -132,6 +132,7 @@ export class EmailsService {
     const id = newId();
     const unsubscribeUrl = this.unsubscribeUrl(input.projectId, input.contact.id, id);
     const rendered = await this.templates.render(
+      input.projectId,
       input.content,
       input.contact,
       input.data ?? null,

@@ -1,6 +1,7 @@
 import { compile } from 'html-to-text';
 import { Liquid, Template } from 'liquidjs';
 import MarkdownIt from 'markdown-it';
+import { errorMessage } from '../common/errors/error-message';
 
 /**
  * The rendering itself: Liquid, Markdown and HTML-to-text, with no I/O. It runs inside the render
@@ -130,7 +131,7 @@ export class LiquidSandbox {
       this.textEngine.parse(source);
       return null;
     } catch (error) {
-      return error instanceof Error ? error.message : String(error);
+      return errorMessage(error);
     }
   }
 
@@ -151,7 +152,7 @@ export class LiquidSandbox {
       return { subject, html, text: htmlToText(html) };
     } catch (error) {
       // Deep nesting overflows the converters' recursion: the template's problem, not a crash.
-      throw new TemplateRenderError('body', error instanceof Error ? error.message : String(error));
+      throw new TemplateRenderError('body', errorMessage(error));
     }
   }
 
@@ -177,7 +178,7 @@ export class LiquidSandbox {
       return output;
     } catch (error) {
       if (error instanceof TemplateRenderError) throw error;
-      throw new TemplateRenderError(part, error instanceof Error ? error.message : String(error));
+      throw new TemplateRenderError(part, errorMessage(error));
     }
   }
 

@@ -144,6 +144,27 @@ describe('TemplateRenderer', () => {
     ).rejects.toEqual(expect.objectContaining({ part: 'body' }));
   });
 
+  it("keeps a thread for other projects while one project's renders run to their deadline", async () => {
+    const slow = '{% assign a = (1..3000000) %}{{ a | where_exp: "i", "i > 0" | size }}';
+    const shared = new TemplateRenderer({ timeoutMs: 5000, threads: 2 });
+    try {
+      const settled: string[] = [];
+      const hostile = Array.from({ length: 3 }, (_, i) =>
+        shared.render({ subject: 's', body: slow }, {}, 'project-a').catch(() => {
+          settled.push(`a${i}`);
+        }),
+      );
+      const other = shared
+        .render({ subject: 'Hi {{ n }}', body: '<b>{{ n }}</b>' }, { n: 1 }, 'project-b')
+        .then((r) => settled.push(`b:${r.subject}`));
+      await Promise.all([...hostile, other]);
+      // Queued first come first served, b would wait for a0 and a1 to be stopped, 5 s each.
+      expect(settled[0]).toBe('b:Hi 1');
+    } finally {
+      await shared.onApplicationShutdown();
+    }
+  }, 30_000);
+
   it('renders many messages at once, each with its own context', async () => {
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>

@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { OnApplicationShutdown } from '@nestjs/common';
 import { Piscina } from 'piscina';
-import { Semaphore } from '../common/concurrency/semaphore';
+import { FairSemaphore } from '../common/concurrency/fair-semaphore';
 import { isPersistenceWrapper } from '../contacts/contact-data';
 import {
   LiquidSandbox,
@@ -30,7 +30,7 @@ export interface RenderContextInput {
 export interface RenderPoolOptions {
   /** Wall-clock budget of one render (RENDER_TIMEOUT_MS), counted from the moment a thread takes it. */
   timeoutMs: number;
-  /** Threads rendering at once in this process. */
+  /** Threads rendering at once in this process; one project renders on at most all but one of them. */
   threads?: number;
   /** Heap of each thread: a render that needs more fails instead of growing the process. */
   threadHeapMb?: number;
@@ -59,14 +59,16 @@ export class TemplateRenderer implements OnApplicationShutdown {
   /** Parses only (save-time checks), on the calling thread: parsing is linear and bounded by parseLimit. */
   private readonly parser = new LiquidSandbox();
   private pool: Piscina | null = null;
-  private readonly slots: Semaphore;
+  private readonly slots: FairSemaphore;
   private readonly threads: number;
 
   constructor(
     private readonly options: RenderPoolOptions = { timeoutMs: DEFAULT_RENDER_TIMEOUT_MS },
   ) {
     this.threads = options.threads ?? Math.max(2, Math.min(4, availableParallelism()));
-    this.slots = new Semaphore(this.threads);
+    // A project whose templates are slow (or hostile) holds all threads but one: the last one
+    // stays for the other projects, whose renders then wait behind each other only.
+    this.slots = new FairSemaphore(this.threads, Math.max(1, this.threads - 1));
   }
 
   /** The parse error of a Liquid source, or null when it parses. */
@@ -74,14 +76,29 @@ export class TemplateRenderer implements OnApplicationShutdown {
     return this.parser.validate(source);
   }
 
-  async render(source: RenderSource, context: RenderContext): Promise<RenderedContent> {
-    const outcome = await this.run((progress) => ({ kind: 'message', source, context, progress }));
+  /** `tenant` (the project) decides the render's share of the threads. */
+  async render(
+    source: RenderSource,
+    context: RenderContext,
+    tenant = '',
+  ): Promise<RenderedContent> {
+    const outcome = await this.run(tenant, (progress) => ({
+      kind: 'message',
+      source,
+      context,
+      progress,
+    }));
     return outcome.message as RenderedContent;
   }
 
   /** Plain text (no HTML escaping): workflow WEBHOOK bodies and header values. */
-  async renderText(source: string, context: RenderContext): Promise<string> {
-    const outcome = await this.run((progress) => ({ kind: 'text', source, context, progress }));
+  async renderText(source: string, context: RenderContext, tenant = ''): Promise<string> {
+    const outcome = await this.run(tenant, (progress) => ({
+      kind: 'text',
+      source,
+      context,
+      progress,
+    }));
     return outcome.text as string;
   }
 
@@ -92,9 +109,10 @@ export class TemplateRenderer implements OnApplicationShutdown {
   }
 
   private run(
+    tenant: string,
     task: (progress: SharedArrayBuffer) => RenderTask,
   ): Promise<RenderOutcome & { ok: true }> {
-    return this.slots.run(async () => {
+    return this.slots.run(tenant, async () => {
       const progress = new SharedArrayBuffer(PROGRESS_BYTES);
       const abort = new AbortController();
       // The budget counts from when the thread takes the task (it writes the time): starting a

@@ -43,7 +43,7 @@ export class TemplatesService {
   ) {}
 
   async create(projectId: string, dto: CreateTemplateDto): Promise<TemplateResponse> {
-    await this.assertRenderable({ subject: dto.subject, body: dto.body });
+    await this.assertRenderable(projectId, { subject: dto.subject, body: dto.body });
     const row = await this.templates.insert(this.dataSource.manager, {
       id: newId(),
       projectId,
@@ -77,7 +77,7 @@ export class TemplatesService {
   }
 
   async update(projectId: string, id: string, dto: UpdateTemplateDto): Promise<TemplateResponse> {
-    await this.assertRenderable({ subject: dto.subject ?? '', body: dto.body ?? '' });
+    await this.assertRenderable(projectId, { subject: dto.subject ?? '', body: dto.body ?? '' });
     return this.dataSource.transaction(async (manager) => {
       const row = await this.templates.lockById(manager, projectId, id);
       if (!row) throw ApiException.notFound('template', id);
@@ -105,6 +105,7 @@ export class TemplatesService {
       : SAMPLE_RECIPIENT;
     try {
       return await this.render(
+        projectId,
         { subject: template.subject, body: template.body },
         contact,
         dto.data ?? {},
@@ -128,6 +129,7 @@ export class TemplatesService {
 
   /** Liquid text with a recipient's render context, unescaped (workflow WEBHOOK steps). */
   renderText(
+    projectId: string,
     source: string,
     contact: RenderRecipient,
     data: Record<string, unknown> | null,
@@ -136,6 +138,7 @@ export class TemplatesService {
     return this.renderer.renderText(
       source,
       buildRenderContext({ email: contact.email, contact, data, unsubscribeUrl }),
+      projectId,
     );
   }
 
@@ -145,9 +148,10 @@ export class TemplatesService {
    * depend on the recipient's data, so they are left to preview and send. Runs before any
    * transaction: a render never holds a connection.
    */
-  async assertRenderable(source: RenderSource): Promise<void> {
+  async assertRenderable(projectId: string, source: RenderSource): Promise<void> {
     try {
       await this.render(
+        projectId,
         source,
         SAMPLE_RECIPIENT,
         {},
@@ -165,6 +169,7 @@ export class TemplatesService {
 
   /** One recipient's message: the shared render used by send, campaigns and workflows. */
   render(
+    projectId: string,
     source: RenderSource,
     contact: RenderRecipient,
     data: Record<string, unknown> | null,
@@ -173,6 +178,7 @@ export class TemplatesService {
     return this.renderer.render(
       source,
       buildRenderContext({ email: contact.email, contact, data, unsubscribeUrl }),
+      projectId,
     );
   }
 }

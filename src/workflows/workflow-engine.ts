@@ -2,12 +2,12 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { MicroBatcher } from '../common/concurrency/micro-batcher';
+import { errorMessage } from '../common/errors/error-message';
 import { Semaphore } from '../common/concurrency/semaphore';
 import { WorkerShutdown } from '../queue/worker-shutdown';
 import { WorkflowExecutionsRepository } from './workflow-executions.repository';
 import { StepBatch } from './workflow-step-batch';
 import {
-  errorMessage,
   isOpen,
   isStepFailure,
   StepJob,

@@ -32,6 +32,8 @@ export class StepBatch {
   readonly emails: { email: Email; address: string }[] = [];
   /** Characters of the messages rendered so far (subject, HTML, text): what the batch holds until its write. */
   emailChars = 0;
+  /** SEND_EMAIL messages whose rendering began before the steps ran, by execution (see startCompositions). */
+  readonly composing = new Map<string, Promise<Email>>();
   /** Reads shared by the batch's steps (templates, senders), by key. */
   readonly loads = new Map<string, Promise<unknown>>();
   /** Made before the steps ran, for the steps that need them (updates first, then reads: the reads see them). */

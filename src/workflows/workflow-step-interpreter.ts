@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { QueryFailedError } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
+import { errorMessage } from '../common/errors/error-message';
 import type { ConditionGroup } from '../conditions/condition.types';
 import { ConditionsService } from '../conditions/conditions.service';
 import { AppConfig } from '../config/config';
@@ -11,10 +12,11 @@ import { ContactsService } from '../contacts/contacts.service';
 import { sqlState } from '../database/postgres-errors';
 import { EventsService } from '../events/events.service';
 import { DomainsService } from '../domains/domains.service';
-import { EmailSource } from '../sending/email.entity';
+import type { ContactRow } from '../contacts/contact.row';
+import { Email, EmailSource } from '../sending/email.entity';
 import { EmailsService } from '../sending/emails.service';
 import { TemplateRenderError } from '../templates/template-renderer';
-import { TemplateType } from '../templates/template.entity';
+import { Template, TemplateType } from '../templates/template.entity';
 import { TemplatesService } from '../templates/templates.service';
 import { WorkflowDispatcher } from './workflow-dispatcher';
 import { AfterCommit, StepBatch } from './workflow-step-batch';
@@ -121,6 +123,7 @@ export class WorkflowStepInterpreter {
       else due.push({ job, x, step });
     }
     await this.prefetch(b, due);
+    await this.startCompositions(b, due);
     for (const { job, x, step } of due) {
       if (
         b.emailChars >= this.emailCharsPerBatch &&
@@ -219,6 +222,68 @@ export class WorkflowStepInterpreter {
       const found = await this.events.namesOf(b.manager, names);
       for (const id of names) b.triggerNames.set(id, found.get(id) ?? null);
     }
+  }
+
+  /**
+   * Starts rendering the batch's SEND_EMAIL messages together, once their
+   * reads are made: each render is a round trip to a render thread, and
+   * awaiting them one by one in the step loop left the threads idle between
+   * them (bench:workflows). The step loop then takes each message as it runs
+   * the step, in order, with the same checks as before; a message whose step
+   * does not run (a template or sender error, the batch's character budget)
+   * is dropped. Started only up to the batch's character budget.
+   */
+  private async startCompositions(
+    b: StepBatch,
+    due: { x: WorkflowExecution; step: WorkflowStep | null }[],
+  ): Promise<void> {
+    let chars = 0;
+    for (const { x, step } of due) {
+      if (chars >= this.emailCharsPerBatch) return;
+      if (x.status !== ExecutionStatus.RUNNING || step?.type !== 'SEND_EMAIL') continue;
+      const contact = b.contacts.get(x.contactId);
+      let template: Template;
+      try {
+        template = await this.templateOf(b, x.projectId, step.templateId);
+      } catch {
+        continue; // The step reports it when it runs.
+      }
+      if (!contact || !template.fromEmail) continue;
+      chars += template.subject.length + template.body.length;
+      const composing = this.compose(b, x, step.id, template, contact);
+      // Awaited by its step, or never when the step does not send: no unhandled rejection either way.
+      composing.catch(() => undefined);
+      b.composing.set(x.id, composing);
+    }
+  }
+
+  private templateOf(b: StepBatch, projectId: string, templateId: string): Promise<Template> {
+    return b.once(`template/${projectId}/${templateId}`, () =>
+      this.templates.findOrFail(projectId, templateId, b.manager),
+    );
+  }
+
+  private async compose(
+    b: StepBatch,
+    x: WorkflowExecution,
+    stepId: string,
+    template: Template,
+    contact: ContactRow,
+  ): Promise<Email> {
+    return this.emails.compose({
+      projectId: x.projectId,
+      contact,
+      source: EmailSource.WORKFLOW,
+      marketing: template.type === TemplateType.MARKETING,
+      track: template.track,
+      templateId: template.id,
+      from: { email: template.fromEmail as string, name: template.fromName },
+      replyTo: template.replyTo,
+      content: { subject: template.subject, body: template.body },
+      data: await sendData(this.events, b.manager, x, b.triggerNames),
+      workflowExecutionId: x.id,
+      workflowStepId: stepId,
+    });
   }
 
   /** Where the execution is: its definition, its position (the first step when it has not begun) and that step. */
@@ -410,9 +475,7 @@ export class WorkflowStepInterpreter {
     // Every read inside the step's transaction goes through its manager: a second connection per
     // step would let as many concurrent steps as the pool has connections wait on each other forever.
     const manager = b.manager;
-    const template = await b.once(`template/${x.projectId}/${templateId}`, () =>
-      this.templates.findOrFail(x.projectId, templateId, manager),
-    );
+    const template = await this.templateOf(b, x.projectId, templateId);
     if (!template.fromEmail) throw new StepError(`template ${templateId} has no from address`);
     const fromEmail = template.fromEmail;
     await b.once(`sender/${x.projectId}/${fromEmail}`, () =>
@@ -422,20 +485,7 @@ export class WorkflowStepInterpreter {
       b.contacts.get(x.contactId) ??
       (await this.contacts.findRow(manager, x.projectId, x.contactId));
     if (!contact) throw new StepError('the contact no longer exists');
-    const email = await this.emails.compose({
-      projectId: x.projectId,
-      contact,
-      source: EmailSource.WORKFLOW,
-      marketing: template.type === TemplateType.MARKETING,
-      track: template.track,
-      templateId,
-      from: { email: fromEmail, name: template.fromName },
-      replyTo: template.replyTo,
-      content: { subject: template.subject, body: template.body },
-      data: await sendData(this.events, b.manager, x, b.triggerNames),
-      workflowExecutionId: x.id,
-      workflowStepId: stepId,
-    });
+    const email = await (b.composing.get(x.id) ?? this.compose(b, x, stepId, template, contact));
     // Inserted with the batch's other emails at the end of the transaction (write).
     b.emails.push({ email, address: contact.email });
     b.emailChars += email.subject.length + (email.html?.length ?? 0) + (email.text?.length ?? 0);
@@ -701,8 +751,4 @@ export function isStepFailure(error: unknown): boolean {
     return ['22', '23', '42', '2B', '0A'].some((cls) => state.startsWith(cls));
   }
   return false;
-}
-
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

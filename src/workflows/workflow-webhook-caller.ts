@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { errorMessage } from '../common/errors/error-message';
 import { RefusedTargetError, sendOutbound } from '../common/http/outbound-http';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
@@ -56,12 +57,12 @@ export class WorkflowWebhookCaller {
       const headers: Record<string, string> = {};
       for (const [name, value] of Object.entries(step.headers ?? {})) {
         headers[name] = (
-          await this.templates.renderText(value, contact, data, unsubscribeUrl)
+          await this.templates.renderText(x.projectId, value, contact, data, unsubscribeUrl)
         ).replace(/[\r\n\0]/g, ' ');
       }
       const body =
         step.body !== undefined
-          ? await this.templates.renderText(step.body, contact, data, unsubscribeUrl)
+          ? await this.templates.renderText(x.projectId, step.body, contact, data, unsubscribeUrl)
           : undefined;
       if (
         body !== undefined &&
@@ -115,8 +116,4 @@ export class WorkflowWebhookCaller {
       'webhook-signature': signWebhook(secret, id, timestamp, body ?? ''),
     };
   }
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

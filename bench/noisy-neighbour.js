@@ -1,0 +1,328 @@
+'use strict';
+/**
+ * Noisy neighbour (issue 29, "Tests and benchmark"): can one tenant's
+ * pathological work slow another tenant down?
+ *
+ * (a) Latency. One API process (APP_ROLE=api, the build under test, its
+ *     defaults for RENDER_TIMEOUT_MS and API_STATEMENT_TIMEOUT_MS) and two
+ *     projects. Tenant B sends a steady open-loop load (BENCH_RATE requests a
+ *     second, default 20: half `GET /contacts?limit=50` over its 10,000
+ *     contacts, half `POST /v1/send` to one recipient) for BENCH_SECONDS
+ *     (default 20) twice: first with tenant A idle (the baseline, same run),
+ *     then while A runs BENCH_A_LOOPS (default 2) closed loops of each of:
+ *       - `POST /templates` with the review's 80-character Liquid body
+ *         `{% assign a = (1..3000000) %}{{ a | where_exp: "i", "i > 0" | size }}`
+ *         (rendered at save as a trial: it runs to the render deadline);
+ *       - `POST /v1/send` of `<ul><li>` nested 40,000 deep (HTML to text);
+ *       - `POST /segments/preview` with 50 rules (25 data, 25 event counts, OR)
+ *         over A's 82,000 contacts and 250,000 events.
+ *     Printed: B's p50/p99 for each kind idle and noisy, the ratio of the
+ *     p99s (target: noisy p99 <= 2 x idle p99), and what A's requests answered.
+ *
+ * (b) Memory. A worker process (APP_ROLE=worker) under the compose file's heap
+ *     cap (`--max-old-space-size=256`) delivers to a local SMTP sink while A
+ *     sends BENCH_CAMPAIGNS (default 200) campaigns with distinct bodies of
+ *     about 1 MB (each to 2 contacts of a third project, so the work is
+ *     rendering and holding bodies, not volume). Printed: the worker's RSS
+ *     idle and at its peak, whether it lived, how many messages arrived.
+ *     Target: the worker lives and every message arrives.
+ *
+ *   npm run bench:noisy-neighbour
+ *   BENCH_PART=latency|memory ...     (one part only)
+ */
+const { Client } = require('pg');
+const {
+  createBenchDatabase,
+  createProject,
+  percentile,
+  rssBytes,
+  sleep,
+  startApp,
+  startSink,
+  startWorker,
+} = require('./support');
+
+const RATE = Number(process.env.BENCH_RATE || 20);
+const SECONDS = Number(process.env.BENCH_SECONDS || 20);
+const A_LOOPS = Number(process.env.BENCH_A_LOOPS || 2);
+const CAMPAIGNS = Number(process.env.BENCH_CAMPAIGNS || 200);
+const PART = process.env.BENCH_PART || 'both';
+const PREFIX = `mwbenchnoisy${process.pid}`;
+const HEAP_CAP_MB = 256;
+
+const POISON_LIQUID = '{% assign a = (1..3000000) %}{{ a | where_exp: "i", "i > 0" | size }}';
+const DEEP_HTML = '<ul><li>'.repeat(40_000) + 'x' + '</li></ul>'.repeat(40_000);
+
+async function api(base, key, method, route, body) {
+  const res = await fetch(`${base}${route}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  let json = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // not JSON
+  }
+  return { status: res.status, json };
+}
+
+async function verifiedDomain(pg, base, key, domain) {
+  const res = await api(base, key, 'POST', '/domains', { domain });
+  if (res.status !== 201) throw new Error(`domain create answered ${res.status}: ${JSON.stringify(res.json)}`);
+  await pg.query(`UPDATE domains SET status = 'VERIFIED', verified_at = now() WHERE id = $1`, [res.json.data.id]);
+}
+
+async function seedContacts(pg, projectId, n, tag) {
+  await pg.query(
+    `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+     SELECT gen_random_uuid(), $1, $2 || i || '@example.org', true,
+            jsonb_build_object('plan', (ARRAY['free','pro','team'])[1 + i % 3], 'age', i % 90, 'city', 'c' || (i % 500)),
+            now() - interval '1 day', now() - interval '1 day'
+       FROM generate_series(1, $3::int) AS i`,
+    [projectId, tag, n],
+  );
+}
+
+async function seedEvents(pg, projectId, n) {
+  await pg.query(
+    `INSERT INTO events (id, project_id, contact_id, name, data, created_at)
+     SELECT gen_random_uuid(), $1, c.id, 'ev' || ((c.r + g) % 25), '{}', now() - ((c.r * 7 + g) % 40) * interval '1 day'
+       FROM (SELECT id, row_number() OVER () AS r FROM contacts WHERE project_id = $1) c
+       JOIN generate_series(1, 3) AS g ON true
+      WHERE c.r * 3 <= $2::int`,
+    [projectId, n],
+  );
+  await pg.query('ANALYZE contacts, events');
+}
+
+function fiftyRules() {
+  const conditions = [];
+  for (let i = 0; i < 25; i++) conditions.push({ field: `data.city`, operator: 'contains', value: `zz${i}` });
+  for (let i = 0; i < 25; i++)
+    conditions.push({ field: `event.ev${i}`, operator: 'triggeredAtLeast', value: { count: 3, amount: 30, unit: 'days' } });
+  return { logic: 'OR', conditions };
+}
+
+/** B's open-loop load: a request every 1000/RATE ms, alternating the two kinds; latencies by kind. */
+async function tenantB(base, key, seconds) {
+  const lat = { contacts: [], send: [] };
+  const failures = {};
+  const pending = [];
+  const interval = 1000 / RATE;
+  const start = Date.now();
+  for (let i = 0; Date.now() - start < seconds * 1000; i++) {
+    const due = start + i * interval;
+    if (due > Date.now()) await sleep(due - Date.now());
+    const kind = i % 2 === 0 ? 'contacts' : 'send';
+    const t0 = performance.now();
+    const call =
+      kind === 'contacts'
+        ? api(base, key, 'GET', '/contacts?limit=50')
+        : api(base, key, 'POST', '/v1/send', {
+            to: `b${i}@example.org`,
+            from: 'hello@b.example',
+            subject: 'Hello {{ email }}',
+            body: '<p>Hi {{ email }}, your code is <b>{{ code }}</b>.</p>',
+            data: { code: String(i) },
+          });
+    pending.push(
+      call.then(
+        (res) => {
+          const expected = kind === 'contacts' ? 200 : 200;
+          if (res.status !== expected) failures[`${kind} ${res.status}`] = (failures[`${kind} ${res.status}`] ?? 0) + 1;
+          else lat[kind].push(performance.now() - t0);
+        },
+        (error) => {
+          failures[`${kind} ${error.message}`] = (failures[`${kind} ${error.message}`] ?? 0) + 1;
+        },
+      ),
+    );
+  }
+  await Promise.all(pending);
+  for (const k of Object.keys(lat)) lat[k].sort((a, b) => a - b);
+  return { lat, failures };
+}
+
+/** A's loops until `stop` is set; answers by kind and status. */
+function tenantA(base, key, state) {
+  const answers = {};
+  const count = (kind, status) => (answers[`${kind} ${status}`] = (answers[`${kind} ${status}`] ?? 0) + 1);
+  const loop = async (kind, fn) => {
+    while (!state.stop) {
+      const t0 = performance.now();
+      try {
+        const res = await fn();
+        count(kind, res.status);
+      } catch (error) {
+        count(kind, error.message);
+      }
+      state.busyMs[kind] = (state.busyMs[kind] ?? 0) + (performance.now() - t0);
+    }
+  };
+  const loops = [];
+  for (let i = 0; i < A_LOOPS; i++) {
+    loops.push(loop('template', () => api(base, key, 'POST', '/templates', { name: `poison ${i}`, subject: 'x', body: POISON_LIQUID })));
+    loops.push(
+      loop('deep-html', () =>
+        api(base, key, 'POST', '/v1/send', { to: 'victim@example.org', from: 'hello@a.example', subject: 'x', body: DEEP_HTML }),
+      ),
+    );
+    loops.push(loop('segment', () => api(base, key, 'POST', '/segments/preview', { condition: fiftyRules() })));
+  }
+  return { answers, done: Promise.all(loops) };
+}
+
+function summary(label, r) {
+  const row = (k) =>
+    `${k.padEnd(9)} n=${String(r.lat[k].length).padStart(4)} p50 ${percentile(r.lat[k], 50).toFixed(1).padStart(7)} ms  p99 ${percentile(r.lat[k], 99)
+      .toFixed(1)
+      .padStart(7)} ms`;
+  console.log(`  B with A ${label}:`);
+  console.log(`    ${row('contacts')}`);
+  console.log(`    ${row('send')}`);
+  if (Object.keys(r.failures).length) console.log(`    not answered as expected: ${JSON.stringify(r.failures)}`);
+}
+
+async function latencyPart() {
+  const db = await createBenchDatabase('noisy');
+  const pg = new Client({ connectionString: db.url });
+  await pg.connect();
+  let app;
+  try {
+    const a = createProject(db.url, 'Tenant A (noisy)');
+    const b = createProject(db.url, 'Tenant B');
+    console.log('seeding: A 82,000 contacts and 246,000 events, B 10,000 contacts ...');
+    await seedContacts(pg, a.project.id, 82_000, 'a');
+    await seedEvents(pg, a.project.id, 246_000);
+    await seedContacts(pg, b.project.id, 10_000, 'b');
+    await pg.query('VACUUM ANALYZE contacts, events');
+    app = await startApp({ DATABASE_URL: db.url, APP_ROLE: 'api', QUEUE_PREFIX: PREFIX, API_RATE_LIMIT_PER_MINUTE: '10000000' });
+    await verifiedDomain(pg, app.base, a.secretKey, 'a.example');
+    await verifiedDomain(pg, app.base, b.secretKey, 'b.example');
+    // Warm-up: connections, caches, render threads.
+    await tenantB(app.base, b.secretKey, 3);
+
+    console.log(`(a) B at ${RATE} requests/s for ${SECONDS} s, A idle ...`);
+    const idle = await tenantB(app.base, b.secretKey, SECONDS);
+    console.log(`(a) B at ${RATE} requests/s for ${SECONDS} s, A running ${A_LOOPS} loops of each pathological request ...`);
+    const state = { stop: false, busyMs: {} };
+    const noisyA = tenantA(app.base, a.secretKey, state);
+    await sleep(2000);
+    const noisy = await tenantB(app.base, b.secretKey, SECONDS);
+    state.stop = true;
+    await noisyA.done;
+
+    console.log('Results (a):');
+    summary('idle (baseline)', idle);
+    summary('noisy', noisy);
+    console.log(`  A's requests answered: ${JSON.stringify(noisyA.answers)}`);
+    let met = true;
+    for (const k of ['contacts', 'send']) {
+      const ratio = percentile(noisy.lat[k], 99) / percentile(idle.lat[k], 99);
+      const ok = ratio <= 2 && Object.keys(noisy.failures).length === 0;
+      met &&= ok;
+      console.log(`  ratio B ${k} p99 noisy/idle: ${ratio.toFixed(2)}x  (target <= 2x: ${ok ? 'met' : 'MISSED'})`);
+    }
+    return met;
+  } finally {
+    await app?.stop();
+    await pg.end();
+    await db.drop();
+  }
+}
+
+async function memoryPart() {
+  const db = await createBenchDatabase('noisymem');
+  const pg = new Client({ connectionString: db.url });
+  await pg.connect();
+  const sink = await startSink();
+  let app;
+  let worker;
+  try {
+    const a = createProject(db.url, 'Tenant A (big bodies)');
+    await seedContacts(pg, a.project.id, 2, 'm');
+    const common = { DATABASE_URL: db.url, QUEUE_PREFIX: `${PREFIX}m` };
+    app = await startApp({ ...common, APP_ROLE: 'api', API_RATE_LIMIT_PER_MINUTE: '10000000' });
+    await verifiedDomain(pg, app.base, a.secretKey, 'a.example');
+    worker = await startWorker(
+      { ...common, APP_ROLE: 'worker', SMTP_URL: `smtp://127.0.0.1:${sink.port}`, EMAIL_RATE_PER_SECOND: '1000' },
+      [`--max-old-space-size=${HEAP_CAP_MB}`],
+    );
+    await sleep(1000);
+    const idleRss = rssBytes(worker.pid);
+    console.log(`(b) ${CAMPAIGNS} campaigns with distinct ~1 MB bodies, 2 recipients each, worker heap capped at ${HEAP_CAP_MB} MB ...`);
+    const ids = [];
+    for (let i = 0; i < CAMPAIGNS; i++) {
+      // Distinct sources: the parsed-template cache cannot share them.
+      const filler = `<p>campaign ${i} ${'lorem ipsum dolor sit amet '.repeat(64)}</p>\n`.repeat(520);
+      const body = `<html><body><p>Hello {{ contact.email }}</p>${filler}<a href="{{ unsubscribeUrl }}">Unsubscribe</a></body></html>`;
+      const res = await api(app.base, a.secretKey, 'POST', '/campaigns', {
+        name: `big ${i}`,
+        subject: `Big ${i} for {{ contact.email }}`,
+        body,
+        from: 'news@a.example',
+        audienceType: 'ALL',
+      });
+      if (res.status !== 201) throw new Error(`campaign create answered ${res.status}: ${JSON.stringify(res.json).slice(0, 300)}`);
+      ids.push(res.json.data.id);
+    }
+    await sink.reset();
+    let peakRss = idleRss;
+    const sampler = setInterval(() => {
+      try {
+        peakRss = Math.max(peakRss, rssBytes(worker.pid));
+      } catch {
+        // gone: reported below
+      }
+    }, 100);
+    const t0 = Date.now();
+    for (const id of ids) {
+      const res = await api(app.base, a.secretKey, 'POST', `/campaigns/${id}/send`, {});
+      if (res.status !== 202) throw new Error(`send answered ${res.status}`);
+    }
+    const expected = CAMPAIGNS * 2;
+    let arrived = 0;
+    let alive = true;
+    const deadline = Date.now() + 15 * 60_000;
+    while (Date.now() < deadline) {
+      arrived = (await sink.stats()).count;
+      try {
+        rssBytes(worker.pid);
+      } catch {
+        alive = false;
+        break;
+      }
+      if (arrived >= expected) break;
+      await sleep(250);
+    }
+    clearInterval(sampler);
+    const mb = (n) => (n / 1024 / 1024).toFixed(0);
+    console.log('Results (b):');
+    console.log(`  worker RSS idle ${mb(idleRss)} MB, peak ${mb(peakRss)} MB (heap cap ${HEAP_CAP_MB} MB; RSS also holds the render threads)`);
+    console.log(`  worker alive: ${alive ? 'yes' : 'NO'}; messages arrived ${arrived}/${expected} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    const ok = alive && arrived >= expected;
+    console.log(`  target (the worker lives, every message arrives): ${ok ? 'met' : 'MISSED'}`);
+    return ok;
+  } finally {
+    await worker?.stop();
+    await app?.stop();
+    sink.child.kill();
+    await pg.end();
+    await db.drop();
+  }
+}
+
+async function main() {
+  let ok = true;
+  if (PART === 'both' || PART === 'latency') ok = (await latencyPart()) && ok;
+  if (PART === 'both' || PART === 'memory') ok = (await memoryPart()) && ok;
+  process.exitCode = ok ? 0 : 1;
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
