@@ -9,7 +9,13 @@ import { redisConnectionOptions } from '../src/queue/redis';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
 import { pollUntil } from './support/poll';
 import { DIST_CLI, DIST_MAIN } from './support/processes';
-import { callApi, ServiceCluster, verifyDomainOverHttp } from './support/services';
+import {
+  callApi,
+  deploymentEnv,
+  mailEnv,
+  ServiceCluster,
+  verifyDomainOverHttp,
+} from './support/services';
 import { startTestSmtpServer, TestSmtpServer } from './support/smtp-server';
 import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './support/test-app';
 
@@ -24,7 +30,6 @@ import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './s
  *
  * Needs the build (npm test builds first).
  */
-const SECRET = 'test-secret-test-secret-test-secret-0123456789';
 const ATTEMPTS = 3;
 const RECIPIENTS = 5;
 
@@ -38,17 +43,8 @@ describe('campaign whose worker dies during an email last attempt (e2e)', () => 
   const cwd = mkdtempSync(join(tmpdir(), 'mw-camplast-'));
   const cluster = new ServiceCluster(
     () => ({
-      DATABASE_URL: db.url,
-      REDIS_URL: TEST_REDIS_URL,
-      QUEUE_PREFIX: prefix,
-      LOG_LEVEL: 'warn',
-      APP_SECRET: SECRET,
-      SMTP_URL: smtp.url,
-      DNS_SERVERS: dns.address,
-      PUBLIC_URL: 'https://mail.example.test',
-      MAIL_OUTBOX_DIR: join(cwd, 'outbox'),
-      API_RATE_LIMIT_PER_MINUTE: '10000000',
-      EMAIL_RATE_PER_SECOND: '1000',
+      ...deploymentEnv(db.url, prefix),
+      ...mailEnv(smtp, dns, join(cwd, 'outbox')),
       DELIVERY_ATTEMPTS: String(ATTEMPTS),
       DELIVERY_BACKOFF_MS: '200',
       RECOVERY_EVERY_MS: '1000',

@@ -6,9 +6,15 @@ import { DELIVERY_CONCURRENCY } from '../src/delivery/delivery.processor';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
 import { pollUntil } from './support/poll';
 import { DIST_CLI, DIST_MAIN } from './support/processes';
-import { callApi as call, ServiceCluster, verifyDomainOverHttp } from './support/services';
+import {
+  callApi as call,
+  deploymentEnv,
+  mailEnv,
+  ServiceCluster,
+  verifyDomainOverHttp,
+} from './support/services';
 import { startTestSmtpServer, TestSmtpServer } from './support/smtp-server';
-import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './support/test-app';
+import { createTestDatabase, flushPrefix, uniqueName } from './support/test-app';
 
 /**
  * Campaigns across restarts and crashes, with real processes only: `node
@@ -30,7 +36,6 @@ import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './s
  *
  * Needs the build (npm test builds first).
  */
-const SECRET = 'test-secret-test-secret-test-secret-0123456789';
 /** Batches of 500, 1,000 and the rest: the kill comes after the first, with the second held back. */
 const BIG = 2_000;
 
@@ -44,21 +49,7 @@ describe('campaigns across restarts and crashes (e2e)', () => {
   const prefix = uniqueName('mwt_campr');
   const cwd = mkdtempSync(join(tmpdir(), 'mw-campr-'));
   const cluster = new ServiceCluster(
-    () => ({
-      DATABASE_URL: db.url,
-      REDIS_URL: TEST_REDIS_URL,
-      QUEUE_PREFIX: prefix,
-      // Workers log at info (the cluster waits for their "started" line); the API answers /health/ready.
-      LOG_LEVEL: 'warn',
-      APP_SECRET: SECRET,
-      SMTP_URL: smtp.url,
-      // Domain checks (the API's verify, the workers' re-checks) ask the loopback DNS server.
-      DNS_SERVERS: dns.address,
-      PUBLIC_URL: 'https://mail.example.test',
-      MAIL_OUTBOX_DIR: join(cwd, 'outbox'),
-      API_RATE_LIMIT_PER_MINUTE: '10000000',
-      EMAIL_RATE_PER_SECOND: '1000',
-    }),
+    () => ({ ...deploymentEnv(db.url, prefix), ...mailEnv(smtp, dns, join(cwd, 'outbox')) }),
     cwd,
   );
   const startApi = () => cluster.startApi();

@@ -1,14 +1,5 @@
 import { connect } from 'node:net';
-import {
-  createTestDatabase,
-  flushPrefix,
-  startTestApp,
-  testConfig,
-  TestApp,
-  uniqueName,
-} from './support/test-app';
-
-type Db = Awaited<ReturnType<typeof createTestDatabase>>;
+import { appsOnOneDatabase, TestApp } from './support/test-app';
 
 /** Opens a connection, writes `head` and nothing more; answers what the server sent before it closed. */
 function trickle(port: number, head: string): Promise<string> {
@@ -24,26 +15,10 @@ function trickle(port: number, head: string): Promise<string> {
 }
 
 describe('HTTP hardening (e2e)', () => {
-  let db: Db;
-  const prefixes: string[] = [];
-  const apps: TestApp[] = [];
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    for (const app of apps) await app.close();
-    for (const prefix of prefixes) await flushPrefix(prefix);
-    await db.drop();
-  });
-
-  async function start(env: Record<string, string>): Promise<TestApp> {
-    const prefix = uniqueName('mwt_http');
-    prefixes.push(prefix);
-    const app = await startTestApp(testConfig(db.url, prefix, env));
-    apps.push(app);
-    return app;
-  }
+  const apps = appsOnOneDatabase('mwt_http');
+  beforeAll(() => apps.open());
+  afterAll(() => apps.close());
+  const start = (env: Record<string, string>): Promise<TestApp> => apps.start(env);
 
   it('every response says nosniff and refuses framing; HSTS only under an https PUBLIC_URL', async () => {
     const plain = await start({});

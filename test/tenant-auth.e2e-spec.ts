@@ -1,5 +1,6 @@
 import { freePort } from './support/processes';
 import {
+  appsOnOneDatabase,
   createTestDatabase,
   flushPrefix,
   startTestApp,
@@ -31,28 +32,11 @@ async function failEight(
 }
 
 describe('TRUST_PROXY: which X-Forwarded-For entry is the client (e2e)', () => {
-  let db: Db;
-  const apps: TestApp[] = [];
-  const prefixes: string[] = [];
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterAll(async () => {
-    for (const app of apps) await app.close();
-    for (const prefix of prefixes) await flushPrefix(prefix);
-    await db.drop();
-  });
-
-  async function start(trustProxy: string): Promise<TestApp> {
-    const prefix = uniqueName('mwt_tp');
-    prefixes.push(prefix);
-    const app = await startTestApp(
-      testConfig(db.url, prefix, { TRUST_PROXY: trustProxy, AUTH_FAILURE_LIMIT_PER_MINUTE: '5' }),
-    );
-    apps.push(app);
-    return app;
-  }
+  const apps = appsOnOneDatabase('mwt_tp');
+  beforeAll(() => apps.open());
+  afterAll(() => apps.close());
+  const start = (trustProxy: string): Promise<TestApp> =>
+    apps.start({ TRUST_PROXY: trustProxy, AUTH_FAILURE_LIMIT_PER_MINUTE: '5' });
 
   it.each(['true', '1', '127.0.0.1', '127.0.0.0/8,10.0.0.0/8'])(
     'TRUST_PROXY=%s: a client cannot pick its own address by writing entries to the left',

@@ -10,7 +10,7 @@ import { WEBHOOK_CONCURRENCY } from '../src/webhooks/webhooks.processor';
 import { HttpReceiver, ReceivedRequest, startHttpReceiver } from './support/http-receiver';
 import { pollUntil } from './support/poll';
 import { DIST_CLI, DIST_MAIN } from './support/processes';
-import { callApi as call, ServiceCluster } from './support/services';
+import { callApi as call, deploymentEnv, ServiceCluster } from './support/services';
 import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './support/test-app';
 
 /**
@@ -30,7 +30,6 @@ import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './s
  *
  * Needs the build (npm test builds first).
  */
-const SECRET = 'test-secret-test-secret-test-secret-0123456789';
 /**
  * Events come from toggling contacts' subscription (PATCH /contacts/{id}):
  * each change records contact.unsubscribed or contact.subscribed. One client
@@ -58,16 +57,11 @@ describe('outbound webhooks survive crashes (e2e)', () => {
 
   const cluster = new ServiceCluster(
     () => ({
-      DATABASE_URL: db.url,
-      REDIS_URL: TEST_REDIS_URL,
-      QUEUE_PREFIX: prefix,
-      LOG_LEVEL: 'warn',
-      APP_SECRET: SECRET,
+      ...deploymentEnv(db.url, prefix),
       WEBHOOK_ALLOW_PRIVATE: 'true',
       // Nothing should fail here; if an attempt does, it comes back soon (and shows as a duplicate).
       WEBHOOK_RETRY_DELAYS_MS: '1000,1000,1000',
       RECOVERY_EVERY_MS: '1000',
-      API_RATE_LIMIT_PER_MINUTE: '10000000',
     }),
     cwd,
   );

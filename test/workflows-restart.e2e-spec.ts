@@ -11,7 +11,13 @@ import { startTestDnsServer, TestDnsServer } from './support/dns-server';
 import { startHttpReceiver } from './support/http-receiver';
 import { pollUntil } from './support/poll';
 import { DIST_CLI, DIST_MAIN } from './support/processes';
-import { callApi, ServiceCluster, verifyDomainOverHttp } from './support/services';
+import {
+  callApi,
+  deploymentEnv,
+  mailEnv,
+  ServiceCluster,
+  verifyDomainOverHttp,
+} from './support/services';
 import { startTestSmtpServer, TestSmtpServer } from './support/smtp-server';
 import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './support/test-app';
 
@@ -36,7 +42,6 @@ import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './s
  *
  * Needs the build (npm test builds first).
  */
-const SECRET = 'test-secret-test-secret-test-secret-0123456789';
 const DELAYED = 200;
 const DELAY_MS = 3000;
 const TRACKED = 500;
@@ -53,17 +58,8 @@ describe('workflows across crashes (e2e)', () => {
   const cwd = mkdtempSync(join(tmpdir(), 'mw-wfr-'));
   const cluster = new ServiceCluster(
     () => ({
-      DATABASE_URL: db.url,
-      REDIS_URL: TEST_REDIS_URL,
-      QUEUE_PREFIX: prefix,
-      LOG_LEVEL: 'warn',
-      APP_SECRET: SECRET,
-      SMTP_URL: smtp.url,
-      DNS_SERVERS: dns.address,
-      PUBLIC_URL: 'https://mail.example.test',
-      MAIL_OUTBOX_DIR: join(cwd, 'outbox'),
-      API_RATE_LIMIT_PER_MINUTE: '10000000',
-      EMAIL_RATE_PER_SECOND: '1000',
+      ...deploymentEnv(db.url, prefix),
+      ...mailEnv(smtp, dns, join(cwd, 'outbox')),
       // The workflows recovery (and the others) every second: a lost job comes back 5 s after its time.
       RECOVERY_EVERY_MS: '1000',
     }),

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { OnApplicationShutdown } from '@nestjs/common';
@@ -157,6 +158,9 @@ export class TemplateRenderer implements OnApplicationShutdown {
   }
 
   private threadPool(): Piscina {
+    // Without it piscina's threads fail to start and every render waits forever (specs hung).
+    if (!this.pool && !existsSync(WORKER_FILE))
+      throw new Error(`${WORKER_FILE} is missing: run npm run build (npm test does)`);
     this.pool ??= new Piscina({
       filename: WORKER_FILE,
       minThreads: 1,

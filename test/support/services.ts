@@ -1,8 +1,44 @@
 import { TestDnsServer } from './dns-server';
 import { DomainBody, publishDomainRecords } from './domains';
 import { freePort, runCli, ServiceProcess, startService, waitForHttp } from './processes';
+import { TEST_REDIS_URL } from './test-app';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/**
+ * What the processes of one test deployment share: its database, Redis and queue prefix, the test
+ * secret, warn-level logs (a worker logs at info: ServiceCluster waits for its "started" line) and
+ * no API rate limit.
+ */
+export function deploymentEnv(databaseUrl: string, prefix: string): Record<string, string> {
+  return {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: TEST_REDIS_URL,
+    QUEUE_PREFIX: prefix,
+    LOG_LEVEL: 'warn',
+    APP_SECRET: 'test-secret-test-secret-test-secret-0123456789',
+    API_RATE_LIMIT_PER_MINUTE: '10000000',
+  };
+}
+
+/**
+ * What a deployment that sends mail adds: the loopback SMTP server, the loopback DNS server (the
+ * API's domain verification and the workers' re-checks ask it), a public URL, an outbox and a
+ * lifted email rate.
+ */
+export function mailEnv(
+  smtp: { url: string },
+  dns: { address: string },
+  outboxDir: string,
+): Record<string, string> {
+  return {
+    SMTP_URL: smtp.url,
+    DNS_SERVERS: dns.address,
+    PUBLIC_URL: 'https://mail.example.test',
+    MAIL_OUTBOX_DIR: outboxDir,
+    EMAIL_RATE_PER_SECOND: '1000',
+  };
+}
 
 /**
  * API and worker processes of one deployment (`node dist/main.js` with

@@ -182,4 +182,33 @@ export async function setupTestApp(env: Record<string, string> = {}): Promise<{
   };
 }
 
+/**
+ * Apps of several configurations over one test database, each on a queue prefix of its own (specs
+ * that compare settings). Call `open` in beforeAll and `close` in afterAll: it closes every app,
+ * flushes their prefixes and drops the database.
+ */
+export function appsOnOneDatabase(tag: string) {
+  let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
+  const apps: TestApp[] = [];
+  const prefixes: string[] = [];
+  return {
+    async open(): Promise<void> {
+      db = await createTestDatabase();
+    },
+    async start(env: Record<string, string>): Promise<TestApp> {
+      if (!db) throw new Error('appsOnOneDatabase: open() first');
+      const prefix = uniqueName(tag);
+      prefixes.push(prefix);
+      const app = await startTestApp(testConfig(db.url, prefix, env));
+      apps.push(app);
+      return app;
+    },
+    async close(): Promise<void> {
+      for (const app of apps) await app.close();
+      for (const prefix of prefixes) await flushPrefix(prefix);
+      await db?.drop();
+    },
+  };
+}
+
 export { uniqueName };
