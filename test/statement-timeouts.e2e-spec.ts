@@ -160,6 +160,51 @@ describe('statement timeouts (e2e)', () => {
     expect(after.body.data).toMatchObject({ subscribed: true, data: { plan: 'free' } });
   });
 
+  it('answers 503 TIMEOUT to a segment preview whose condition is too expensive, instead of stalling', async () => {
+    const heavy = await app.createProject('Heavy tenant');
+    // Seeded outside any request (the background bound), without the contacts' row triggers: they
+    // keep segment memberships, and this project has no segment; with them seeding takes a minute.
+    await dataSource.transaction(async (manager) => {
+      await manager.query('SET LOCAL session_replication_role = replica');
+      await manager.query(
+        `INSERT INTO contacts (id, project_id, email, subscribed, suppressed, data, created_at, updated_at)
+         SELECT gen_random_uuid(), $1, 'c' || g || '@example.org', true, false,
+                jsonb_build_object('city', repeat(md5(g::text), 20), 'n', g), now(), now()
+           FROM generate_series(1, 200000) AS g`,
+        [heavy.id],
+      );
+    });
+    await dataSource.query('ANALYZE contacts');
+    // 50 substring rules that match nobody: each of 200,000 addresses' 640-character city is searched
+    // 50 times, seconds of work however fast the machine.
+    const condition = {
+      logic: 'OR',
+      conditions: Array.from({ length: 50 }, (_, i) => ({
+        field: 'data.city',
+        operator: 'contains',
+        value: `zz${i}zz`,
+      })),
+    };
+    const res = await app.request({
+      method: 'POST',
+      url: '/segments/preview',
+      key: heavy.secretKey,
+      body: { condition },
+    });
+    expect(res.status).toBe(503);
+    expect(res.body.error.code).toBe('TIMEOUT');
+    expect(res.headers['retry-after']).toMatch(/^\d+$/);
+
+    // The same tenant's cheap requests still work.
+    const cheap = await app.request({
+      method: 'POST',
+      url: '/segments/preview',
+      key: slow.secretKey,
+      body: { condition: { logic: 'AND', conditions: [condition.conditions[0]] } },
+    });
+    expect(cheap.status).toBe(200);
+  }, 180_000);
+
   it('gives statements outside requests the background bound, also on connections requests used', async () => {
     // Requests switch pooled connections to the API bound; work outside them must not inherit it.
     for (let i = 0; i < 5; i++) {
