@@ -7,6 +7,7 @@ import { AppMetrics } from './common/metrics/metrics';
 import { mountQueueDashboard } from './operations/queue-dashboard';
 import { AppModule, RAW_ROUTE_OPENAPI_PATHS } from './app.module';
 import { DEFAULT_BODY_LIMIT, FORM_BODY_ROUTES, ROUTE_BODY_LIMITS } from './common/http/body-limits';
+import { registerApiRequestScope } from './common/http/api-request-scope';
 import { registerCors } from './common/http/cors';
 import { registerSecurityHeaders } from './common/http/security-headers';
 import { registerSuccessEnvelope } from './common/http/envelope';
@@ -92,6 +93,7 @@ function createAdapter(config: AppConfig, logger: Logger, metrics: AppMetrics): 
       if (limit) route.bodyLimit = limit;
     }
   });
+  registerApiRequestScope(fastify);
   registerSecurityHeaders(fastify, config.publicUrl.startsWith('https:'));
   if (runsApi(config)) registerCors(fastify, config.corsOrigins);
   registerSuccessEnvelope(fastify);

@@ -155,6 +155,8 @@ export class CampaignRunner {
     const snapshot = this.dataSource.createQueryRunner();
     await snapshot.connect();
     try {
+      // BACKGROUND_STATEMENT_TIMEOUT_MS bounds each statement of this snapshot (a FETCH, the
+      // audience count), not the transaction: a long fan-out is many short statements.
       await snapshot.startTransaction('REPEATABLE READ');
       for (const setting of wholeProjectSettings(compiled)) await snapshot.query(setting);
       await this.repository.declareAudience(

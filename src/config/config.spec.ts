@@ -26,6 +26,8 @@ describe('loadConfig', () => {
       mailOutboxDir: join(dir, 'var/outbox'),
       emailRatePerSecond: 14,
       apiRateLimitPerMinute: 1000,
+      apiStatementTimeoutMs: 10_000,
+      backgroundStatementTimeoutMs: 300_000,
       dnsServers: [],
       logLevel: 'info',
     });

@@ -38,6 +38,10 @@ export interface AppConfig {
   renderTimeoutMs: number;
   /** A request's headers and body must arrive within this many ms (408 otherwise). */
   requestTimeoutMs: number;
+  /** Postgres statement_timeout of statements run for an API request (503 TIMEOUT past it). */
+  apiStatementTimeoutMs: number;
+  /** Postgres statement_timeout of every other statement (jobs, recoveries, schedulers, the CLI); 0: none. */
+  backgroundStatementTimeoutMs: number;
   /** Contacts per chunk of a bulk import: one transaction and one resume point each. */
   importBatchSize: number;
   /** Interval of the delivery and import recovery schedulers (queue/recovery.ts). */
@@ -268,6 +272,13 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     publicRateLimitPerMinute: r.int('PUBLIC_RATE_LIMIT_PER_MINUTE', 600, 1, 10_000_000),
     requestTimeoutMs: r.int('REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000),
     renderTimeoutMs: r.int('RENDER_TIMEOUT_MS', 2000, 50, 600_000),
+    apiStatementTimeoutMs: r.int('API_STATEMENT_TIMEOUT_MS', 10_000, 10, 3_600_000),
+    backgroundStatementTimeoutMs: r.int(
+      'BACKGROUND_STATEMENT_TIMEOUT_MS',
+      300_000,
+      0,
+      24 * 3_600_000,
+    ),
     maxWebhookEndpoints: r.int('MAX_WEBHOOK_ENDPOINTS', 20, 1, 10_000),
     importBatchSize: r.int('IMPORT_BATCH_SIZE', 1000, 1, 10_000),
     recoveryEveryMs: r.int('RECOVERY_EVERY_MS', 60_000, 100, 24 * 3_600_000),

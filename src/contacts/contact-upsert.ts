@@ -22,6 +22,8 @@ export interface ContactUpsert {
   subscribed: boolean | null;
   /** A new contact's state when `subscribed` is null. */
   subscribedIfNew: boolean;
+  /** The id a new contact is created with (default: a fresh one). */
+  idIfNew?: string;
 }
 
 /** One element of `upsert_contacts`' JSON argument; `ord` links it to the row the function answers. */
@@ -39,7 +41,7 @@ export interface ContactUpsertInput {
 export function contactUpsertInput(ord: number, upsert: ContactUpsert): ContactUpsertInput {
   return {
     ord,
-    contact_id: newId(),
+    contact_id: upsert.idIfNew ?? newId(),
     project_id: upsert.projectId,
     email: upsert.email,
     subscribed: upsert.subscribed,

@@ -60,6 +60,31 @@ export class ContactsRepository {
     return { row, created };
   }
 
+  /**
+   * Each address's contact as `upsert_contacts` would leave it, computed with the same
+   * merge_contact_data and without locks or writes; `id` is null for an address with no contact.
+   */
+  expectedUpserts(
+    manager: EntityManager,
+    projectId: string,
+    emails: string[],
+    patch: DataPatch,
+    subscribed: boolean | null,
+    subscribedIfNew: boolean,
+  ): Promise<Array<Omit<ContactRow, 'id'> & { id: string | null }>> {
+    return queryRows(
+      manager,
+      `SELECT c.id, $1::uuid AS "projectId", e.email,
+              COALESCE($4::boolean, c.subscribed, $5::boolean) AS subscribed,
+              COALESCE(c.suppressed, false) AS suppressed,
+              merge_contact_data(COALESCE(c.data, '{}'::jsonb), $3::jsonb, $6::text[]) AS data,
+              c.created_at AS "createdAt", c.updated_at AS "updatedAt"
+         FROM unnest($2::text[]) AS e(email)
+         LEFT JOIN contacts c ON c.project_id = $1 AND c.email = e.email`,
+      [projectId, emails, JSON.stringify(patch.set), subscribed, subscribedIfNew, patch.remove],
+    );
+  }
+
   async setSubscribed(
     manager: EntityManager,
     projectId: string,

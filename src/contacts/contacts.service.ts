@@ -4,6 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import type { DeletedResponse } from '../common/openapi/error-envelope.response';
 import { decodeCursor, Page, pageOf } from '../common/pagination/pagination';
+import { newId } from '../database/id';
 import { sqlState, SQLSTATE } from '../database/postgres-errors';
 import { SYSTEM_EVENTS } from '../events/event-names';
 import type { EventRow } from '../events/event.row';
@@ -24,6 +25,8 @@ export interface UpsertContactOptions {
   defaultSubscribed: boolean;
   /** Merged top-level; `{value, persistent:false}` values are left out; null removes a key. */
   data?: Record<string, unknown>;
+  /** The id of the contact if this call creates it (from expectedUpserts). */
+  idIfNew?: string;
 }
 
 export interface UpsertContactResult {
@@ -83,6 +86,7 @@ export class ContactsService {
       patch: toTrackedDataPatch(opts.data),
       subscribed: null,
       subscribedIfNew: opts.subscribed ?? opts.defaultSubscribed,
+      idIfNew: opts.idIfNew,
     });
     if (!created && opts.subscribed !== undefined && row.subscribed !== opts.subscribed) {
       const contact = await this.contacts.setSubscribed(
@@ -94,6 +98,38 @@ export class ContactsService {
       return { contact, created, subscriptionChanged: true };
     }
     return { contact: row, created, subscriptionChanged: false };
+  }
+
+  /**
+   * Each address's contact as upsertByEmail with `opts` would leave it if nothing else changed it
+   * first, read without locks (a new contact gets the id to create it with: pass it as `idIfNew`).
+   * For work that must not hold a transaction, such as rendering before a send's transaction;
+   * the transaction then compares the rows it locked with these.
+   */
+  async expectedUpserts(
+    manager: EntityManager,
+    projectId: string,
+    emails: string[],
+    opts: UpsertContactOptions,
+  ): Promise<Map<string, ContactRow>> {
+    const normalized = emails.map(normalizeEmail);
+    const rows = await this.contacts.expectedUpserts(
+      manager,
+      projectId,
+      normalized,
+      toTrackedDataPatch(opts.data),
+      opts.subscribed ?? null,
+      opts.defaultSubscribed,
+    );
+    const now = new Date();
+    return new Map(
+      rows.map((row) => [
+        row.email,
+        row.id
+          ? (row as ContactRow)
+          : { ...row, id: newId(), projectId, createdAt: now, updatedAt: now },
+      ]),
+    );
   }
 
   /**

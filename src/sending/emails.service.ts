@@ -12,7 +12,7 @@ import { EventsService } from '../events/events.service';
 import type { EventRow } from '../events/event.row';
 import { DELIVERY_JOBS, DeliveryJobData } from '../queue/jobs';
 import { PRIORITY, QUEUES } from '../queue/queue.constants';
-import { RenderSource } from '../templates/template-renderer';
+import { RenderedContent, RenderSource } from '../templates/template-renderer';
 import { TemplatesService } from '../templates/templates.service';
 import { EmailResponse } from './dto/email.response';
 import { ListEmailsQueryDto } from './dto/list-emails.query';
@@ -63,6 +63,15 @@ export interface ComposeEmailInput {
   trackClicks?: boolean;
   /** Prepended to the rendered subject (campaign tests: "[TEST] "). */
   subjectPrefix?: string;
+}
+
+/** A message rendered for one recipient, not yet a row (EmailsService.render, then toRow). */
+export interface RenderedEmail {
+  /** The email's id: the unsubscribe link in the content names it. */
+  id: string;
+  input: ComposeEmailInput;
+  unsubscribeUrl: string;
+  content: RenderedContent;
 }
 
 /**
@@ -129,29 +138,49 @@ export class EmailsService {
    * Throws TemplateRenderError when the template exceeds a sandbox limit.
    */
   async compose(input: ComposeEmailInput): Promise<Email> {
+    return this.toRow(await this.render(input), input.contact);
+  }
+
+  /**
+   * compose()'s first half: renders the message for `input.contact` as it is
+   * expected to be, and touches no database, so a caller renders before its
+   * transaction and holds no connection meanwhile (POST /v1/send).
+   * Throws TemplateRenderError when the template exceeds a sandbox limit.
+   */
+  async render(input: ComposeEmailInput): Promise<RenderedEmail> {
     const id = newId();
     const unsubscribeUrl = this.unsubscribeUrl(input.projectId, input.contact.id, id);
-    const rendered = await this.templates.render(
+    const content = await this.templates.render(
       input.projectId,
       input.content,
       input.contact,
       input.data ?? null,
       unsubscribeUrl,
     );
+    return { id, input, unsubscribeUrl, content };
+  }
+
+  /**
+   * compose()'s second half: the unsaved row of a rendered message for
+   * `contact` as the caller's transaction locked it (the one it was rendered
+   * for), whose suppression and subscription decide whether it is SUPPRESSED.
+   */
+  toRow(rendered: RenderedEmail, contact: EmailRecipient): Email {
+    const { id, input, unsubscribeUrl, content } = rendered;
     const headers: Record<string, string> = {
       ...(input.headers ?? {}),
       ...(input.marketing ? this.unsubscribeLinks.headers(unsubscribeUrl) : {}),
     };
-    const blocked = input.contact.suppressed
+    const blocked = contact.suppressed
       ? 'contact is suppressed'
-      : input.marketing && !input.contact.subscribed
+      : input.marketing && !contact.subscribed
         ? 'contact is unsubscribed'
         : null;
     const email = new Email();
     Object.assign(email, {
       id,
       projectId: input.projectId,
-      contactId: input.contact.id,
+      contactId: contact.id,
       templateId: input.templateId ?? null,
       campaignId: input.campaignId ?? null,
       workflowExecutionId: input.workflowExecutionId ?? null,
@@ -160,14 +189,14 @@ export class EmailsService {
       marketing: input.marketing,
       trackOpens: input.trackOpens ?? (input.marketing || input.track === true),
       trackClicks: input.trackClicks ?? (input.marketing || input.track === true),
-      toEmail: input.contact.email,
+      toEmail: contact.email,
       toName: input.toName ?? null,
       fromEmail: input.from.email,
       fromName: input.from.name ?? null,
       replyTo: input.replyTo ?? null,
-      subject: `${input.subjectPrefix ?? ''}${rendered.subject}`,
-      html: rendered.html,
-      text: rendered.text,
+      subject: `${input.subjectPrefix ?? ''}${content.subject}`,
+      html: content.html,
+      text: content.text,
       contentId: null,
       headers,
       attachments: input.attachments ?? [],

@@ -54,6 +54,26 @@ export class IdempotencyKeysRepository {
     return rows[0] ?? null;
   }
 
+  /**
+   * The answered first request of a live key, read without a lock: a replay is answered from
+   * it before any work. Null for an unknown, expired or still unanswered key (the claim decides).
+   */
+  async findAnsweredIdempotencyKey(
+    manager: EntityManager,
+    projectId: string,
+    key: string,
+  ): Promise<StoredIdempotentResponse | null> {
+    const rows = await queryRows<StoredIdempotentResponse>(
+      manager,
+      `SELECT request_hash AS "requestHash", response_status AS "responseStatus", response_body AS "responseBody"
+         FROM idempotency_keys
+        WHERE project_id = $1 AND key = $2 AND response_body IS NOT NULL
+          AND NOT (${IDEMPOTENCY_KEY_EXPIRED})`,
+      [projectId, key],
+    );
+    return rows[0] ?? null;
+  }
+
   async storeIdempotentResponse(
     manager: EntityManager,
     id: string,

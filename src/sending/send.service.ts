@@ -4,12 +4,13 @@ import type { DataSource } from 'typeorm';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs';
 import { ApiException, FieldError } from '../common/errors/api-exception';
 import type { ContactRow } from '../contacts/contact.row';
-import { ContactsService } from '../contacts/contacts.service';
+import { ContactsService, UpsertContactOptions } from '../contacts/contacts.service';
 import { newId } from '../database/id';
 import { retryOnDeadlock } from '../database/retry-on-deadlock';
 import { DomainsService } from '../domains/domains.service';
 import { EventsService } from '../events/events.service';
 import { ProjectsService } from '../projects/projects.service';
+import type { RecordedEvent } from '../events/event-hooks';
 import type { NewEvent } from '../events/events.repository';
 import { TemplateType } from '../templates/template.entity';
 import { TemplateRenderError } from '../templates/template-renderer';
@@ -20,8 +21,8 @@ import { EmailAttachment } from './email-attachment.entity';
 import { Email, EmailAttachmentRef, EmailSource } from './email.entity';
 import { EmailContentsRepository } from './email-contents.repository';
 import { IdempotencyKeysRepository } from './idempotency-keys.repository';
-import { EmailsService } from './emails.service';
-import { IdempotencyRequest, idempotencyKeyReused } from './idempotency';
+import { EmailsService, RenderedEmail } from './emails.service';
+import { canonicalJson, IdempotencyRequest, idempotencyKeyReused } from './idempotency';
 import { validateMailHeaders } from './mail-headers';
 
 interface ResolvedSend {
@@ -35,6 +36,33 @@ interface ResolvedSend {
   track: boolean;
   headers: Record<string, string>;
   recipients: MailboxDto[];
+}
+
+/** Renders of a send again after this many tries whose contacts changed under them: 409. */
+const MAX_RENDER_ATTEMPTS = 3;
+
+/** A contact locked by the send's transaction differs from the one its message was rendered for. */
+class RecipientsChanged extends Error {
+  constructor(readonly locked: Map<string, ContactRow>) {
+    super('recipients changed since their messages were rendered');
+  }
+}
+
+/** Whether a message rendered for `expected` fits `contact`: what the render context reads is the same. */
+function rendersAlike(contact: ContactRow, expected: ContactRow | undefined): boolean {
+  return (
+    expected !== undefined &&
+    contact.id === expected.id &&
+    contact.email === expected.email &&
+    contact.subscribed === expected.subscribed &&
+    canonicalJson(contact.data) === canonicalJson(expected.data)
+  );
+}
+
+interface DecodedAttachment {
+  filename: string;
+  contentType: string;
+  content: Buffer;
 }
 
 /** POST /v1/send: validation beyond the DTO, the sender check, and one transaction for every recipient. */
@@ -60,10 +88,123 @@ export class SendService {
     const resolved = await this.resolve(projectId, dto);
     const attachments = decodeAttachments(dto);
     await this.domains.assertCanSend(projectId, resolved.from.email);
+    if (idempotency) {
+      // A replay is answered before anything is rendered; the claim in the transaction settles races.
+      const answered = await this.idempotencyKeys.findAnsweredIdempotencyKey(
+        this.dataSource.manager,
+        projectId,
+        idempotency.key,
+      );
+      if (answered) {
+        if (answered.requestHash !== idempotency.requestHash) throw idempotencyKeyReused();
+        return sendResponse(answered.responseBody as SendResponse);
+      }
+    }
 
+    const refs: EmailAttachmentRef[] = attachments.map((a) => ({
+      id: newId(),
+      filename: a.filename,
+      contentType: a.contentType,
+      size: a.content.length,
+    }));
+    const upsertOptions: UpsertContactOptions = {
+      subscribed: dto.subscribed,
+      defaultSubscribed: false,
+      data: dto.data,
+    };
+    // Messages are rendered before the transaction, for each contact as the send will leave it,
+    // so no connection or row lock is held while the render pool works. The transaction checks
+    // the rows it locks against those; one changed in between is rendered again.
+    let expected = await this.contacts.expectedUpserts(
+      this.dataSource.manager,
+      projectId,
+      resolved.recipients.map((r) => r.email),
+      upsertOptions,
+    );
+    for (let attempt = 1; ; attempt++) {
+      const rendered = await this.render(projectId, dto, resolved, expected, refs);
+      try {
+        const { response, emails, published } = await this.write(
+          projectId,
+          resolved,
+          attachments,
+          refs,
+          upsertOptions,
+          idempotency,
+          expected,
+          rendered,
+        );
+        await this.emails.enqueue(emails);
+        await this.events.publish(published);
+        return response;
+      } catch (error) {
+        if (!(error instanceof RecipientsChanged)) throw error;
+        if (attempt >= MAX_RENDER_ATTEMPTS) {
+          throw ApiException.conflict(
+            'The recipients changed while their messages were rendered',
+            'Retry the request with the same Idempotency-Key.',
+          );
+        }
+        expected = error.locked;
+      }
+    }
+  }
+
+  /** Every recipient's message, rendered for the contact as `expected`; 422 invalid_template on a render failure. */
+  private async render(
+    projectId: string,
+    dto: SendEmailDto,
+    resolved: ResolvedSend,
+    expected: Map<string, ContactRow>,
+    refs: EmailAttachmentRef[],
+  ): Promise<RenderedEmail[]> {
+    try {
+      return await Promise.all(
+        resolved.recipients.map((recipient) =>
+          this.emails.render({
+            projectId,
+            contact: expected.get(recipient.email) as ContactRow,
+            toName: recipient.name ?? null,
+            source: EmailSource.TRANSACTIONAL,
+            marketing: resolved.marketing,
+            track: resolved.track,
+            templateId: resolved.templateId,
+            from: resolved.from,
+            replyTo: resolved.replyTo,
+            content: {
+              subject: resolved.subject,
+              body: resolved.body,
+              format: dto.type ?? 'html',
+            },
+            data: dto.data ?? null,
+            headers: resolved.headers,
+            attachments: refs,
+          }),
+        ),
+      );
+    } catch (error) {
+      throw error instanceof TemplateRenderError ? renderFailure(error) : error;
+    }
+  }
+
+  /**
+   * One transaction for every recipient: the key's claim, attachments, contacts, emails and
+   * their events. Throws RecipientsChanged (rolled back) when a locked contact is not the one
+   * its message was rendered for.
+   */
+  private write(
+    projectId: string,
+    resolved: ResolvedSend,
+    attachments: DecodedAttachment[],
+    refs: EmailAttachmentRef[],
+    upsertOptions: UpsertContactOptions,
+    idempotency: IdempotencyRequest | null,
+    expected: Map<string, ContactRow>,
+    rendered: RenderedEmail[],
+  ): Promise<{ response: SendResponse; emails: Email[]; published: RecordedEvent[] }> {
     // Recipients are locked in email order, but an import chunk (two ordered passes) can still
     // close a lock cycle with a send; the transaction is then rolled back and run again.
-    const { response, emails, published } = await retryOnDeadlock(() =>
+    return retryOnDeadlock(() =>
       this.dataSource.transaction(async (manager) => {
         const idempotencyRowId = newId();
         if (idempotency) {
@@ -84,12 +225,6 @@ export class SendService {
           }
         }
 
-        const refs: EmailAttachmentRef[] = attachments.map((a) => ({
-          id: newId(),
-          filename: a.filename,
-          contentType: a.contentType,
-          size: a.content.length,
-        }));
         await this.contents.insertAttachments(
           manager,
           attachments.map((a, i): Partial<EmailAttachment> => ({
@@ -112,11 +247,7 @@ export class SendService {
             manager,
             projectId,
             email,
-            {
-              subscribed: dto.subscribed,
-              defaultSubscribed: false,
-              data: dto.data,
-            },
+            { ...upsertOptions, idIfNew: expected.get(email)?.id },
           );
           contactsByEmail.set(email, contact);
           if (subscriptionChanged) {
@@ -128,31 +259,16 @@ export class SendService {
             });
           }
         }
-        const composed: Email[] = [];
-        for (const recipient of resolved.recipients) {
-          const contact = contactsByEmail.get(recipient.email) as ContactRow;
-          composed.push(
-            await this.emails.compose({
-              projectId,
-              contact,
-              toName: recipient.name ?? null,
-              source: EmailSource.TRANSACTIONAL,
-              marketing: resolved.marketing,
-              track: resolved.track,
-              templateId: resolved.templateId,
-              from: resolved.from,
-              replyTo: resolved.replyTo,
-              content: {
-                subject: resolved.subject,
-                body: resolved.body,
-                format: dto.type ?? 'html',
-              },
-              data: dto.data ?? null,
-              headers: resolved.headers,
-              attachments: refs,
-            }),
-          );
+        for (const [email, contact] of contactsByEmail) {
+          if (!rendersAlike(contact, expected.get(email)))
+            throw new RecipientsChanged(contactsByEmail);
         }
+        const composed = rendered.map((message, i) =>
+          this.emails.toRow(
+            message,
+            contactsByEmail.get(resolved.recipients[i].email) as ContactRow,
+          ),
+        );
         const subscriptions = await this.events.recordMany(manager, subscriptionEvents);
         const queued = await this.emails.insert(manager, composed);
         const result = sendResponse({
@@ -184,13 +300,7 @@ export class SendService {
           })),
         };
       }),
-    ).catch((error: unknown) => {
-      throw error instanceof TemplateRenderError ? renderFailure(error) : error;
-    });
-
-    await this.emails.enqueue(emails);
-    await this.events.publish(published);
-    return response;
+    );
   }
 
   /** Template defaults, request overrides, the 422s the DTO cannot express. */
@@ -275,9 +385,7 @@ function base64DecodedLength(b64: string): number {
   return Math.floor((b64.length * 3) / 4) - padding;
 }
 
-function decodeAttachments(
-  dto: SendEmailDto,
-): Array<{ filename: string; contentType: string; content: Buffer }> {
+function decodeAttachments(dto: SendEmailDto): DecodedAttachment[] {
   return (dto.attachments ?? []).map((a) => ({
     filename: a.filename,
     contentType: a.contentType ?? detectMimeType(a.filename.split('.').pop() ?? false),

@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiException, FieldError } from './api-exception';
+import { isQueryCanceled } from '../../database/postgres-errors';
 import { codeForStatus, defaultSuggestion } from './error-codes';
 import {
   flattenValidationErrors,
@@ -37,6 +38,17 @@ export const INTERNAL_ERROR: Rendered = {
   status: 500,
   code: 'INTERNAL_ERROR',
   message: 'An unexpected error occurred',
+};
+
+/**
+ * A request whose statement ran past API_STATEMENT_TIMEOUT_MS: Postgres cancelled it and the
+ * transaction rolled back, so the client may simply try again later.
+ */
+export const STATEMENT_TIMEOUT: Rendered = {
+  status: 503,
+  code: 'TIMEOUT',
+  message: 'The request took too long in the database and was stopped; nothing was changed',
+  headers: { 'retry-after': '5' },
 };
 
 /** Fastify's own errors (body parsing, limits) carry a code and a statusCode. */
@@ -113,6 +125,7 @@ function render(exception: unknown): Rendered | null {
     if (status < 500) return { status, code: codeForStatus(status), message: exception.message };
     return null;
   }
+  if (isQueryCanceled(exception)) return STATEMENT_TIMEOUT;
   if (exception instanceof SyntaxError) {
     return {
       status: 400,
@@ -182,6 +195,12 @@ export class AllExceptionsFilter implements ExceptionFilter {
         'Unhandled error',
       );
       rendered = INTERNAL_ERROR;
+    } else if (rendered === STATEMENT_TIMEOUT) {
+      // The operator's sign of a query that outgrew API_STATEMENT_TIMEOUT_MS (or of lock waits).
+      this.logger.warn(
+        { requestId, method: request?.method, url: request?.url },
+        'Statement timeout',
+      );
     }
 
     if (reply.sent) return;

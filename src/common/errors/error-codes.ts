@@ -16,6 +16,8 @@ export const DEFAULT_SUGGESTIONS: Record<string, string> = {
   PAYLOAD_TOO_LARGE: 'Send a smaller body: 10 MB on /v1/send, 1 MB elsewhere.',
   VALIDATION_ERROR: 'Fix the fields listed in error.errors and retry.',
   RATE_LIMIT_EXCEEDED: 'Wait for the number of seconds in the Retry-After header, then retry.',
+  TIMEOUT:
+    'Retry after the number of seconds in the Retry-After header; if it keeps timing out, ask for less at once (a narrower segment condition, a smaller page or batch).',
   INTERNAL_ERROR: 'Retry later; if it persists, report the requestId to the operator.',
   SERVICE_UNAVAILABLE: 'Retry later.',
 };

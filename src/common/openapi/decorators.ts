@@ -114,7 +114,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   422: 'VALIDATION_ERROR: the body is invalid; error.errors lists each field {field, message, code}',
   429: 'RATE_LIMIT_EXCEEDED: over the per-project limit, or too many failed authentications from this address; see Retry-After',
   500: 'INTERNAL_ERROR: an unexpected error; report error.requestId',
-  503: 'SERVICE_UNAVAILABLE',
+  503: "TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After",
 };
 
 /** One error response as a document object, for path items written by hand (raw routes). */
@@ -146,9 +146,9 @@ export function ApiErrorResponses(
   ) as Decorator;
 }
 
-/** Routes behind the API-key guard: 401, 403, 429 and 500 on every operation. */
+/** Routes behind the API-key guard: 401, 403, 429, 500 and 503 (statement timeout) on every operation. */
 export function ApiKeyProtected(): Decorator {
-  return ApiErrorResponses([401, 403, 429, 500]);
+  return ApiErrorResponses([401, 403, 429, 500, 503]);
 }
 
 /** Routes without a key (runtime: @NoApiKey()): `security: []` in the document. */

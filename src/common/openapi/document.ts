@@ -152,7 +152,8 @@ export function finishDocument(document: OpenAPIObject): OpenAPIObject {
         };
         if (!keyless && /^2/.test(status))
           for (const name of RATE_LIMIT_HEADERS) headers[name] = headerRef(name);
-        if (status === '429') headers['Retry-After'] = headerRef('Retry-After');
+        if (status === '429' || (status === '503' && !keyless))
+          headers['Retry-After'] = headerRef('Retry-After');
         (response as ResponseObject).headers = {
           ...headers,
           ...((response as ResponseObject).headers ?? {}),
