@@ -34,6 +34,8 @@ export interface ClaimedDelivery {
   url: string;
   enabled: boolean;
   secretSealed: string;
+  /** The claim's lease end as Postgres wrote it (microseconds kept), so releasing the claim touches only this claim. */
+  leasedUntil: string;
 }
 
 /** An enabled endpoint's filter (what the after-commit dispatch needs). */
@@ -253,7 +255,7 @@ export class WebhooksRepository {
            FROM due, webhook_endpoints w
           WHERE d.id = due.id AND w.id = d.endpoint_id
          RETURNING d.id, d.project_id AS "projectId", d.endpoint_id AS "endpointId", d.payload, d.attempts, d.retries,
-                   w.url, w.enabled, w.secret_sealed AS "secretSealed"
+                   w.url, w.enabled, w.secret_sealed AS "secretSealed", d.leased_until AS "leasedUntil"
        )
        SELECT COALESCE((SELECT json_agg(rec) FROM rec), '[]') AS recorded,
               (SELECT failing_since FROM ep) AS "failingSince",
@@ -280,6 +282,26 @@ export class WebhooksRepository {
       failingSince: result.failingSince,
       claimed: result.claimed,
     };
+  }
+
+  /**
+   * Gives claimed deliveries back before their lease ends (their drain could
+   * not get a slot of the endpoint), without counting an attempt. A row whose
+   * lease already lapsed and was claimed again has another lease end and is
+   * left to that claim.
+   */
+  async releaseClaims(
+    manager: EntityManager,
+    claimed: Array<Pick<ClaimedDelivery, 'id' | 'leasedUntil'>>,
+  ): Promise<void> {
+    if (claimed.length === 0) return;
+    await queryRows(
+      manager,
+      `UPDATE webhook_deliveries d SET leased_until = NULL
+         FROM unnest($1::uuid[], $2::timestamptz[]) AS c(id, leased_until)
+        WHERE d.id = c.id AND d.leased_until = c.leased_until AND d.status = 'PENDING'`,
+      [claimed.map((c) => c.id), claimed.map((c) => c.leasedUntil)],
+    );
   }
 
   /**
