@@ -9,6 +9,7 @@ import type { EventRow } from '../events/event.row';
 import { EventsService } from '../events/events.service';
 import { WebhookDeliveryStatus } from './webhook-delivery.entity';
 import { EndpointSlots } from './endpoint-slots';
+import { endpointUrlAad, maskCredentials } from './url-credentials';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import { signWebhook } from './webhook-signature';
 import { WEBHOOK_SECRET_BOX } from './webhooks.constants';
@@ -120,6 +121,8 @@ export class WebhookSender implements OnModuleDestroy {
   private readonly drains = new Map<string, Drain>();
   /** Opened signing secrets by endpoint, with the sealed form they came from (a rotated secret is a new sealed form). */
   private readonly secrets = new Map<string, { sealed: string; secret: string }>();
+  /** Opened URLs (with their credentials) by endpoint, with the sealed form they came from. */
+  private readonly urls = new Map<string, { sealed: string; url: string }>();
   private inFlight = 0;
   private stopping = false;
 
@@ -389,7 +392,7 @@ export class WebhookSender implements OnModuleDestroy {
           projectId: endpoint.projectId,
           contactId: null,
           name: 'webhook.disabled',
-          data: { endpointId: endpoint.endpointId, url: endpoint.url, reason },
+          data: { endpointId: endpoint.endpointId, url: maskCredentials(endpoint.url), reason },
         });
       },
     );
@@ -410,13 +413,34 @@ export class WebhookSender implements OnModuleDestroy {
     return secret;
   }
 
+  /** The URL to call: `url`, or the sealed one with its credentials (`url` shows them as `***`). */
+  private urlOf(delivery: ClaimedDelivery): string {
+    if (delivery.urlSealed === null) return delivery.url;
+    const cached = this.urls.get(delivery.endpointId);
+    if (cached && cached.sealed === delivery.urlSealed) return cached.url;
+    const url = this.box.openString(
+      Buffer.from(delivery.urlSealed, 'base64'),
+      endpointUrlAad(delivery.endpointId),
+    );
+    this.urls.set(delivery.endpointId, { sealed: delivery.urlSealed, url });
+    return url;
+  }
+
   private async attempt(delivery: ClaimedDelivery): Promise<AttemptOutcome> {
     let secret: string;
+    let url: string;
     try {
       secret = this.secretOf(delivery);
     } catch {
       return final(
         'the signing secret opens with neither APP_SECRET nor APP_SECRET_PREVIOUS: rotate the endpoint secret',
+      );
+    }
+    try {
+      url = this.urlOf(delivery);
+    } catch {
+      return final(
+        "the URL's credentials open with neither APP_SECRET nor APP_SECRET_PREVIOUS: PATCH the endpoint's url with them",
       );
     }
     const timestamp = Math.floor(Date.now() / 1000);
@@ -434,7 +458,7 @@ export class WebhookSender implements OnModuleDestroy {
     };
     try {
       const res = await sendOutbound({
-        url: delivery.url,
+        url,
         method: 'POST',
         headers: {
           'content-type': 'application/json',
