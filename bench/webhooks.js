@@ -34,8 +34,8 @@
  * webhook_deliveries) to the same receiver paths, each signed at send time as
  * the service does (webhook-id / -timestamp / -signature, HMAC-SHA256 with
  * the endpoint's secret, the same headers), reading each response, with the
- * service's concurrency towards the receiver: min(64 worker slots, 16 in
- * flight per endpoint x endpoints), i.e. 16 for one endpoint
+ * service's concurrency towards the receiver: min(64 worker slots, 4 in
+ * flight per endpoint x endpoints), i.e. 4 for one endpoint
  * (src/webhooks/webhooks.processor.ts WEBHOOK_CONCURRENCY, webhook-sender.ts
  * PER_ENDPOINT_IN_FLIGHT). Its list is in memory before it starts, as the
  * service's queue is filled before the worker starts; its rate is measured

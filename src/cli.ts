@@ -170,11 +170,17 @@ async function dispatch(
       const rotated = await sealedKeys.rotate();
       const signing = await webhookSecrets.rotate();
       return {
-        json: { ...rotated, webhookSecrets: signing.endpoints, workflowSecrets: signing.workflows },
+        json: {
+          ...rotated,
+          webhookSecrets: signing.endpoints,
+          workflowSecrets: signing.workflows,
+          webhookCredentials: signing.credentials,
+        },
         text:
           `Re-sealed ${rotated.resealed} DKIM key(s) under the current APP_SECRET; ${rotated.alreadyCurrent} already were.\n` +
           `Re-sealed ${signing.endpoints.resealed} webhook signing secret(s); ${signing.endpoints.alreadyCurrent} already were.\n` +
           `Re-sealed ${signing.workflows.resealed} workflow signing secret(s); ${signing.workflows.alreadyCurrent} already were.\n` +
+          `Re-sealed ${signing.credentials.resealed} set(s) of webhook URL or WEBHOOK step credentials; ${signing.credentials.alreadyCurrent} already were; sealed ${signing.credentials.sealed} endpoint URL(s) saved with clear credentials.\n` +
           'Stored keys no longer need APP_SECRET_PREVIOUS; keep it set while unsubscribe links signed with an earlier secret should keep working.',
       };
     }

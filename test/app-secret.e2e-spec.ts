@@ -92,6 +92,17 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     }
   };
 
+  /** Runs one statement on the test's database. */
+  const sql = async (text: string): Promise<Array<Record<string, unknown>>> => {
+    const client = new Client({ connectionString: t.db.url });
+    await client.connect();
+    try {
+      return (await client.query(text)).rows;
+    } finally {
+      await client.end();
+    }
+  };
+
   /** Sends from the verified domain and answers the delivered message's DKIM results. */
   const sendSigned = async (to: string) => {
     const res = await app!.request({
@@ -302,6 +313,10 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     );
     expect(await sealedKeys()).toEqual(before);
 
+    // An endpoint saved with credentials before they were sealed: rotate seals them.
+    await sql(
+      `UPDATE webhook_endpoints SET url = 'https://u1:pw-clear@hooks.example.com/x', url_sealed = NULL`,
+    );
     const rotated = runCli(['secrets', 'rotate', '--json'], {
       ...cliEnv,
       APP_SECRET_PREVIOUS: SECRET_A,
@@ -313,6 +328,12 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
       alreadyCurrent: 1,
       webhookSecrets: { resealed: 1, alreadyCurrent: 0 },
       workflowSecrets: { resealed: 1, alreadyCurrent: 0 },
+      webhookCredentials: { resealed: 0, alreadyCurrent: 0, sealed: 1 },
+    });
+    const [endpoint] = await sql('SELECT url, url_sealed FROM webhook_endpoints');
+    expect(endpoint).toEqual({
+      url: 'https://***@hooks.example.com/x',
+      url_sealed: expect.any(String),
     });
     const after = await sealedKeys();
     expect([...after.keys()]).toEqual(['acme.test', 'second.test', 'third.test']);
@@ -328,6 +349,9 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
     );
     expect(again.stdout).toContain('Re-sealed 0 webhook signing secret(s); 1 already were.');
     expect(again.stdout).toContain('Re-sealed 0 workflow signing secret(s); 1 already were.');
+    expect(again.stdout).toContain(
+      'Re-sealed 0 set(s) of webhook URL or WEBHOOK step credentials; 1 already were; sealed 0 endpoint URL(s)',
+    );
     expect(await sealedKeys()).toEqual(after);
 
     // The old secret alone is now the wrong one.

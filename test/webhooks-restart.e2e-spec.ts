@@ -171,8 +171,8 @@ describe('outbound webhooks survive crashes (e2e)', () => {
     const started = Date.now();
     const receiver = await startHttpReceiver();
     receivers.push(receiver);
-    // 200 ms per answer: at most 16 attempts in flight per worker, so ~80 a second, 1,000 take > 12 s.
-    receiver.fallback = { status: 200, body: 'ok', delayMs: 200 };
+    // 50 ms per answer: at most 4 attempts in flight to the endpoint, so ~80 a second, 1,000 take > 12 s.
+    receiver.fallback = { status: 200, body: 'ok', delayMs: 50 };
     const project = createProject('Worker crash');
     const { proc: api, base } = await startApi();
     const endpoint = await createEndpoint(base, project.secretKey, receiver);

@@ -91,6 +91,16 @@ export class WebhookDispatcher extends AfterCommitDispatcher<EndpointFilter[]> {
   }
 
   /**
+   * Wakes the endpoint's drain in `delayMs` (a drain that found every slot of
+   * it taken): one job per endpoint and second, whichever worker parks it.
+   */
+  async wakeLater(endpointId: string, delayMs: number): Promise<void> {
+    const at = Date.now() + delayMs;
+    const job = deliverJob(endpointId, null, delayMs, at);
+    await this.queue.add(job.name, job.data, job.opts);
+  }
+
+  /**
    * Wakes the drains of these deliveries' endpoints: one job per endpoint for
    * the deliveries due now (webhookDueJobId), one delayed job per later
    * attempt (the id of that attempt). An existing job id is left alone.

@@ -17,8 +17,13 @@ export class WebhookEndpoint extends BaseEntity {
   @JoinColumn({ name: 'project_id' })
   project?: Project;
 
+  /** As answered: credentials (`user:pass@`) replaced by `***`; a row saved before they were sealed may still hold them. */
   @Column({ type: 'varchar', length: 2048 })
   url: string;
+
+  /** The URL with its credentials, sealed (associated data `url:<id>`); null when it has none. */
+  @Column({ type: 'text', nullable: true })
+  urlSealed: string | null;
 
   @Column({ type: 'text', array: true })
   events: string[];

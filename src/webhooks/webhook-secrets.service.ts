@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { SecretBox } from '../common/crypto/secret-box';
 import { WEBHOOK_SECRET_BOX } from './webhooks.constants';
+import { endpointUrlAad, hasCredentials, maskCredentials } from './url-credentials';
 import { WebhooksRepository } from './webhooks.repository';
 
 export interface WebhookSecretRotation {
@@ -14,6 +15,8 @@ export interface WebhookSecretRotation {
 export interface SigningSecretsRotation {
   endpoints: WebhookSecretRotation;
   workflows: WebhookSecretRotation;
+  /** Endpoint URLs' and WEBHOOK steps' sealed credentials; `sealed`: endpoint URLs saved before sealing, sealed now. */
+  credentials: WebhookSecretRotation & { sealed: number };
 }
 
 /** Signing secrets that no configured secret opens. */
@@ -40,6 +43,11 @@ function workflowAad(workflowId: string): string {
   return `workflow:${workflowId}`;
 }
 
+/** A workflow's sealed step credentials are bound to "workflow-steps:<id>". */
+function workflowStepsAad(workflowId: string): string {
+  return `workflow-steps:${workflowId}`;
+}
+
 /**
  * Webhook signing secrets in the one box: endpoints' and workflows' (their
  * WEBHOOK steps sign the same way). `secrets rotate` seals again under the
@@ -64,6 +72,16 @@ export class WebhookSecretsService {
     return this.box.openString(Buffer.from(sealed, 'base64'), workflowAad(workflowId));
   }
 
+  /** The stored (base64) form of a workflow's WEBHOOK step credentials (a JSON text). */
+  sealWorkflowSteps(workflowId: string, json: string): string {
+    return this.box.seal(json, workflowStepsAad(workflowId)).toString('base64');
+  }
+
+  /** Throws when neither APP_SECRET nor APP_SECRET_PREVIOUS opens it. */
+  openWorkflowSteps(workflowId: string, sealed: string): string {
+    return this.box.openString(Buffer.from(sealed, 'base64'), workflowStepsAad(workflowId));
+  }
+
   rotate(): Promise<SigningSecretsRotation> {
     return this.dataSource.transaction(async (manager) => {
       const endpoints = this.reseal(await this.repository.lockSealedSecrets(manager), (id) => id);
@@ -71,14 +89,41 @@ export class WebhookSecretsService {
         await this.repository.lockSealedWorkflowSecrets(manager),
         workflowAad,
       );
-      if (endpoints.unreadable.length + workflows.unreadable.length > 0) {
-        throw new UnreadableWebhookSecretsError(endpoints.unreadable, workflows.unreadable);
+      const urls = this.reseal(await this.repository.lockSealedUrls(manager), endpointUrlAad);
+      const steps = this.reseal(
+        await this.repository.lockSealedWorkflowSteps(manager),
+        workflowStepsAad,
+      );
+      const unreadableEndpoints = [...endpoints.unreadable, ...urls.unreadable];
+      const unreadableWorkflows = [...workflows.unreadable, ...steps.unreadable];
+      if (unreadableEndpoints.length + unreadableWorkflows.length > 0) {
+        throw new UnreadableWebhookSecretsError(unreadableEndpoints, unreadableWorkflows);
+      }
+      for (const row of [...urls.resealed])
+        await this.repository.replaceSealedUrl(manager, row.id, row.sealed);
+      for (const row of steps.resealed)
+        await this.repository.replaceSealedWorkflowSteps(manager, row.id, row.sealed);
+      // Endpoint URLs saved with credentials before they were sealed.
+      const clear = (await this.repository.lockClearCredentialUrls(manager)).filter((row) =>
+        hasCredentials(row.url),
+      );
+      for (const row of clear) {
+        const sealed = this.box.seal(row.url, endpointUrlAad(row.id)).toString('base64');
+        await this.repository.sealUrl(manager, row.id, maskCredentials(row.url), sealed);
       }
       for (const row of endpoints.resealed)
         await this.repository.replaceSealedSecret(manager, row.id, row.sealed);
       for (const row of workflows.resealed)
         await this.repository.replaceSealedWorkflowSecret(manager, row.id, row.sealed);
-      return { endpoints: endpoints.result, workflows: workflows.result };
+      return {
+        endpoints: endpoints.result,
+        workflows: workflows.result,
+        credentials: {
+          resealed: urls.result.resealed + steps.result.resealed,
+          alreadyCurrent: urls.result.alreadyCurrent + steps.result.alreadyCurrent,
+          sealed: clear.length,
+        },
+      };
     });
   }
 

@@ -8,6 +8,8 @@ import { APP_CONFIG } from '../config/config.module';
 import type { EventRow } from '../events/event.row';
 import { EventsService } from '../events/events.service';
 import { WebhookDeliveryStatus } from './webhook-delivery.entity';
+import { EndpointSlots } from './endpoint-slots';
+import { endpointUrlAad, maskCredentials } from './url-credentials';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import { signWebhook } from './webhook-signature';
 import { WEBHOOK_SECRET_BOX } from './webhooks.constants';
@@ -15,8 +17,12 @@ import { AttemptOutcome, ClaimedDelivery, WebhooksRepository } from './webhooks.
 
 /** Per attempt: connect to last byte. */
 export const WEBHOOK_TIMEOUT_MS = 10_000;
-/** Attempts in flight to one endpoint from one worker process: a slow receiver holds at most this many slots. */
-export const PER_ENDPOINT_IN_FLIGHT = 16;
+/**
+ * Attempts in flight to one endpoint, all worker processes together (the
+ * contract's limit; EndpointSlots keeps the count in Redis): a slow receiver
+ * holds at most this many attempts, wherever they run.
+ */
+export const PER_ENDPOINT_IN_FLIGHT = 4;
 /** Attempts in flight per worker process, all endpoints together. */
 export const WEBHOOK_CONCURRENCY = 64;
 /** An endpoint whose every attempt has failed this long is disabled. */
@@ -30,6 +36,15 @@ export const DISABLE_AFTER_FAILING_MS = 3 * 24 * 3600 * 1000;
 export const CLAIM_LEASE_MS = 30_000;
 /** Started only with this much of its lease left: the attempt (10 s) and its recording. */
 const LEASE_MARGIN_MS = WEBHOOK_TIMEOUT_MS + 5_000;
+/**
+ * An endpoint slot's lease: longer than any attempt (10 s, then its recording),
+ * so only a worker that died leaves a slot taken, and then only this long.
+ */
+export const SLOT_LEASE_MS = 30_000;
+/** A drain whose endpoint has every slot taken elsewhere: how soon its parked deliveries are looked at again. */
+const PARKED_FOR_MS = 1_000;
+/** A drain with attempts of its own in flight but no free slot asks again this often. */
+const SLOT_RETRY_MS = 250;
 /**
  * Claimed deliveries waiting for a slot, per endpoint: the next attempts
  * start without a round trip, and a claim is one statement for many rows
@@ -60,6 +75,11 @@ interface Drain {
   /** The last claim got fewer rows than it asked for. */
   exhausted: boolean;
   claimed: ClaimedDelivery[];
+  /** Endpoint slots taken and not yet used by an attempt. */
+  tokens: string[];
+  acquiring: boolean;
+  /** The last ask for slots got none: no claim and no ask until an attempt ends or SLOT_RETRY_MS passes. */
+  blocked: boolean;
   /** When the oldest claims' leases end, by claim: [until, rows left of that claim]. */
   leases: Array<[number, number]>;
   inFlight: number;
@@ -77,9 +97,10 @@ interface Drain {
 
 /**
  * Drains an endpoint's due deliveries: claims them in batches (one
- * statement, `FOR UPDATE SKIP LOCKED`, a lease in leased_until), keeps at
- * most PER_ENDPOINT_IN_FLIGHT attempts in flight to it (WEBHOOK_CONCURRENCY
- * in the process), and records the outcomes in one statement per batch with
+ * statement, `FOR UPDATE SKIP LOCKED`, a lease in leased_until), starts an
+ * attempt only with one of the endpoint's PER_ENDPOINT_IN_FLIGHT slots
+ * (EndpointSlots: counted in Redis across workers, WEBHOOK_CONCURRENCY in the
+ * process), and records the outcomes in one statement per batch with
  * the endpoint's failing streak. Each attempt is the Standard Webhooks
  * request (webhook-id = delivery id, the same on every attempt;
  * webhook-timestamp = now; the signature over `id.timestamp.body`), 10 s
@@ -89,6 +110,10 @@ interface Drain {
  * attempt (WEBHOOK_RETRY_DELAYS_MS) with its own delayed job; after the last,
  * FAILED. A refused target fails at once. One drain per endpoint per
  * process: a job for an endpoint already draining here only tells it to look again.
+ * A drain that gets no slot while nothing of its own is in flight (other
+ * workers hold them all) parks: it gives its claimed rows back (no attempt
+ * counted) and ends, leaving a delayed job to look again, so waiting for a
+ * slow endpoint never holds a job slot.
  */
 @Injectable()
 export class WebhookSender implements OnModuleDestroy {
@@ -96,6 +121,8 @@ export class WebhookSender implements OnModuleDestroy {
   private readonly drains = new Map<string, Drain>();
   /** Opened signing secrets by endpoint, with the sealed form they came from (a rotated secret is a new sealed form). */
   private readonly secrets = new Map<string, { sealed: string; secret: string }>();
+  /** Opened URLs (with their credentials) by endpoint, with the sealed form they came from. */
+  private readonly urls = new Map<string, { sealed: string; url: string }>();
   private inFlight = 0;
   private stopping = false;
 
@@ -106,6 +133,7 @@ export class WebhookSender implements OnModuleDestroy {
     private readonly repository: WebhooksRepository,
     private readonly dispatcher: WebhookDispatcher,
     private readonly events: EventsService,
+    private readonly slots: EndpointSlots,
   ) {}
 
   /** Shutting down: drains claim nothing more, finish and record what is in flight. */
@@ -115,17 +143,25 @@ export class WebhookSender implements OnModuleDestroy {
   }
 
   /** Sends the endpoint's due deliveries until none is left; answers how many attempts this call made. */
-  async drain(endpointId: string): Promise<{ attempts: number; joined?: true }> {
+  async drain(endpointId: string): Promise<{ attempts: number; joined?: true; parked?: true }> {
     const running = this.drains.get(endpointId);
     if (running) {
       running.again = true;
       signal(running);
       return { attempts: 0, joined: true };
     }
+    // Every slot is taken by other workers: claim nothing, look again later without holding this job slot.
+    if ((await this.slots.free(endpointId, PER_ENDPOINT_IN_FLIGHT, SLOT_LEASE_MS)) === 0) {
+      await this.dispatcher.wakeLater(endpointId, PARKED_FOR_MS);
+      return { attempts: 0, parked: true };
+    }
     const d: Drain = {
       again: true,
       exhausted: false,
       claimed: [],
+      tokens: [],
+      acquiring: false,
+      blocked: false,
       leases: [],
       inFlight: 0,
       results: [],
@@ -140,35 +176,43 @@ export class WebhookSender implements OnModuleDestroy {
     };
     this.drains.set(endpointId, d);
     try {
-      await this.run(endpointId, d);
-      return { attempts: d.sent };
+      const parked = await this.run(endpointId, d);
+      return parked ? { attempts: d.sent, parked: true } : { attempts: d.sent };
     } finally {
       if (d.timer) clearTimeout(d.timer);
       this.drains.delete(endpointId);
+      await this.slots.release(endpointId, d.tokens.splice(0)).catch(() => undefined);
     }
   }
 
-  private async run(endpointId: string, d: Drain): Promise<void> {
+  /** Answers true when the drain parked: other workers hold every slot of the endpoint. */
+  private async run(endpointId: string, d: Drain): Promise<boolean> {
     for (;;) {
       const failed = d.error !== null || this.stopping;
       if (!failed) {
-        while (
-          d.claimed.length > 0 &&
-          d.inFlight < PER_ENDPOINT_IN_FLIGHT &&
-          this.inFlight < WEBHOOK_CONCURRENCY
-        ) {
+        while (d.claimed.length > 0 && d.tokens.length > 0) {
           const row = d.claimed.shift() as ClaimedDelivery;
           const lease = d.leases[0];
           if (--lease[1] === 0) d.leases.shift();
           // Waited too long behind slow attempts: the lease lapses and the sweep wakes the endpoint again.
           if (Date.now() + LEASE_MARGIN_MS > lease[0]) continue;
-          this.start(d, row);
+          this.start(endpointId, d, row, d.tokens.pop() as string);
         }
+        const room = Math.min(
+          d.claimed.length,
+          PER_ENDPOINT_IN_FLIGHT - d.inFlight - d.tokens.length,
+          WEBHOOK_CONCURRENCY - this.inFlight,
+        );
+        if (room > 0 && !d.acquiring && !d.blocked) this.acquire(endpointId, d, room);
       }
+      // Slots unused (rows skipped, or none left): free them at once for the other workers.
+      if (d.tokens.length > 0 && (d.claimed.length === 0 || failed) && !d.acquiring)
+        this.release(endpointId, d.tokens.splice(0));
       const ahead =
         d.averageMs !== null && d.averageMs < FAST_ANSWER_MS ? CLAIM_AHEAD : CLAIM_AHEAD_SLOW;
       const want = PER_ENDPOINT_IN_FLIGHT + ahead - d.inFlight - d.claimed.length;
-      const mayClaim = !failed && !d.claiming && (d.again || !d.exhausted) && want > 0;
+      const mayClaim =
+        !failed && !d.claiming && !d.blocked && (d.again || !d.exhausted) && want > 0;
       const flushDue =
         !d.flushing &&
         d.results.length > 0 &&
@@ -182,17 +226,56 @@ export class WebhookSender implements OnModuleDestroy {
         this.flushOrClaim(endpointId, d, [], want);
       if (!d.flushing && d.results.length > 0 && !d.timer)
         d.timer = setTimeout(() => ((d.timer = null), signal(d)), FLUSH_AFTER_MS);
-      const quiet = !d.claiming && !d.flushing && d.inFlight === 0 && d.results.length === 0;
+      const quiet =
+        !d.claiming && !d.flushing && !d.acquiring && d.inFlight === 0 && d.results.length === 0;
       if (quiet && failed) {
         if (d.error !== null) throw d.error;
-        return; // stopping: what was claimed and not sent comes back after its lease
+        return false; // stopping: what was claimed and not sent comes back after its lease
       }
-      if (quiet && d.claimed.length === 0 && d.exhausted && !d.again) return;
+      if (quiet && d.claimed.length === 0 && d.exhausted && !d.again) return false;
+      if (quiet && d.blocked) {
+        // Nothing of ours in flight and no slot free: give the claimed rows back and wait in a delayed job, not here.
+        await this.repository.releaseClaims(this.dataSource.manager, d.claimed.splice(0));
+        d.leases.length = 0;
+        await this.dispatcher.wakeLater(endpointId, PARKED_FOR_MS);
+        return true;
+      }
       await wait(d);
     }
   }
 
-  private start(d: Drain, row: ClaimedDelivery): void {
+  private acquire(endpointId: string, d: Drain, room: number): void {
+    d.acquiring = true;
+    this.slots
+      .acquire(endpointId, PER_ENDPOINT_IN_FLIGHT, room, SLOT_LEASE_MS)
+      .then(
+        (tokens) => {
+          d.tokens.push(...tokens);
+          if (tokens.length === 0) {
+            d.blocked = true;
+            // Attempts of ours in flight unblock the drain when they end; this covers slots freed elsewhere.
+            if (d.inFlight > 0) setTimeout(() => ((d.blocked = false), signal(d)), SLOT_RETRY_MS);
+          }
+        },
+        (error) => {
+          d.error ??= error;
+        },
+      )
+      .finally(() => {
+        d.acquiring = false;
+        signal(d);
+      });
+  }
+
+  private release(endpointId: string, tokens: string[]): void {
+    this.slots
+      .release(endpointId, tokens)
+      .catch((error) =>
+        this.logger.warn({ err: error, endpointId }, 'could not free webhook slots; they lapse'),
+      );
+  }
+
+  private start(endpointId: string, d: Drain, row: ClaimedDelivery, token: string): void {
     d.inFlight++;
     this.inFlight++;
     d.sent++;
@@ -212,8 +295,10 @@ export class WebhookSender implements OnModuleDestroy {
           ),
       )
       .finally(() => {
+        this.release(endpointId, [token]);
         d.inFlight--;
         this.inFlight--;
+        d.blocked = false;
         signal(d);
         // A slot of the process is free: a drain waiting for one can go on.
         if (this.inFlight === WEBHOOK_CONCURRENCY - 1)
@@ -307,7 +392,7 @@ export class WebhookSender implements OnModuleDestroy {
           projectId: endpoint.projectId,
           contactId: null,
           name: 'webhook.disabled',
-          data: { endpointId: endpoint.endpointId, url: endpoint.url, reason },
+          data: { endpointId: endpoint.endpointId, url: maskCredentials(endpoint.url), reason },
         });
       },
     );
@@ -328,13 +413,34 @@ export class WebhookSender implements OnModuleDestroy {
     return secret;
   }
 
+  /** The URL to call: `url`, or the sealed one with its credentials (`url` shows them as `***`). */
+  private urlOf(delivery: ClaimedDelivery): string {
+    if (delivery.urlSealed === null) return delivery.url;
+    const cached = this.urls.get(delivery.endpointId);
+    if (cached && cached.sealed === delivery.urlSealed) return cached.url;
+    const url = this.box.openString(
+      Buffer.from(delivery.urlSealed, 'base64'),
+      endpointUrlAad(delivery.endpointId),
+    );
+    this.urls.set(delivery.endpointId, { sealed: delivery.urlSealed, url });
+    return url;
+  }
+
   private async attempt(delivery: ClaimedDelivery): Promise<AttemptOutcome> {
     let secret: string;
+    let url: string;
     try {
       secret = this.secretOf(delivery);
     } catch {
       return final(
         'the signing secret opens with neither APP_SECRET nor APP_SECRET_PREVIOUS: rotate the endpoint secret',
+      );
+    }
+    try {
+      url = this.urlOf(delivery);
+    } catch {
+      return final(
+        "the URL's credentials open with neither APP_SECRET nor APP_SECRET_PREVIOUS: PATCH the endpoint's url with them",
       );
     }
     const timestamp = Math.floor(Date.now() / 1000);
@@ -352,7 +458,7 @@ export class WebhookSender implements OnModuleDestroy {
     };
     try {
       const res = await sendOutbound({
-        url: delivery.url,
+        url,
         method: 'POST',
         headers: {
           'content-type': 'application/json',

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { EventsModule } from '../events/events.module';
+import { EndpointSlots } from './endpoint-slots';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import { WebhookSender } from './webhook-sender';
 import { WebhookSecretsModule } from './webhook-secrets.module';
@@ -21,6 +22,7 @@ import { WebhooksService } from './webhooks.service';
     WebhooksService,
     WebhookDispatcher,
     WebhookSender,
+    EndpointSlots,
     WebhooksProcessor,
     WebhooksRecovery,
   ],

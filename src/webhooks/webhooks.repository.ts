@@ -34,6 +34,10 @@ export interface ClaimedDelivery {
   url: string;
   enabled: boolean;
   secretSealed: string;
+  /** The URL with its credentials, sealed; null when `url` is the URL to call. */
+  urlSealed: string | null;
+  /** The claim's lease end as Postgres wrote it (microseconds kept), so releasing the claim touches only this claim. */
+  leasedUntil: string;
 }
 
 /** An enabled endpoint's filter (what the after-commit dispatch needs). */
@@ -253,7 +257,7 @@ export class WebhooksRepository {
            FROM due, webhook_endpoints w
           WHERE d.id = due.id AND w.id = d.endpoint_id
          RETURNING d.id, d.project_id AS "projectId", d.endpoint_id AS "endpointId", d.payload, d.attempts, d.retries,
-                   w.url, w.enabled, w.secret_sealed AS "secretSealed"
+                   w.url, w.enabled, w.secret_sealed AS "secretSealed", w.url_sealed AS "urlSealed", d.leased_until AS "leasedUntil"
        )
        SELECT COALESCE((SELECT json_agg(rec) FROM rec), '[]') AS recorded,
               (SELECT failing_since FROM ep) AS "failingSince",
@@ -280,6 +284,26 @@ export class WebhooksRepository {
       failingSince: result.failingSince,
       claimed: result.claimed,
     };
+  }
+
+  /**
+   * Gives claimed deliveries back before their lease ends (their drain could
+   * not get a slot of the endpoint), without counting an attempt. A row whose
+   * lease already lapsed and was claimed again has another lease end and is
+   * left to that claim.
+   */
+  async releaseClaims(
+    manager: EntityManager,
+    claimed: Array<Pick<ClaimedDelivery, 'id' | 'leasedUntil'>>,
+  ): Promise<void> {
+    if (claimed.length === 0) return;
+    await queryRows(
+      manager,
+      `UPDATE webhook_deliveries d SET leased_until = NULL
+         FROM unnest($1::uuid[], $2::timestamptz[]) AS c(id, leased_until)
+        WHERE d.id = c.id AND d.leased_until = c.leased_until AND d.status = 'PENDING'`,
+      [claimed.map((c) => c.id), claimed.map((c) => c.leasedUntil)],
+    );
   }
 
   /**
@@ -335,6 +359,58 @@ export class WebhooksRepository {
     sealed: string,
   ): Promise<void> {
     await queryRows(manager, 'UPDATE workflows SET secret_sealed = $2 WHERE id = $1', [id, sealed]);
+  }
+
+  /** Every endpoint's sealed URL (with credentials), locked until the transaction ends. */
+  lockSealedUrls(manager: EntityManager): Promise<Array<{ id: string; secretSealed: string }>> {
+    return queryRows(
+      manager,
+      'SELECT id, url_sealed AS "secretSealed" FROM webhook_endpoints WHERE url_sealed IS NOT NULL ORDER BY id FOR UPDATE',
+    );
+  }
+
+  async replaceSealedUrl(manager: EntityManager, id: string, sealed: string): Promise<void> {
+    await queryRows(manager, 'UPDATE webhook_endpoints SET url_sealed = $2 WHERE id = $1', [
+      id,
+      sealed,
+    ]);
+  }
+
+  /** Endpoints saved with credentials in the clear (before they were sealed), locked. */
+  lockClearCredentialUrls(manager: EntityManager): Promise<Array<{ id: string; url: string }>> {
+    return queryRows(
+      manager,
+      `SELECT id, url FROM webhook_endpoints WHERE url_sealed IS NULL AND url ~ '^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@' ORDER BY id FOR UPDATE`,
+    );
+  }
+
+  async sealUrl(manager: EntityManager, id: string, url: string, sealed: string): Promise<void> {
+    await queryRows(
+      manager,
+      'UPDATE webhook_endpoints SET url = $2, url_sealed = $3 WHERE id = $1',
+      [id, url, sealed],
+    );
+  }
+
+  /** Every workflow's sealed WEBHOOK step credentials, locked until the transaction ends. */
+  lockSealedWorkflowSteps(
+    manager: EntityManager,
+  ): Promise<Array<{ id: string; secretSealed: string }>> {
+    return queryRows(
+      manager,
+      'SELECT id, step_secrets_sealed AS "secretSealed" FROM workflows WHERE step_secrets_sealed IS NOT NULL ORDER BY id FOR UPDATE',
+    );
+  }
+
+  async replaceSealedWorkflowSteps(
+    manager: EntityManager,
+    id: string,
+    sealed: string,
+  ): Promise<void> {
+    await queryRows(manager, 'UPDATE workflows SET step_secrets_sealed = $2 WHERE id = $1', [
+      id,
+      sealed,
+    ]);
   }
 
   pageDeliveries(

@@ -27,6 +27,14 @@ import { WebhookDispatcher } from './webhook-dispatcher';
 import { newWebhookSecret } from './webhook-signature';
 import { WEBHOOK_SECRET_BOX } from './webhooks.constants';
 import { WebhooksRepository } from './webhooks.repository';
+import {
+  endpointUrlAad,
+  hasCredentials,
+  isMaskedCredentials,
+  MASK,
+  maskCredentials,
+  restoreCredentials,
+} from './url-credentials';
 
 /**
  * Outbound webhook endpoints: CRUD, the secret (shown once, rotatable), a
@@ -60,7 +68,7 @@ export class WebhooksService {
       return this.repository.insertEndpoint(manager, {
         id,
         projectId,
-        url: dto.url,
+        ...this.sealUrl(id, dto.url),
         events: dto.events,
         description: dto.description ?? null,
         enabled: dto.enabled ?? true,
@@ -97,7 +105,8 @@ export class WebhooksService {
     const row = await this.dataSource.transaction(async (manager) => {
       const current = await this.find(manager, projectId, id, true);
       const changes: QueryDeepPartialEntity<WebhookEndpoint> = {};
-      if (dto.url !== undefined) changes.url = dto.url;
+      if (dto.url !== undefined)
+        Object.assign(changes, this.sealUrl(current.id, this.urlOf(current, dto.url)));
       if (dto.events !== undefined) changes.events = dto.events;
       if (dto.description !== undefined) changes.description = dto.description;
       if (dto.enabled !== undefined) {
@@ -202,6 +211,45 @@ export class WebhooksService {
 
   private seal(endpointId: string, secret: string): string {
     return this.box.seal(secret, endpointId).toString('base64');
+  }
+
+  /** What to store for a URL: as it is without credentials; with them, masked, and the real one sealed. */
+  private sealUrl(endpointId: string, url: string): { url: string; urlSealed: string | null } {
+    if (!hasCredentials(url)) return { url, urlSealed: null };
+    return {
+      url: maskCredentials(url),
+      urlSealed: this.box.seal(url, endpointUrlAad(endpointId)).toString('base64'),
+    };
+  }
+
+  /**
+   * The URL a PATCH asks for: `***` credentials (as answers show them) keep
+   * the stored ones, on the same origin only; credentials are never carried
+   * to a host they were not given for.
+   */
+  private urlOf(current: WebhookEndpoint, url: string): string {
+    if (!isMaskedCredentials(url)) return url;
+    let stored: string | null = current.url;
+    try {
+      if (current.urlSealed)
+        stored = this.box.openString(
+          Buffer.from(current.urlSealed, 'base64'),
+          endpointUrlAad(current.id),
+        );
+    } catch {
+      stored = null;
+    }
+    const restored = stored === null ? null : restoreCredentials(url, stored);
+    if (restored === null) {
+      throw ApiException.validation([
+        {
+          field: 'url',
+          message: `${MASK} stands for the endpoint's stored credentials, and it has none for ${new URL(url).origin}: send the credentials in full`,
+          code: 'custom',
+        },
+      ]);
+    }
+    return restored;
   }
 
   /**

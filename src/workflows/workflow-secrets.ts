@@ -4,12 +4,15 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { queryRows } from '../database/query-rows';
 import { WebhookSecretsService } from '../webhooks/webhook-secrets.service';
 import { newWebhookSecret } from '../webhooks/webhook-signature';
+import type { StepSecrets } from './workflow-step-secrets';
 
 /** The workflow's secret is sealed with neither APP_SECRET nor APP_SECRET_PREVIOUS. */
 export class UnreadableWorkflowSecretError extends Error {
-  constructor(workflowId: string) {
+  constructor(workflowId: string, what = 'signing secret') {
     super(
-      `the signing secret of workflow ${workflowId} opens with neither APP_SECRET nor APP_SECRET_PREVIOUS: rotate the workflow secret`,
+      what === 'signing secret'
+        ? `the signing secret of workflow ${workflowId} opens with neither APP_SECRET nor APP_SECRET_PREVIOUS: rotate the workflow secret`
+        : `the ${what} of workflow ${workflowId} open with neither APP_SECRET nor APP_SECRET_PREVIOUS: save the steps again with them`,
     );
     this.name = 'UnreadableWorkflowSecretError';
   }
@@ -48,6 +51,36 @@ export class WorkflowSecrets {
       [workflowId, projectId, created.sealed],
     );
     return rows.length > 0 ? created.secret : null;
+  }
+
+  /** The stored form of the steps' sealed values; null when there are none. */
+  sealSteps(workflowId: string, secrets: StepSecrets): string | null {
+    return Object.keys(secrets).length === 0
+      ? null
+      : this.box.sealWorkflowSteps(workflowId, JSON.stringify(secrets));
+  }
+
+  /** The steps' sealed values; throws UnreadableWorkflowSecretError when no configured secret opens them. */
+  openSteps(workflowId: string, sealed: string | null): StepSecrets {
+    if (sealed === null) return {};
+    try {
+      return JSON.parse(this.box.openWorkflowSteps(workflowId, sealed)) as StepSecrets;
+    } catch {
+      throw new UnreadableWorkflowSecretError(workflowId, 'WEBHOOK step credentials');
+    }
+  }
+
+  /** The steps' sealed values as stored now (read per call, so an edit applies to the next call in every process). */
+  async stepSecretsOf(
+    workflowId: string,
+    manager: EntityManager = this.dataSource.manager,
+  ): Promise<StepSecrets> {
+    const [row] = await queryRows<{ sealed: string | null }>(
+      manager,
+      'SELECT step_secrets_sealed AS sealed FROM workflows WHERE id = $1',
+      [workflowId],
+    );
+    return this.openSteps(workflowId, row?.sealed ?? null);
   }
 
   /**

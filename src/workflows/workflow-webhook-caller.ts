@@ -54,10 +54,14 @@ export class WorkflowWebhookCaller {
         return { kind: 'refused', error: 'the contact no longer exists', stepId: step.id };
       const unsubscribeUrl = this.emails.unsubscribeUrl(x.projectId, contact.id, null);
       const data = await sendData(this.events, this.dataSource.manager, x);
+      // `step` holds `***` for header values and URL credentials; the real ones are sealed
+      // (a workflow saved before sealing still holds them in `step`).
+      const sealed = (await this.secrets.stepSecretsOf(x.workflowId))[step.id];
       const headers: Record<string, string> = {};
       for (const [name, value] of Object.entries(step.headers ?? {})) {
+        const source = sealed?.headers?.[name] ?? value;
         headers[name] = (
-          await this.templates.renderText(x.projectId, value, contact, data, unsubscribeUrl)
+          await this.templates.renderText(x.projectId, source, contact, data, unsubscribeUrl)
         ).replace(/[\r\n\0]/g, ' ');
       }
       const body =
@@ -73,7 +77,7 @@ export class WorkflowWebhookCaller {
       headers['user-agent'] ??= 'Mailwright-Workflows/1';
       Object.assign(headers, await this.signatureHeaders(x, step, headers, body));
       const answer = await sendOutbound({
-        url: step.url,
+        url: sealed?.url ?? step.url,
         method: step.method,
         headers,
         body,

@@ -96,6 +96,13 @@ export class Workflow extends BaseEntity {
   @Column({ type: 'text', nullable: true })
   secretSealed: string | null;
 
+  /**
+   * The WEBHOOK steps' credentials, sealed (WorkflowStepSecrets): header
+   * values and URL credentials by step id, which `steps` holds as `***`.
+   */
+  @Column({ type: 'text', nullable: true })
+  stepSecretsSealed: string | null;
+
   @Column({ type: 'timestamptz', nullable: true })
   deletedAt: Date | null;
 

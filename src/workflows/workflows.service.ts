@@ -23,6 +23,7 @@ import {
 } from './dto/workflow.response';
 import { WorkflowDispatcher } from './workflow-dispatcher';
 import { WorkflowSecrets } from './workflow-secrets';
+import { realValues, sealableSteps, StepSecrets } from './workflow-step-secrets';
 import { checkSteps, StepTree, waitOf, WorkflowStep } from './workflow-steps';
 import { ExecutionStatus, Workflow, WorkflowTriggerType } from './workflow.entity';
 import { DueExecution, WorkflowExecutionsRepository } from './workflow-executions.repository';
@@ -73,10 +74,12 @@ export class WorkflowsService {
     const id = newId();
     const signing = this.secrets.create(id);
     const row = await this.dataSource.transaction(async (manager) => {
-      const steps = await this.checkDefinition(manager, projectId, dto.trigger, dto.steps, []);
+      const checked = await this.checkDefinition(manager, projectId, dto.trigger, dto.steps, []);
+      const { steps, secrets } = this.sealSteps(checked, new Map());
       const created = await this.workflows.insert(manager, {
         id,
         secretSealed: signing.sealed,
+        stepSecretsSealed: this.secrets.sealSteps(id, secrets),
         projectId,
         name: dto.name,
         description: dto.description ?? null,
@@ -151,7 +154,7 @@ export class WorkflowsService {
           event: current.triggerEvent ?? undefined,
           segmentId: current.triggerSegmentId ?? undefined,
         };
-        const steps = await this.checkDefinition(
+        let steps = await this.checkDefinition(
           manager,
           projectId,
           trigger,
@@ -175,7 +178,16 @@ export class WorkflowsService {
           fields.triggerName = triggerNameOf(trigger);
         }
         if (dto.steps) {
+          let stored: StepSecrets = {};
+          try {
+            stored = this.secrets.openSteps(id, current.stepSecretsSealed);
+          } catch {
+            // Unreadable (APP_SECRET changed without APP_SECRET_PREVIOUS): a `***` then asks for the value again.
+          }
+          const sealed = this.sealSteps(steps, realValues(current.steps, stored));
+          steps = sealed.steps;
           fields.steps = steps;
+          fields.stepSecretsSealed = this.secrets.sealSteps(id, sealed.secrets);
           await this.executions.lockOpenOfWorkflow(manager, id);
           await this.executions.exitRemovedSteps(manager, id, new StepTree(steps).ids());
           moved = await this.rescheduleChangedWaits(manager, id, current.steps, steps);
@@ -366,6 +378,16 @@ export class WorkflowsService {
       });
     });
     return this.execution(projectId, id, executionId);
+  }
+
+  /** The steps to store (masked) and their sealed values; a `***` with nothing to keep is a 422. */
+  private sealSteps(
+    steps: WorkflowStep[],
+    stored: ReturnType<typeof realValues>,
+  ): { steps: WorkflowStep[]; secrets: StepSecrets } {
+    const sealed = sealableSteps(steps, stored);
+    if (sealed.errors.length > 0) throw ApiException.validation(sealed.errors);
+    return sealed;
   }
 
   private async findOrFail(

@@ -1,10 +1,16 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { WebhookDelivery, WebhookDeliveryStatus } from '../webhook-delivery.entity';
 import { WebhookEndpoint } from '../webhook-endpoint.entity';
+import { maskCredentials } from '../url-credentials';
 
 export class WebhookResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty({ format: 'uri' }) url: string;
+  @ApiProperty({
+    format: 'uri',
+    description:
+      'Credentials in it (`user:pass@`) are shown as `***@`; sending that back keeps them',
+  })
+  url: string;
   @ApiProperty({ type: [String] }) events: string[];
   @ApiProperty({ type: String, nullable: true }) description: string | null;
   @ApiProperty() enabled: boolean;
@@ -59,7 +65,7 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 export function toWebhookResponse(row: WebhookEndpoint): WebhookResponse {
   return {
     id: row.id,
-    url: row.url,
+    url: maskCredentials(row.url),
     events: row.events,
     description: row.description,
     enabled: row.enabled,

@@ -20,7 +20,8 @@ export const STEPS_SCHEMA = {
   description:
     'Steps, each {id?, type, …}: SEND_EMAIL {templateId}, DELAY {amount, unit}, WAIT_FOR_EVENT {event, timeout:{amount, unit}, then?, else?}, ' +
     'CONDITION {condition, then, else}, UPDATE_CONTACT {data?, subscribed?}, WEBHOOK {url, method, headers?, body?}, EXIT. ' +
-    'At most 100 steps, branches nested at most 10 deep; ids 1..64 of [A-Za-z0-9_-], generated when absent and stable across edits.',
+    'At most 100 steps, branches nested at most 10 deep; ids 1..64 of [A-Za-z0-9_-], generated when absent and stable across edits. ' +
+    'WEBHOOK header values and URL credentials are sealed and answered as `***`; `***` sent back keeps the stored value.',
 } as const;
 
 export class WorkflowTriggerDto {

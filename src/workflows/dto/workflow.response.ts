@@ -1,6 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import type { ExecutionCounts } from '../workflow-executions.repository';
 import { Workflow, WorkflowTriggerType } from '../workflow.entity';
+import { maskSteps } from '../workflow-step-secrets';
 import { STEPS_SCHEMA } from './create-workflow.dto';
 
 export class WorkflowTriggerResponse {
@@ -50,7 +51,7 @@ export function toWorkflowResponse(row: Workflow, stats: ExecutionCounts): Workf
     enabled: row.enabled,
     trigger: { type: row.triggerType, event: row.triggerEvent, segmentId: row.triggerSegmentId },
     allowReentry: row.allowReentry,
-    steps: row.steps,
+    steps: maskSteps(row.steps),
     stats,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
