@@ -538,7 +538,18 @@ describe('workflows across crashes (e2e)', () => {
           'active',
           'failed',
         ]);
-        const steps = queued.filter((job) => job.name === WORKFLOW_JOBS.STEP);
+        // This workflow's jobs only: the earlier crash tests share the queue prefix, and the jobs a
+        // SIGKILLed worker held stay listed (active, then waiting) after their executions finished.
+        const ours = new Set(
+          (
+            await pg.query('SELECT id FROM workflow_executions WHERE workflow_id = $1', [
+              workflowId,
+            ])
+          ).rows.map((r: { id: string }) => r.id),
+        );
+        const steps = queued.filter(
+          (job) => job.name === WORKFLOW_JOBS.STEP && ours.has(job.data.executionId),
+        );
         expect(steps).toHaveLength(total - WEBHOOK_RUNS_IN_FLIGHT);
         expect((await left.getFailed()).filter((job) => job.name === WORKFLOW_JOBS.STEP)).toEqual(
           [],
