@@ -1,7 +1,9 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { wholeProjectSettings } from '../conditions/condition-compiler';
+import { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
 import { ConditionsService } from '../conditions/conditions.service';
 import { EmailSource } from '../sending/email.entity';
 import { BulkEmailSpec, EmailsService } from '../sending/emails.service';
@@ -30,14 +32,18 @@ const FIRST_FANOUT_BATCH = 500;
 const FIRST_MESSAGE_WAIT_MS = 1000;
 const FIRST_MESSAGE_POLL_MS = 25;
 /**
- * Delivery jobs kept waiting in Redis: fed in chunks as delivery drains, so
- * Redis never holds a whole audience. A second's worth of the fastest
- * delivery (the feed tops up after every fan-out batch and every POLL_MS);
- * a deeper backlog only spends the worker's event loop on adding jobs while
- * the first messages wait to be rendered (5,000 put the first message at
- * 1.6 s instead of 0.8 s).
+ * Campaign delivery jobs kept waiting in Redis, all campaigns together: fed
+ * in chunks as delivery drains, so Redis never holds a whole audience. A
+ * second's worth of the fastest delivery (the feed tops up after every
+ * fan-out batch and every POLL_MS); a deeper backlog only spends the worker's
+ * event loop on adding jobs while the first messages wait to be rendered
+ * (5,000 put the first message at 1.6 s instead of 0.8 s). Under a lower
+ * EMAIL_RATE_PER_SECOND it is a second's worth of that rate (at least
+ * FEED_LOW_WATER): a campaign started later queues behind this backlog.
  */
 export const FEED_HIGH_WATER = 1000;
+/** The backlog kept under a very low rate: several POLL_MS of delivery at any rate up to it. */
+const FEED_LOW_WATER = 50;
 const FEED_CHUNK = 500;
 /** A feed's first chunk: the first messages' jobs reach a worker before the rest are added. It doubles up to FEED_CHUNK. */
 const FIRST_FEED_CHUNK = 50;
@@ -70,8 +76,13 @@ const HAND_BACK_MS = 1_000;
  * A job that dies resumes from the committed cursor in a new snapshot
  * (contacts created after the start still never join).
  *
- * Feed: delivery jobs are added in contact order while fewer than
- * FEED_HIGH_WATER wait in Redis (one job per email, job id = email id).
+ * Feed: delivery jobs are added in contact order (one job per email, job id
+ * = email id) while fewer than the campaign's share of the backlog wait in
+ * Redis. The backlog is divided equally between the projects with a SENDING
+ * campaign, and a project's share between its campaigns: campaign jobs run
+ * first in, first out, so each project then has the same number of jobs in
+ * line and gets the same part of EMAIL_RATE_PER_SECOND (docs/campaigns.md,
+ * "Sharing the email rate").
  * Once every record has its job, the RUN job goes back to the queue delayed
  * (TAIL_CHECK_MS) between checks for the end of delivery: it holds no worker
  * slot while the last emails wait out their retries.
@@ -81,6 +92,7 @@ export class CampaignRunner {
   private readonly logger = new Logger(CampaignRunner.name);
 
   constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly repository: CampaignsRepository,
     private readonly campaigns: CampaignsService,
@@ -97,7 +109,13 @@ export class CampaignRunner {
     if (campaign.status === CampaignStatus.SCHEDULED)
       return { notDueUntil: campaign.scheduledAt ?? new Date() };
     if (campaign.status !== CampaignStatus.SENDING) return 'stopped';
-    const feed = new Feed(this.emails, campaign.id);
+    const feed = new Feed(
+      this.emails,
+      this.repository,
+      this.dataSource.manager,
+      campaign,
+      feedHighWater(this.config.emailRatePerSecond),
+    );
     if (!campaign.fanoutDone) {
       const fanned = await this.fanOut(campaign, feed);
       if (fanned === 'stopped') return 'stopped';
@@ -251,20 +269,51 @@ function total(c: {
   return c.queued + c.sending + c.sent + c.failed + c.bounced + c.suppressed + c.cancelled;
 }
 
+/** The campaign backlog kept at `ratePerSecond`: a second's worth, between FEED_LOW_WATER and FEED_HIGH_WATER. */
+export function feedHighWater(ratePerSecond: number): number {
+  return Math.min(FEED_HIGH_WATER, Math.max(FEED_LOW_WATER, ratePerSecond));
+}
+
+/**
+ * A campaign's share of the backlog: `highWater` divided equally between the
+ * projects sending a campaign, and the project's part between its campaigns.
+ */
+export function feedShare(
+  highWater: number,
+  load: { projects: number; ofProject: number },
+): number {
+  const projects = Math.max(1, load.projects);
+  const campaigns = Math.max(1, load.ofProject);
+  return Math.max(1, Math.floor(highWater / projects / campaigns));
+}
+
 /**
  * Hands a campaign's QUEUED emails to delivery in contact order, keeping at
- * most about FEED_HIGH_WATER delivery jobs waiting. Its position lives in
- * memory: a new RUN job starts over, which re-adds nothing (job id = email id).
+ * most about its share of the backlog waiting. Its position lives in memory:
+ * a new RUN job starts over, which re-adds nothing (job id = email id).
+ *
+ * The jobs waiting are counted without reading Redis (where another
+ * campaign's jobs are not told apart): the emails handed over since the feed
+ * started, less those that left QUEUED since then (the campaign's counters).
+ * A handed email back in QUEUED for a retry counts as waiting, so a campaign
+ * whose mail keeps failing adds no more.
  */
 class Feed {
   private cursor: string | null = null;
   /** When a final feed found nothing more (0: not yet). */
   private exhaustedAt = 0;
   private chunk = FIRST_FEED_CHUNK;
+  /** Emails handed over since the cursor was last reset. */
+  private handed = 0;
+  /** The campaign's emails out of QUEUED when the cursor was last reset (null: read it at the next top-up). */
+  private leftBefore: number | null = null;
 
   constructor(
     private readonly emails: EmailsService,
-    private readonly campaignId: string,
+    private readonly repository: CampaignsRepository,
+    private readonly manager: EntityManager,
+    private readonly campaign: Pick<Campaign, 'id' | 'projectId'>,
+    private readonly highWater: number,
   ) {}
 
   /** The last final top-up reached the end: every QUEUED record has its delivery job. */
@@ -284,19 +333,35 @@ class Feed {
       if (Date.now() - this.exhaustedAt < REFEED_EVERY_MS) return;
       this.cursor = null;
       this.exhaustedAt = 0;
+      this.handed = 0;
+      this.leftBefore = null;
     }
-    let waiting = await this.emails.deliveryBacklog();
-    for (let added = 0; waiting < FEED_HIGH_WATER && added < chunks; added++) {
-      const chunk = this.chunk;
-      this.chunk = Math.min(chunk * 2, FEED_CHUNK);
-      const batch = await this.emails.enqueueOpenOfCampaign(this.campaignId, this.cursor, chunk);
+    const [share, left] = await Promise.all([
+      this.repository
+        .sendingLoad(this.manager, this.campaign.projectId)
+        .then((load) => feedShare(this.highWater, load)),
+      this.leftQueued(),
+    ]);
+    this.leftBefore ??= left;
+    let waiting = Math.max(0, this.handed - (left - this.leftBefore));
+    for (let added = 0; waiting < share && added < chunks; added++) {
+      const chunk = Math.min(this.chunk, share - waiting);
+      this.chunk = Math.min(this.chunk * 2, FEED_CHUNK);
+      const batch = await this.emails.enqueueOpenOfCampaign(this.campaign.id, this.cursor, chunk);
       waiting += batch.count;
+      this.handed += batch.count;
       if (batch.lastContactId) this.cursor = batch.lastContactId;
       if (batch.count < chunk) {
         if (final) this.exhaustedAt = Date.now();
         return;
       }
     }
+  }
+
+  /** The campaign's emails no longer QUEUED (handed to SMTP, ended, or cancelled). */
+  private async leftQueued(): Promise<number> {
+    const c = await this.repository.counts(this.manager, this.campaign.id);
+    return c.sending + c.sent + c.failed + c.bounced + c.suppressed + c.cancelled;
   }
 }
 

@@ -131,6 +131,25 @@ export class CampaignsRepository {
     );
   }
 
+  /**
+   * Enabled projects with a SENDING campaign, and how many SENDING campaigns
+   * `projectId` has: what a campaign's feed divides the delivery backlog by.
+   */
+  async sendingLoad(
+    manager: EntityManager,
+    projectId: string,
+  ): Promise<{ projects: number; ofProject: number }> {
+    const [row] = await queryRows<{ projects: number; ofProject: number }>(
+      manager,
+      `SELECT count(DISTINCT c.project_id)::int AS projects,
+              count(*) FILTER (WHERE c.project_id = $1)::int AS "ofProject"
+         FROM campaigns c JOIN projects p ON p.id = c.project_id
+        WHERE c.status = 'SENDING' AND p.enabled`,
+      [projectId],
+    );
+    return { projects: row?.projects ?? 0, ofProject: row?.ofProject ?? 0 };
+  }
+
   /** One statement, so one snapshot: the sums equal a count of the campaign's emails at that instant. */
   async counts(manager: EntityManager, campaignId: string): Promise<CampaignCounts> {
     const [row] = await queryRows<Record<string, string | null>>(

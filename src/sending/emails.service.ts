@@ -318,11 +318,6 @@ export class EmailsService {
     };
   }
 
-  /** Delivery jobs waiting for a worker (all sources): the backlog campaign feeders keep bounded. */
-  async deliveryBacklog(): Promise<number> {
-    return this.queue.getJobCountByTypes('wait', 'prioritized');
-  }
-
   /**
    * Every QUEUED email of a campaign becomes CANCELLED (never sent); emails
    * already SENDING finish their attempt. Answers how many were cancelled.
