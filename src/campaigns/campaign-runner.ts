@@ -11,6 +11,8 @@ import { Campaign, CampaignStatus } from './campaign.entity';
 import { CampaignStatusService } from './campaign-status.service';
 import { CampaignsRepository } from './campaigns.repository';
 import { CampaignsService } from './campaigns.service';
+import { DisabledProjects } from '../projects/disabled-projects';
+import type { Paused } from '../queue/parked-jobs';
 import { WorkerShutdown } from '../queue/worker-shutdown';
 
 /**
@@ -59,7 +61,8 @@ const TAIL_CHECK_MS = 1_000;
 /** A feed that reached the end starts over at most this often while emails stay QUEUED (a lost job). */
 const REFEED_EVERY_MS = 10_000;
 
-export type RunOutcome = 'sent' | 'stopped' | 'gone' | { notDueUntil: Date };
+/** `Paused`: the project is disabled; the processor parks the job until it is enabled. */
+export type RunOutcome = 'sent' | 'stopped' | 'gone' | { notDueUntil: Date } | Paused;
 
 /** A run handed back because the process is shutting down: the job runs again this soon, here or elsewhere. */
 const HAND_BACK_MS = 1_000;
@@ -100,15 +103,21 @@ export class CampaignRunner {
     private readonly conditions: ConditionsService,
     private readonly emails: EmailsService,
     private readonly shutdown: WorkerShutdown,
+    private readonly disabledProjects: DisabledProjects,
   ) {}
 
   async run(campaignId: string): Promise<RunOutcome> {
     const campaign = await this.status.startIfDue(campaignId);
     if (!campaign) return 'gone';
-    // Woken early (the schedule moved later): the job waits again.
-    if (campaign.status === CampaignStatus.SCHEDULED)
+    const paused = (): Promise<boolean> => this.disabledProjects.isDisabled(campaign.projectId);
+    if (campaign.status === CampaignStatus.SCHEDULED) {
+      // Due but held back by a disabled project: parked until the project is enabled.
+      if (await paused()) return { pausedFor: campaign.projectId };
+      // Woken early (the schedule moved later): the job waits again.
       return { notDueUntil: campaign.scheduledAt ?? new Date() };
+    }
     if (campaign.status !== CampaignStatus.SENDING) return 'stopped';
+    if (await paused()) return { pausedFor: campaign.projectId };
     const feed = new Feed(
       this.emails,
       this.repository,
@@ -117,12 +126,15 @@ export class CampaignRunner {
       feedHighWater(this.config.emailRatePerSecond),
     );
     if (!campaign.fanoutDone) {
-      const fanned = await this.fanOut(campaign, feed);
+      const fanned = await this.fanOut(campaign, feed, paused);
       if (fanned === 'stopped') return 'stopped';
       if (fanned === 'handed-back') return handBack();
+      if (fanned === 'paused') return { pausedFor: campaign.projectId };
     }
     for (;;) {
       if (this.shutdown.stopping) return handBack();
+      // A project disabled mid-send: the feed stops (delivery parks what it already holds).
+      if (await paused()) return { pausedFor: campaign.projectId };
       await feed.topUp(true);
       if (await this.status.finishIfDone(campaign.id)) return 'sent';
       const current = await this.repository.findById(
@@ -138,13 +150,15 @@ export class CampaignRunner {
 
   /**
    * 'stopped' when the campaign stopped being SENDING (cancelled) on the way;
-   * 'handed-back' when the process began shutting down between two batches
-   * (the committed cursor is where the next run resumes).
+   * 'handed-back' when the process began shutting down between two batches,
+   * 'paused' when the project was disabled between two batches (the
+   * committed cursor is where the next run resumes).
    */
   private async fanOut(
     campaign: Campaign,
     feed: Feed,
-  ): Promise<'done' | 'stopped' | 'handed-back'> {
+    paused: () => Promise<boolean>,
+  ): Promise<'done' | 'stopped' | 'handed-back' | 'paused'> {
     const manager = this.dataSource.manager;
     const compiled = await this.conditions.compile(
       manager,
@@ -198,6 +212,7 @@ export class CampaignRunner {
       try {
         for (;;) {
           if (this.shutdown.stopping) return 'handed-back';
+          if (await paused()) return 'paused';
           const batch = await next.rows;
           const done = batch.length < next.count;
           if (!done) {

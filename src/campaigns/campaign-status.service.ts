@@ -5,6 +5,7 @@ import { retryOnDeadlock } from '../database/retry-on-deadlock';
 import { DomainsService } from '../domains/domains.service';
 import type { EventRow } from '../events/event.row';
 import { EventsService } from '../events/events.service';
+import { DisabledProjects } from '../projects/disabled-projects';
 import { EmailsService } from '../sending/emails.service';
 import { Campaign, CampaignStatus } from './campaign.entity';
 import { CampaignJobs } from './campaign-jobs';
@@ -41,6 +42,7 @@ export class CampaignStatusService {
     private readonly domains: DomainsService,
     private readonly emails: EmailsService,
     private readonly events: EventsService,
+    private readonly disabledProjects: DisabledProjects,
   ) {}
 
   /**
@@ -80,8 +82,9 @@ export class CampaignStatusService {
   }
 
   /**
-   * A SCHEDULED campaign whose time has come starts (the RUN job calls this);
-   * anything else is left as it is. Answers the campaign as it now is.
+   * A SCHEDULED campaign whose time has come starts (the RUN job calls this),
+   * unless its project is disabled; anything else is left as it is. Answers
+   * the campaign as it now is.
    */
   async startIfDue(campaignId: string): Promise<Campaign | null> {
     const { row, started } = await this.dataSource.transaction(async (manager) => {
@@ -89,6 +92,8 @@ export class CampaignStatusService {
       if (!current || current.status !== CampaignStatus.SCHEDULED)
         return { row: current, started: null };
       if (current.scheduledAt && current.scheduledAt.getTime() > Date.now() + 1000)
+        return { row: current, started: null };
+      if (await this.disabledProjects.isDisabled(current.projectId))
         return { row: current, started: null };
       return this.start(manager, current);
     });

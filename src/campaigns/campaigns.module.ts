@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { ConditionsModule } from '../conditions/conditions.module';
 import { ContactsModule } from '../contacts/contacts.module';
 import { DomainsModule } from '../domains/domains.module';
+import { DisabledProjectsModule } from '../projects/disabled-projects.module';
 import { EventsModule } from '../events/events.module';
 import { SendingModule } from '../sending/sending.module';
 import { TemplatesModule } from '../templates/templates.module';
@@ -24,6 +25,7 @@ import { CampaignsService } from './campaigns.service';
     ContactsModule,
     DomainsModule,
     EventsModule,
+    DisabledProjectsModule,
   ],
   controllers: [CampaignsController],
   providers: [

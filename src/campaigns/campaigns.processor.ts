@@ -1,6 +1,7 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Logger } from '@nestjs/common';
 import { CAMPAIGN_JOBS, CampaignQueueJob } from '../queue/jobs';
+import { isPaused, ParkedJobs } from '../queue/parked-jobs';
 import { QUEUES } from '../queue/queue.constants';
 import { handBackJob } from '../queue/worker-shutdown';
 import { CampaignRunner, RunOutcome } from './campaign-runner';
@@ -27,6 +28,7 @@ export class CampaignsProcessor extends WorkerHost {
   constructor(
     private readonly runner: CampaignRunner,
     private readonly recovery: CampaignsRecovery,
+    private readonly parked: ParkedJobs,
   ) {
     super();
   }
@@ -34,6 +36,11 @@ export class CampaignsProcessor extends WorkerHost {
   async process(job: CampaignQueueJob, token?: string): Promise<RunOutcome | { found: number }> {
     if (job.name === CAMPAIGN_JOBS.RECOVER) return this.recovery.recover();
     const outcome = await this.runner.run(job.data.campaignId);
+    // The project is disabled: parked until it is enabled again.
+    if (isPaused(outcome)) {
+      if (token) return this.parked.park(job, token, outcome.pausedFor);
+      return outcome;
+    }
     // Not due yet, or handed back by a stopping process: the job waits in the queue until then.
     if (typeof outcome === 'object' && token) return handBackJob(job, token, outcome.notDueUntil);
     return outcome;

@@ -4,6 +4,7 @@ import { Queue } from 'bullmq';
 import { AppConfig, runsWorkers } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { DELIVERY_JOBS, DeliveryQueueJob } from '../queue/jobs';
+import { isPaused, ParkedJobs } from '../queue/parked-jobs';
 import { QUEUES } from '../queue/queue.constants';
 import { DeliveryRecovery } from './delivery-recovery';
 import { DeliveryOutcome, DeliveryService, TransientDeliveryError } from './delivery.service';
@@ -37,6 +38,7 @@ export class DeliveryProcessor extends WorkerHost implements OnModuleInit {
     @InjectQueue(QUEUES.DELIVERY) private readonly queue: Queue,
     private readonly delivery: DeliveryService,
     private readonly recovery: DeliveryRecovery,
+    private readonly parked: ParkedJobs,
   ) {
     super();
   }
@@ -51,10 +53,19 @@ export class DeliveryProcessor extends WorkerHost implements OnModuleInit {
       await this.queue.setGlobalRateLimit(this.config.emailRatePerSecond, 1000);
   }
 
-  async process(job: DeliveryQueueJob): Promise<DeliveryOutcome | { found: number }> {
+  async process(
+    job: DeliveryQueueJob,
+    token?: string,
+  ): Promise<DeliveryOutcome | { found: number }> {
     if (job.name === DELIVERY_JOBS.RECOVER) return this.recovery.recover();
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-    return this.delivery.deliver(job.data.emailId, lastAttempt);
+    const outcome = await this.delivery.deliver(job.data.emailId, lastAttempt);
+    // The project is disabled: the job waits, parked, for its enable (no attempt counted).
+    if (isPaused(outcome)) {
+      if (token) return this.parked.park(job, token, outcome.pausedFor);
+      return 'skipped';
+    }
+    return outcome;
   }
 
   @OnWorkerEvent('failed')

@@ -18,6 +18,7 @@ import { TemplateRenderError } from '../templates/template-renderer';
 import { TemplatesService } from '../templates/templates.service';
 import { EmailContentsRepository, StoredContent } from '../sending/email-contents.repository';
 import { AppMetrics, METRICS_REGISTRY } from '../common/metrics/metrics';
+import type { Paused } from '../queue/parked-jobs';
 
 /** The message as it goes on the wire (before tracking is added to the HTML). */
 interface OutgoingContent {
@@ -80,9 +81,14 @@ export class DeliveryService {
 
   private readonly contents = new Map<string, StoredContent>();
 
-  async deliver(emailId: string, lastJobAttempt: boolean): Promise<DeliveryOutcome> {
+  /** `pausedFor`: the email's project is disabled; the row was not touched (the processor parks the job). */
+  async deliver(emailId: string, lastJobAttempt: boolean): Promise<DeliveryOutcome | Paused> {
     const email = await this.repository.claim(this.dataSource.manager, emailId);
-    if (!email) return 'skipped';
+    if (!email) {
+      // Rare (a repeated job, or a disabled project): only then the second look.
+      const pausedFor = await this.repository.pausedProjectOf(this.dataSource.manager, emailId);
+      return pausedFor ? { pausedFor } : 'skipped';
+    }
     // The row counts attempts across jobs: a job re-added by the recovery does not get a fresh budget.
     const lastAttempt = lastJobAttempt || email.attempts >= this.config.deliveryAttempts;
     if (email.status === EmailStatus.SUPPRESSED) {

@@ -27,6 +27,15 @@ export class ProjectsRepository {
     return manager.find(Project, { order: { id: 'DESC' } });
   }
 
+  /** The ids of the disabled projects (few: the table is read whole, every second, by each worker). */
+  async disabledIds(manager: EntityManager): Promise<string[]> {
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      'SELECT id FROM projects WHERE NOT enabled',
+    );
+    return rows.map((row) => row.id);
+  }
+
   findById(manager: EntityManager, id: string): Promise<Project | null> {
     return manager.findOne(Project, { where: { id } });
   }

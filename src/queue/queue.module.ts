@@ -2,6 +2,7 @@ import { BullModule } from '@nestjs/bullmq';
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { AppConfig } from '../config/config';
+import { ParkedJobs } from './parked-jobs';
 import { DEFAULT_JOB_OPTIONS, QUEUES } from './queue.constants';
 import { QueueWorkersService } from './queue-workers.service';
 import { RecoveryScheduler } from './recovery';
@@ -13,7 +14,8 @@ import { WorkerShutdown } from './worker-shutdown';
  * `APP_ROLE=api` process holds queues to produce into but runs no processor;
  * see createApp, which registers them for the worker roles. Every queue of
  * QUEUES is registered here once; feature modules inject them with @InjectQueue.
- * Job names and payloads are in jobs.ts, the recovery schedulers in recovery.ts.
+ * Job names and payloads are in jobs.ts, the recovery schedulers in recovery.ts,
+ * the parking of disabled projects' jobs in parked-jobs.ts.
  */
 @Global()
 @Module({})
@@ -31,8 +33,8 @@ export class QueueModule {
         }),
         BullModule.registerQueue(...Object.values(QUEUES).map((name) => ({ name }))),
       ],
-      providers: [QueueWorkersService, RecoveryScheduler, WorkerShutdown],
-      exports: [BullModule, QueueWorkersService, WorkerShutdown],
+      providers: [QueueWorkersService, RecoveryScheduler, WorkerShutdown, ParkedJobs],
+      exports: [BullModule, QueueWorkersService, WorkerShutdown, ParkedJobs],
     };
   }
 }

@@ -257,7 +257,8 @@ export class EmailsRepository {
    * Takes an email for an attempt in one statement: QUEUED (or SENDING, left
    * by a worker that died mid-attempt) becomes SENDING with attempts + 1, or
    * SUPPRESSED when the contact is suppressed, or unsubscribed and the mail is
-   * marketing. Final rows are not touched: null means "nothing to do".
+   * marketing. Final rows are not touched, nor the rows of a disabled
+   * project: null means "nothing to do" (pausedProjectOf tells which).
    * The same statement reads the sender's domain row (senderJoin), so the
    * sender check costs no round trip of its own.
    */
@@ -274,8 +275,9 @@ export class EmailsRepository {
                            WHEN e.marketing AND NOT c.subscribed THEN 'contact is unsubscribed'
                            ELSE e.error END,
               updated_at = now()
-         FROM contacts c
+         FROM contacts c, projects p
         WHERE e.id = $1 AND c.id = e.contact_id AND e.status IN ('QUEUED', 'SENDING')
+          AND p.id = e.project_id AND p.enabled
        RETURNING e.id, e.project_id AS "projectId", e.contact_id AS "contactId", e.status,
                  e.to_email AS "toEmail", e.to_name AS "toName", e.from_email AS "fromEmail", e.from_name AS "fromName",
                  e.reply_to AS "replyTo", e.subject, e.html, e.text, e.headers, e.attachments, e.attempts,
@@ -306,6 +308,17 @@ export class EmailsRepository {
         senderKeySealed,
       }),
     };
+  }
+
+  /** The project of an open email whose claim found nothing because the project is disabled; else null. */
+  async pausedProjectOf(manager: EntityManager, emailId: string): Promise<string | null> {
+    const rows = await queryRows<{ projectId: string }>(
+      manager,
+      `SELECT e.project_id AS "projectId" FROM emails e JOIN projects p ON p.id = e.project_id
+        WHERE e.id = $1 AND e.status IN ('QUEUED', 'SENDING') AND NOT p.enabled`,
+      [emailId],
+    );
+    return rows[0]?.projectId ?? null;
   }
 
   /**
@@ -474,6 +487,8 @@ export class EmailsRepository {
    * the same job id, which BullMQ ignores when the job exists. Those without
    * one (a crash between commit and enqueue, Redis restarted empty) get it.
    * At most `limit` of each status, oldest first, each from its partial index.
+   * Disabled projects' rows are left out: their jobs are parked, and a
+   * disabled project's old rows must not fill every run's page.
    * A SENDING row whose attempts are used up is not taken: its last attempt
    * may have been accepted before the worker died (re-sending could deliver
    * it twice), so it stays SENDING for an operator to look at.
@@ -488,10 +503,12 @@ export class EmailsRepository {
       manager,
       `(SELECT id, priority, status FROM emails
          WHERE status = 'QUEUED' AND campaign_id IS NULL AND queued_at < now() - make_interval(mins => $1)
+           AND project_id NOT IN (SELECT id FROM projects WHERE NOT enabled)
          ORDER BY queued_at LIMIT $2)
        UNION ALL
        (SELECT id, priority, status FROM emails
          WHERE status = 'SENDING' AND updated_at < now() - make_interval(mins => $1) AND attempts < $3
+           AND project_id NOT IN (SELECT id FROM projects WHERE NOT enabled)
          ORDER BY updated_at LIMIT $2)`,
       [minutes, limit, maxAttempts],
     );

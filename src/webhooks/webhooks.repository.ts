@@ -168,13 +168,16 @@ export class WebhooksRepository {
    * For each endpoint (at most `limit`) with a PENDING delivery overdue by
    * more than `graceMs` (its job was lost, or its claim's lease is over), the
    * oldest such delivery: waking the endpoint's drain sends them all. One
-   * probe of the pending index per endpoint, whatever the backlog.
+   * probe of the pending index per endpoint, whatever the backlog. Endpoints
+   * of disabled projects are left out: their deliveries wait, and come back
+   * here once the project is enabled.
    */
   overdue(manager: EntityManager, graceMs: number, limit: number): Promise<PendingDelivery[]> {
     return queryRows<PendingDelivery>(
       manager,
       `SELECT d.*
          FROM webhook_endpoints w
+         JOIN projects p ON p.id = w.project_id AND p.enabled
          CROSS JOIN LATERAL (
            SELECT ${PENDING_COLUMNS} FROM webhook_deliveries
             WHERE endpoint_id = w.id AND status = 'PENDING'
@@ -198,7 +201,7 @@ export class WebhooksRepository {
    * by any success recorded, else started (when the endpoint was enabled).
    *
    * Claiming: the oldest due PENDING deliveries (rows another worker holds or
-   * has leased are skipped), leased for `leaseMs` (leased_until, not indexed:
+   * has leased are skipped; none while the endpoint's project is disabled), leased for `leaseMs` (leased_until, not indexed:
    * a HOT update that writes no index entry), with what the attempts need
    * (body, attempt count, target, secret). A worker that dies with them
    * leaves rows the dispatch sweep finds overdue once the lease is over.
@@ -251,6 +254,8 @@ export class WebhooksRepository {
          SELECT id FROM webhook_deliveries
           WHERE endpoint_id = $1 AND status = 'PENDING' AND next_attempt_at <= now()
             AND (leased_until IS NULL OR leased_until <= now()) AND id <> ALL($3::uuid[])
+            AND EXISTS (SELECT 1 FROM webhook_endpoints we JOIN projects p ON p.id = we.project_id
+                         WHERE we.id = $1 AND p.enabled)
           ORDER BY next_attempt_at LIMIT $10 FOR UPDATE SKIP LOCKED
        ), claimed AS (
          UPDATE webhook_deliveries d SET leased_until = now() + make_interval(secs => $11::double precision / 1000)

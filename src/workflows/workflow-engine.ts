@@ -4,12 +4,14 @@ import type { DataSource } from 'typeorm';
 import { MicroBatcher } from '../common/concurrency/micro-batcher';
 import { errorMessage } from '../common/errors/error-message';
 import { Semaphore } from '../common/concurrency/semaphore';
+import { DisabledProjects } from '../projects/disabled-projects';
 import { WorkerShutdown } from '../queue/worker-shutdown';
 import { WorkflowExecutionsRepository } from './workflow-executions.repository';
 import { StepBatch } from './workflow-step-batch';
 import {
   isOpen,
   isStepFailure,
+  PAUSED,
   StepJob,
   WorkflowStepInterpreter,
 } from './workflow-step-interpreter';
@@ -68,6 +70,7 @@ export class WorkflowEngine {
     private readonly shutdown: WorkerShutdown,
     private readonly webhookCaller: WorkflowWebhookCaller,
     private readonly interpreter: WorkflowStepInterpreter,
+    private readonly disabledProjects: DisabledProjects,
   ) {}
 
   /** The interpreter's share of rendered mail per batch (BATCH_EMAIL_CHARS); tests lower it. */
@@ -157,6 +160,8 @@ export class WorkflowEngine {
     if (!job.direct) {
       const peek = await this.interpreter.peek(job.executionId, job.version);
       if (!peek) return 'stale';
+      // No WEBHOOK call for a disabled project.
+      if (await this.disabledProjects.isDisabled(peek.execution.projectId)) return PAUSED;
       webhook = peek.webhookStep
         ? await this.webhookCaller.call(peek.execution, peek.webhookStep)
         : null;

@@ -413,7 +413,8 @@ export class WorkflowExecutionsRepository {
   /**
    * Open executions overdue by more than `graceMs` (their job was lost or
    * never added, or waits behind a backlog), oldest first, from after `after`
-   * (an earlier page's last row) when given.
+   * (an earlier page's last row) when given. Disabled projects' executions
+   * are left out: their steps wait, and come back here once enabled.
    */
   overdue(
     manager: EntityManager,
@@ -428,6 +429,7 @@ export class WorkflowExecutionsRepository {
       `SELECT id, version, json_build_object('dueAt', due_at::text, 'id', id) AS key FROM workflow_executions
         WHERE status IN ('RUNNING', 'WAITING') AND due_at < now() - make_interval(secs => $1::double precision / 1000)
           AND ($3::timestamptz IS NULL OR (due_at, id) > ($3::timestamptz, $4::uuid))
+          AND project_id NOT IN (SELECT id FROM projects WHERE NOT enabled)
         ORDER BY due_at, id LIMIT $2`,
       [graceMs, limit, after?.dueAt ?? null, after?.id ?? null],
     );

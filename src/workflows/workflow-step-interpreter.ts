@@ -13,6 +13,7 @@ import { sqlState } from '../database/postgres-errors';
 import { EventsService } from '../events/events.service';
 import { DomainsService } from '../domains/domains.service';
 import type { ContactRow } from '../contacts/contact.row';
+import { DisabledProjects } from '../projects/disabled-projects';
 import { Email, EmailSource } from '../sending/email.entity';
 import { EmailsService } from '../sending/emails.service';
 import { TemplateRenderError } from '../templates/template-renderer';
@@ -36,6 +37,14 @@ import {
   WorkflowExecutionsRepository,
 } from './workflow-executions.repository';
 import { WorkflowsRepository } from './workflows.repository';
+
+/**
+ * A job's outcome when its execution's project is disabled: nothing is
+ * written and the job ends (its queue keeps no finished jobs); the
+ * execution stays due, and the recovery, which skips disabled projects,
+ * adds its job again once the project is enabled.
+ */
+export const PAUSED = 'paused';
 
 /** A step's own failure (not the infrastructure's): the step and the execution end FAILED. */
 export class StepError extends Error {}
@@ -96,6 +105,7 @@ export class WorkflowStepInterpreter {
     private readonly emails: EmailsService,
     private readonly domains: DomainsService,
     private readonly events: EventsService,
+    private readonly disabledProjects: DisabledProjects,
   ) {}
 
   /**
@@ -115,6 +125,10 @@ export class WorkflowStepInterpreter {
       const x = locked.get(job.executionId);
       if (!x || x.version !== job.version || !isOpen(x.status)) {
         outcomes.set(job, 'stale');
+        continue;
+      }
+      if (await this.disabledProjects.isDisabled(x.projectId)) {
+        outcomes.set(job, PAUSED);
         continue;
       }
       const { step } = await this.whereIs(b.manager, x);

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { DisabledProjectsModule } from '../projects/disabled-projects.module';
 import { ConditionsModule } from '../conditions/conditions.module';
 import { ContactsModule } from '../contacts/contacts.module';
 import { DomainsModule } from '../domains/domains.module';
@@ -28,6 +29,7 @@ import { WorkflowsService } from './workflows.service';
     EventsModule,
     SegmentsModule,
     WebhookSecretsModule,
+    DisabledProjectsModule,
   ],
   controllers: [WorkflowsController],
   providers: [
