@@ -134,4 +134,49 @@ describe('POST /v1/send renders outside its transaction (e2e)', () => {
     // The ids rendered are the ids stored: the new contact was created with the id it was rendered for.
     for (const row of rows.rows) expect(row.html).toContain(`>${row.contact_id}</a>`);
   });
+
+  it("a campaign's test send renders outside its transaction too", async () => {
+    // Fast with the save-time trial's empty data, slow with this contact's: only the test send is slow.
+    const body = '{% assign a = (1..contact.data.n) %}{{ a | where_exp: "i", "i > 0" | size }}';
+    const contact = await app.request({
+      method: 'POST',
+      url: '/contacts',
+      key: project.secretKey,
+      body: { email: 'tester@example.org', data: { n: 3000000 } },
+    });
+    expect(contact.status).toBe(201);
+    const created = await app.request({
+      method: 'POST',
+      url: '/campaigns',
+      key: project.secretKey,
+      body: { name: 'Slow test', subject: 'Hi', body, from: 'news@acme.test', audienceType: 'ALL' },
+    });
+    expect(created.status).toBe(201);
+    let answered = false;
+    const testing = app
+      .request({
+        method: 'POST',
+        url: `/campaigns/${created.body.data.id}/test`,
+        key: project.secretKey,
+        body: { emails: ['tester@example.org'] },
+      })
+      .finally(() => {
+        answered = true;
+      });
+    const samples: number[] = [];
+    while (!answered) {
+      samples.push(await transactionsOpen());
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const res = await testing;
+    expect(res.status).toBe(422);
+    expect(res.body.error.errors[0]).toMatchObject({ code: 'invalid_template' });
+    expect(samples.length).toBeGreaterThan(10);
+    expect(Math.max(...samples)).toBe(0);
+    const left = await observer.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM emails WHERE project_id = $1 AND to_email = 'tester@example.org'`,
+      [project.id],
+    );
+    expect(left.rows[0].n).toBe(0);
+  });
 });

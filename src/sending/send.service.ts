@@ -22,7 +22,8 @@ import { Email, EmailAttachmentRef, EmailSource } from './email.entity';
 import { EmailContentsRepository } from './email-contents.repository';
 import { IdempotencyKeysRepository } from './idempotency-keys.repository';
 import { EmailsService, RenderedEmail } from './emails.service';
-import { canonicalJson, IdempotencyRequest, idempotencyKeyReused } from './idempotency';
+import { IdempotencyRequest, idempotencyKeyReused } from './idempotency';
+import { MAX_RENDER_ATTEMPTS, RecipientsChanged, rendersAlike } from './rendered-recipients';
 import { validateMailHeaders } from './mail-headers';
 
 interface ResolvedSend {
@@ -36,27 +37,6 @@ interface ResolvedSend {
   track: boolean;
   headers: Record<string, string>;
   recipients: MailboxDto[];
-}
-
-/** Renders of a send again after this many tries whose contacts changed under them: 409. */
-const MAX_RENDER_ATTEMPTS = 3;
-
-/** A contact locked by the send's transaction differs from the one its message was rendered for. */
-class RecipientsChanged extends Error {
-  constructor(readonly locked: Map<string, ContactRow>) {
-    super('recipients changed since their messages were rendered');
-  }
-}
-
-/** Whether a message rendered for `expected` fits `contact`: what the render context reads is the same. */
-function rendersAlike(contact: ContactRow, expected: ContactRow | undefined): boolean {
-  return (
-    expected !== undefined &&
-    contact.id === expected.id &&
-    contact.email === expected.email &&
-    contact.subscribed === expected.subscribed &&
-    canonicalJson(contact.data) === canonicalJson(expected.data)
-  );
 }
 
 interface DecodedAttachment {
