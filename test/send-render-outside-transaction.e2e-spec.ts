@@ -32,10 +32,16 @@ describe('POST /v1/send renders outside its transaction (e2e)', () => {
     await ctx?.close();
   });
 
+  /**
+   * Sessions holding a transaction open between statements, as a transaction that waits for a
+   * render does. A statement that happens to be running (the request's own reads, each its own
+   * transaction) is not one of them.
+   */
   async function transactionsOpen(): Promise<number> {
     const { rows } = await observer.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`,
+        WHERE datname = current_database() AND pid <> pg_backend_pid()
+          AND state LIKE 'idle in transaction%'`,
     );
     return rows[0].n;
   }
