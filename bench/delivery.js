@@ -9,12 +9,12 @@
  *
  *   npm run bench:delivery          (builds first; BENCH_EMAILS=20000)
  */
-const { fork, spawn } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const { generateKeyPairSync } = require('node:crypto');
 const { join } = require('node:path');
 const nodemailer = require('nodemailer');
 const { Client } = require('pg');
-const { createBenchDatabase, createProject, startApp, DIST, ROOT, REDIS_URL } = require('./support');
+const { createBenchDatabase, createProject, startApp, startSink, DIST, ROOT, REDIS_URL } = require('./support');
 
 // A private build (BENCH_DIST outside the checkout) resolves its packages from the checkout's node_modules.
 process.env.NODE_PATH = [join(ROOT, 'node_modules'), process.env.NODE_PATH].filter(Boolean).join(require('node:path').delimiter);
@@ -24,24 +24,6 @@ const EMAILS = Number(process.env.BENCH_EMAILS || 20_000);
 const POOL_CONNECTIONS = 10; // src/delivery/mail-transport.ts SMTP_POOL_CONNECTIONS
 const BASELINE_IN_FLIGHT = 100;
 const PREFIX = `mwbenchdl${process.pid}`;
-
-function startSink() {
-  const child = fork(join(__dirname, 'smtp-sink.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ask = (type) =>
-    new Promise((resolve) => {
-      const onMessage = (m) => {
-        if (m.type === type) {
-          child.off('message', onMessage);
-          resolve(m);
-        }
-      };
-      child.on('message', onMessage);
-      child.send({ type });
-    });
-  return new Promise((resolve) => {
-    child.once('message', (m) => resolve({ port: m.port, stats: () => ask('stats'), reset: () => ask('reset'), child }));
-  });
-}
 
 /**
  * A worker process listens on no port: started without waiting for /health/ready.

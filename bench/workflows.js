@@ -187,7 +187,7 @@ function runChains() {
 
 async function main() {
   const { Client } = require('pg');
-  const { DIST, REDIS_URL, createBenchDatabase, createProject, percentile, startApp } = require('./support');
+  const { DIST, REDIS_URL, createBenchDatabase, createProject, percentile, startApp, startSink } = require('./support');
   const { WORKFLOW_CONCURRENCY } = require(join(DIST, 'workflows/workflows.processor.js'));
 
   const EXECUTIONS = Number(process.env.BENCH_EXECUTIONS || 10_000);
@@ -614,24 +614,6 @@ async function main() {
       },
     };
   }
-}
-
-function startSink() {
-  const child = fork(join(__dirname, 'smtp-sink.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ask = (type) =>
-    new Promise((resolve) => {
-      const onMessage = (m) => {
-        if (m.type === type) {
-          child.off('message', onMessage);
-          resolve(m);
-        }
-      };
-      child.on('message', onMessage);
-      child.send({ type });
-    });
-  return new Promise((resolve) => {
-    child.once('message', (m) => resolve({ port: m.port, stats: () => ask('stats'), reset: () => ask('reset'), child }));
-  });
 }
 
 /** One POST /v1/track; resolves with the status and the wall-clock time (ms, fractional) the answer ended. */
