@@ -144,4 +144,34 @@ describe('loadConfig', () => {
     });
     expect(environmentWithDotEnv({ PORT: '1' }, cwd())).toEqual({ PORT: '1' });
   });
+
+  it('reads the return path and inbound listener settings (contract: "Bounces and complaints")', () => {
+    const base = { APP_SECRET: 'x'.repeat(32) };
+    const defaults = loadConfig(
+      { ...base, PUBLIC_URL: 'https://Mail.Example.com', HOST: '127.0.0.1' },
+      cwd(),
+    );
+    expect(defaults.returnPathDomain).toBe('bounces.mail.example.com');
+    expect(defaults.inboundSmtpPort).toBeNull();
+    expect(defaults.inboundSmtpHost).toBe('127.0.0.1');
+    expect(defaults.inboundLmtp).toBe(false);
+    expect(defaults.inboundMaxBytes).toBe(10 * 1024 * 1024);
+    const set = loadConfig(
+      {
+        ...base,
+        RETURN_PATH_DOMAIN: 'rp.example.org',
+        INBOUND_SMTP_PORT: '2526',
+        INBOUND_LMTP: 'true',
+      },
+      cwd(),
+    );
+    expect([set.returnPathDomain, set.inboundSmtpPort, set.inboundLmtp]).toEqual([
+      'rp.example.org',
+      2526,
+      true,
+    ]);
+    expect(() => loadConfig({ ...base, RETURN_PATH_DOMAIN: 'not a domain' }, cwd())).toThrow(
+      /RETURN_PATH_DOMAIN/,
+    );
+  });
 });

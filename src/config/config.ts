@@ -72,6 +72,15 @@ export interface AppConfig {
   workerMetricsPort: number | null;
   /** When set, the queue dashboard is served at /admin/queues behind it; unset, it is off. */
   adminToken: string | null;
+  /** Domain of return paths whose sending domain has no verified `bounces.` CNAME (RETURN_PATH_DOMAIN). */
+  returnPathDomain: string;
+  /** Port of the inbound SMTP/LMTP listener for bounces and complaints; null: no listener. */
+  inboundSmtpPort: number | null;
+  inboundSmtpHost: string;
+  /** Speak LMTP instead of SMTP (a Postfix in front). */
+  inboundLmtp: boolean;
+  /** Largest inbound message accepted (552 beyond). */
+  inboundMaxBytes: number;
 }
 
 export class ConfigValidationError extends Error {
@@ -280,6 +289,13 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       24 * 3_600_000,
     ),
     maxWebhookEndpoints: r.int('MAX_WEBHOOK_ENDPOINTS', 20, 1, 10_000),
+    returnPathDomain: '',
+    inboundSmtpPort: r.optional('INBOUND_SMTP_PORT')
+      ? r.int('INBOUND_SMTP_PORT', 2525, 1, 65535)
+      : null,
+    inboundSmtpHost: '',
+    inboundLmtp: r.bool('INBOUND_LMTP', false),
+    inboundMaxBytes: r.int('INBOUND_MAX_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     importBatchSize: r.int('IMPORT_BATCH_SIZE', 1000, 1, 10_000),
     recoveryEveryMs: r.int('RECOVERY_EVERY_MS', 60_000, 100, 24 * 3_600_000),
     authFailureLimitPerMinute: r.int('AUTH_FAILURE_LIMIT_PER_MINUTE', 30, 1, 10_000_000),
@@ -306,6 +322,17 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       : null,
     adminToken: r.optional('ADMIN_TOKEN') || null,
   };
+  config.inboundSmtpHost = r.string('INBOUND_SMTP_HOST', config.host);
+  config.returnPathDomain = r
+    .string('RETURN_PATH_DOMAIN', `bounces.${new URL(config.publicUrl).hostname}`)
+    .toLowerCase();
+  if (
+    !/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(
+      config.returnPathDomain,
+    )
+  ) {
+    r.problems.push(`RETURN_PATH_DOMAIN: expected a domain name, got "${config.returnPathDomain}"`);
+  }
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(config.queuePrefix)) {
     r.problems.push('QUEUE_PREFIX: 1..64 characters of letters, digits, "_" or "-"');
   }
