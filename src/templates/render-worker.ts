@@ -1,3 +1,5 @@
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import {
   LiquidSandbox,
   RenderContext,
@@ -41,9 +43,30 @@ export const PROGRESS_BYTES = 16;
 /** Made on a thread's first task: the main thread imports this module for its constants only. */
 let sandbox: LiquidSandbox | undefined;
 
+/** Niceness of a render thread: below the event loop that answers requests (0). */
+const RENDER_THREAD_NICENESS = 10;
+
+/**
+ * On Linux a thread has its own scheduling priority: a render thread running a template to its
+ * deadline then takes a core only when the event loops of this machine's processes leave it
+ * idle, so one tenant's slow templates do not slow other tenants' requests. Elsewhere (or where
+ * /proc is not mounted) threads keep the process's priority.
+ */
+function lowerThreadPriority(): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, RENDER_THREAD_NICENESS);
+  } catch {
+    // Not Linux, or not allowed: nothing to do.
+  }
+}
+
 /** The pool's entry point (piscina loads this module in each worker thread). */
 export default async function render(task: RenderTask): Promise<RenderOutcome[]> {
-  sandbox ??= new LiquidSandbox();
+  if (!sandbox) {
+    lowerThreadPriority();
+    sandbox = new LiquidSandbox();
+  }
   const ints = new Int32Array(task.progress, 0, 2);
   const startedAt = new BigInt64Array(task.progress, STARTED_AT_OFFSET, 1);
   const outcomes: RenderOutcome[] = [];
