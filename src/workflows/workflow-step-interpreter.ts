@@ -270,14 +270,9 @@ export class WorkflowStepInterpreter {
     for (const { x, step } of due) {
       if (chars >= this.emailCharsPerBatch) break;
       if (step?.type !== 'SEND_EMAIL') continue;
-      const contact = b.contacts.get(x.contactId);
-      let template: Template;
-      try {
-        template = await this.templateOf(b, x.projectId, step.templateId);
-      } catch {
-        continue; // The step reports it when it runs.
-      }
-      if (!contact || !template.fromEmail) continue;
+      const sendable = await this.sendable(b, x, step);
+      if (!sendable) continue;
+      const { contact, template } = sendable;
       chars += template.subject.length + template.body.length;
       const input = await this.composeInput(b, x, step.id, template, contact);
       const rendered = this.emails.render(input);
@@ -314,14 +309,9 @@ export class WorkflowStepInterpreter {
         continue;
       }
       if (chars >= this.emailCharsPerBatch) return;
-      const contact = b.contacts.get(x.contactId);
-      let template: Template;
-      try {
-        template = await this.templateOf(b, x.projectId, step.templateId);
-      } catch {
-        continue; // The step reports it when it runs.
-      }
-      if (!contact || !template.fromEmail) continue;
+      const sendable = await this.sendable(b, x, step);
+      if (!sendable) continue;
+      const { contact, template } = sendable;
       chars += template.subject.length + template.body.length;
       const composing = this.compose(b, x, step.id, template, contact);
       // Awaited by its step, or never when the step does not send: no unhandled rejection either way.
@@ -336,14 +326,9 @@ export class WorkflowStepInterpreter {
     x: WorkflowExecution,
     step: SendEmailStep,
   ): Promise<void> {
-    const contact = b.contacts.get(x.contactId);
-    let template: Template;
-    try {
-      template = await this.templateOf(b, x.projectId, step.templateId);
-    } catch {
-      return; // The step reports it when it runs (it renders nothing).
-    }
-    if (!contact || !template.fromEmail) return; // The same.
+    const sendable = await this.sendable(b, x, step);
+    if (!sendable) return;
+    const { contact, template } = sendable;
     const pre = b.prerendered?.get(x.id);
     if (
       !pre ||
@@ -359,6 +344,25 @@ export class WorkflowStepInterpreter {
     // Awaited by its step, or never when the step does not send: no unhandled rejection either way.
     composing.catch(() => undefined);
     b.composing.set(x.id, composing);
+  }
+
+  /**
+   * The contact and template of a SEND_EMAIL step that can render; null when the step will fail
+   * (no contact, no template, no sender): it reports that itself when it runs, rendering nothing.
+   */
+  private async sendable(
+    b: StepBatch,
+    x: WorkflowExecution,
+    step: SendEmailStep,
+  ): Promise<{ contact: ContactRow; template: Template } | null> {
+    const contact = b.contacts.get(x.contactId);
+    let template: Template;
+    try {
+      template = await this.templateOf(b, x.projectId, step.templateId);
+    } catch {
+      return null;
+    }
+    return contact && template.fromEmail ? { contact, template } : null;
   }
 
   private templateOf(b: StepBatch, projectId: string, templateId: string): Promise<Template> {
