@@ -261,6 +261,19 @@ describe('parseInbound: DSN per-recipient blocks', () => {
       { kind: 'soft', recipient: 'b@example.net', status: null, diagnostic: 'mailbox locked' },
     ]);
   });
+  it('names the returned message by X-Original-Message-ID or In-Reply-To when no copy is attached', async () => {
+    const bare = (headers: string, perMessage: string) =>
+      message(
+        `${headers}\nContent-Type: multipart/report; report-type=delivery-status; boundary="R"`,
+        `--R\nContent-Type: message/delivery-status\n\n${perMessage}Reporting-MTA: dns; mx.example.net\n\n` +
+          'Final-Recipient: rfc822; a@example.net\nAction: failed\nStatus: 5.1.1\n\n--R--\n',
+      );
+    const byOriginalId = await parseInbound(
+      bare('Subject: failure', `X-Original-Message-ID: <${msgId('97')}>\n`),
+    );
+    const byReply = await parseInbound(bare(`In-Reply-To: <${msgId('98')}>`, ''));
+    expect([byOriginalId.messageIds, byReply.messageIds]).toEqual([[msgId('97')], [msgId('98')]]);
+  });
 });
 
 describe('parseInbound: ARF recipient and type', () => {
@@ -320,6 +333,16 @@ describe('parseInbound: non-standard bounces', () => {
     expect(parsed.recipients.map((r) => [r.kind, r.recipient, r.status])).toEqual([
       ['delayed', 'slow@example.net', '4.7.1'],
     ]);
+  });
+
+  it('does not read a success notice from a mailer daemon as a bounce', async () => {
+    const parsed = await parseInbound(
+      message(
+        'From: Mail Delivery Subsystem <mailer-daemon@example.net>\nSubject: Delivery Status Notification (Success)',
+        'Your message was successfully delivered to the destination(s) listed below.\n\n  ok@example.net\n',
+      ),
+    );
+    expect(parsed.format).toBe('unknown');
   });
 
   it('does not mistake a port or an address for a reply code', async () => {

@@ -32,7 +32,7 @@ const BOUNCE_TEXT = new RegExp(
   'i',
 );
 const BOUNCE_SUBJECT =
-  /^\s*(?:Undeliver(?:ed|able)\b|Mail delivery failed|Delivery Status Notification|failure notice|Returned mail|Delivery failure|Mail System Error|Delayed Mail|Warning: message .* delayed|Non[- ]?delivery)/i;
+  /^\s*(?:Undeliver(?:ed|able)\b|Mail delivery failed|Delivery Status Notification \((?:Failure|Delay)\)|failure notice|Returned mail|Delivery failure|Mail System Error|Delayed Mail|Warning: message .* delayed|Non[- ]?delivery)/i;
 const BOUNCE_SENDER = /\b(?:mailer-daemon|postmaster|mail delivery (?:system|subsystem))\b/i;
 const DELAY_NOTICE =
   /THIS IS A WARNING ONLY|will be retried|still being retried|will (?:keep|continue) trying|has not yet been delivered|delivery (?:has been|is) delayed|^\s*Delayed Mail|^\s*Warning: message .* delayed/im;
