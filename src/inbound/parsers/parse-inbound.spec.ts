@@ -335,6 +335,26 @@ describe('parseInbound: non-standard bounces', () => {
     ]);
   });
 
+  it("reads Gmail's older text bounce, whose reply stands paragraphs away from the address", async () => {
+    const parsed = await parseInbound(
+      message(
+        'From: Mail Delivery Subsystem <mailer-daemon@googlemail.com>\nSubject: Delivery Status Notification (Failure)',
+        'Delivery to the following recipient failed permanently:\n\n     Old.Friend@example.org\n\n' +
+          'Technical details of permanent failure:\nGoogle tried to deliver your message, but it was rejected by the server ' +
+          'for the recipient domain example.org by mx.example.org. [203.0.113.60].\n\n' +
+          'The error that the other server returned was:\n550 5.1.1 <old.friend@example.org>... User unknown\n',
+      ),
+    );
+    expect(parsed.recipients).toEqual([
+      {
+        kind: 'hard',
+        recipient: 'old.friend@example.org',
+        status: '5.1.1',
+        diagnostic: '550 5.1.1 <old.friend@example.org>... User unknown',
+      },
+    ]);
+  });
+
   it('does not read a success notice from a mailer daemon as a bounce', async () => {
     const parsed = await parseInbound(
       message(

@@ -88,7 +88,11 @@ export function parseTextBounce(input: TextBounceInput): ParsedRecipient[] | nul
     const paragraph =
       leading.get(address) ?? paragraphs.find((text) => text.toLowerCase().includes(address));
     // With one recipient the whole report is about it, wherever the MTA put the reply.
-    const block = paragraph ?? (addresses.size === 1 ? report : '');
+    const replyElsewhere =
+      addresses.size === 1 &&
+      (paragraph === undefined || findReply(paragraph) === null) &&
+      findReply(report) !== null;
+    const block = replyElsewhere ? report : (paragraph ?? '');
     recipients.push(recipientOf(address, block, delayed));
   }
   if (recipients.length === 0) {
