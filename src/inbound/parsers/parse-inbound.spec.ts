@@ -355,6 +355,27 @@ describe('parseInbound: non-standard bounces', () => {
     ]);
   });
 
+  it('reports the reply with no recipient when the text names none (the return path still names the email)', async () => {
+    const parsed = await parseInbound(
+      message(
+        'Subject: Returned mail: see transcript for details',
+        'This is the mail system at host relay.example.net.\n\nFor help, write to\n\n  postmaster@relay.example.net\n\n' +
+          'The server said: 550 5.7.1 Message rejected as spam\n',
+      ),
+    );
+    expect(parsed).toMatchObject({
+      format: 'text-bounce',
+      recipients: [
+        {
+          kind: 'hard',
+          recipient: null,
+          status: '5.7.1',
+          diagnostic: '550 5.7.1 Message rejected as spam',
+        },
+      ],
+    });
+  });
+
   it('does not read a success notice from a mailer daemon as a bounce', async () => {
     const parsed = await parseInbound(
       message(

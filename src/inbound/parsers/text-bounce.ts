@@ -34,6 +34,7 @@ const BOUNCE_TEXT = new RegExp(
 const BOUNCE_SUBJECT =
   /^\s*(?:Undeliver(?:ed|able)\b|Mail delivery failed|Delivery Status Notification \((?:Failure|Delay)\)|failure notice|Returned mail|Delivery failure|Mail System Error|Delayed Mail|Warning: message .* delayed|Non[- ]?delivery)/i;
 const BOUNCE_SENDER = /\b(?:mailer-daemon|postmaster|mail delivery (?:system|subsystem))\b/i;
+const DAEMON_ADDRESS = /^(?:mailer-daemon|postmaster)@/i;
 const DELAY_NOTICE =
   /THIS IS A WARNING ONLY|will be retried|still being retried|will (?:keep|continue) trying|has not yet been delivered|delivery (?:has been|is) delayed|^\s*Delayed Mail|^\s*Warning: message .* delayed/im;
 /** Where the returned copy of the message starts in a text bounce: everything after it is the sender's own mail. */
@@ -74,7 +75,9 @@ export function parseTextBounce(input: TextBounceInput): ParsedRecipient[] | nul
   for (const paragraph of paragraphs) {
     const match = LEADING_ADDRESS.exec(paragraph.split(/\r?\n/, 1)[0]);
     const address = match ? addressIn(match[1] ?? match[2]) : null;
-    if (address !== null && !leading.has(address)) leading.set(address, paragraph);
+    // `postmaster@…` on a line of its own is whom to ask for help, not who failed.
+    if (address === null || DAEMON_ADDRESS.test(address) || leading.has(address)) continue;
+    leading.set(address, paragraph);
   }
   const addresses = new Set<string>();
   for (const failed of input.failedRecipients) {
@@ -97,7 +100,7 @@ export function parseTextBounce(input: TextBounceInput): ParsedRecipient[] | nul
   }
   if (recipients.length === 0) {
     const reply = findReply(report);
-    if (reply || delayed) recipients.push(recipientOf(null, report, delayed));
+    if (reply || delayed) recipients.push(recipientOf(null, reply ? report : '', delayed));
   }
   return recipients;
 }
