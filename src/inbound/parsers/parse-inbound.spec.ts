@@ -428,6 +428,13 @@ describe('parseInbound: auto-replies and everything else', () => {
     expect(parsed).toMatchObject({ format: 'unknown', recipients: [], returnPaths: [token] });
   });
 
+  it('survives a part whose Content-Type is empty', async () => {
+    const parsed = await parseInbound(
+      message('Content-Type: multipart/mixed; boundary=X', '--X\nContent-Type: ;\n\nabc\n--X--\n'),
+    );
+    expect(parsed).toMatchObject({ format: 'unknown', recipients: [] });
+  });
+
   it('answers unknown for bytes that are not mail', async () => {
     const parsed = await parseInbound(Buffer.from([0, 255, 1, 254, 10, 13, 10, 0, 42]));
     expect(parsed).toMatchObject({ format: 'unknown', recipients: [] });
