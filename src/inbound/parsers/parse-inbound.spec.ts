@@ -480,6 +480,25 @@ describe('parseInbound: pathological input stays cheap', () => {
     expect(parsed.format).toBe('unknown');
   });
 
+  it('reads input shaped to make patterns backtrack (long values without @, thousands of blank lines) in bounded time', async () => {
+    const manyAddresses = Array.from({ length: 5000 }, (_, i) => `u${i}@example.net`).join(', ');
+    const inputs = [
+      message(`X-Failed-Recipients: ${'a'.repeat(200 * 1024)}`, 'x\n'),
+      message(`X-Failed-Recipients: ${manyAddresses}`, 'x\n'.repeat(30 * 1024)),
+      message(
+        'Subject: Undelivered Mail Returned to Sender',
+        '\n'.repeat(60 * 1024) + 'Delayed Mail',
+      ),
+      message(
+        'Subject: x',
+        `Return-Path: ${'a'.repeat(60 * 1024)}\nMessage-ID: ${'<'.repeat(60 * 1024)}\n`,
+      ),
+    ];
+    const started = Date.now();
+    for (const input of inputs) await parseInbound(input);
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+
   it('gives up on deeply nested multiparts instead of walking them', async () => {
     let head = '';
     let tail = '';

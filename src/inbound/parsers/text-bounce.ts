@@ -36,12 +36,14 @@ const BOUNCE_SUBJECT =
 const BOUNCE_SENDER = /\b(?:mailer-daemon|postmaster|mail delivery (?:system|subsystem))\b/i;
 const DAEMON_ADDRESS = /^(?:mailer-daemon|postmaster)@/i;
 const DELAY_NOTICE =
-  /THIS IS A WARNING ONLY|will be retried|still being retried|will (?:keep|continue) trying|has not yet been delivered|delivery (?:has been|is) delayed|^\s*Delayed Mail|^\s*Warning: message .* delayed/im;
+  /THIS IS A WARNING ONLY|will be retried|still being retried|will (?:keep|continue) trying|has not yet been delivered|delivery (?:has been|is) delayed|^[ \t]*Delayed Mail|^[ \t]*Warning: message .* delayed/im;
 /** Where the returned copy of the message starts in a text bounce: everything after it is the sender's own mail. */
 const RETURNED_COPY =
   /^[ \t]*-{2,}[ \t]*(?:This is a copy of the message|Below this line is a copy of the message|Original message|Returned message|Undelivered message|The header of the original message|Forwarded message|Message headers follow)|^(?:Return-Path|Received):/im;
 const LEADING_ADDRESS = /^\s*<([^<>\s]+@[^<>\s]+)>:?|^\s*([^\s<>@:'"]+@[^\s<>:'"]+?):?\s*$/;
 const MAX_DIAGNOSTIC = 1000;
+/** A bounce names a few recipients; searching the text for thousands would cost more than it tells. */
+const MAX_RECIPIENTS = 100;
 
 /** The human part of a text bounce, before the copy of the returned message. */
 export function reportPart(text: string): string {
@@ -85,14 +87,15 @@ export function parseTextBounce(input: TextBounceInput): ParsedRecipient[] | nul
     if (address !== null) addresses.add(address);
   }
   for (const address of leading.keys()) addresses.add(address);
+  const named = [...addresses].slice(0, MAX_RECIPIENTS);
 
   const recipients: ParsedRecipient[] = [];
-  for (const address of addresses) {
+  for (const address of named) {
     const paragraph =
       leading.get(address) ?? paragraphs.find((text) => text.toLowerCase().includes(address));
     // With one recipient the whole report is about it, wherever the MTA put the reply.
     const replyElsewhere =
-      addresses.size === 1 &&
+      named.length === 1 &&
       (paragraph === undefined || findReply(paragraph) === null) &&
       findReply(report) !== null;
     const block = replyElsewhere ? report : (paragraph ?? '');
