@@ -186,13 +186,16 @@ export class SegmentsService {
       return pageOf(kept.rows, limit, kept.total, toContactResponse, (row) => row.id);
     }
     const compiled = await this.conditions.compileBoth(manager, segment.condition, projectId);
-    const [rows, total] = await this.expensive.run(projectId, () =>
-      Promise.all([
-        this.dataSource.transaction((m) =>
-          this.segments.members(m, projectId, compiled, limit + 1, beforeId),
-        ),
-        this.freshCount(segment, null),
-      ]),
+    // One after the other: a project's evaluation takes one database core at a time.
+    const [rows, total] = await this.expensive.run(
+      projectId,
+      async () =>
+        [
+          await this.dataSource.transaction((m) =>
+            this.segments.members(m, projectId, compiled, limit + 1, beforeId),
+          ),
+          await this.freshCount(segment, null),
+        ] as const,
     );
     return pageOf(rows, limit, total, toContactResponse, (row) => row.id);
   }
@@ -205,14 +208,18 @@ export class SegmentsService {
       path: 'condition',
     });
     const compiled = await this.conditions.compileBoth(manager, condition, projectId);
-    const [count, rows] = await this.expensive.run(projectId, () =>
-      Promise.all([
-        this.conditions.countCompiled(manager, compiled.count),
-        this.dataSource.transaction((m) =>
+    // One after the other: a project's evaluation takes one database core at a time. An empty
+    // segment has no sample to look for (looking costs about two more counts).
+    const [count, rows] = await this.expensive.run(projectId, async () => {
+      const counted = await this.conditions.countCompiled(manager, compiled.count);
+      if (counted === 0) return [counted, []] as const;
+      return [
+        counted,
+        await this.dataSource.transaction((m) =>
           this.segments.members(m, projectId, compiled, PREVIEW_SAMPLE_SIZE),
         ),
-      ]),
-    );
+      ] as const;
+    });
     return { count, sample: rows.map(toContactResponse) };
   }
 
