@@ -114,6 +114,7 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
         'attempts',
         'error',
         'dkimSigned',
+        'returnPath',
         'trackOpens',
         'trackClicks',
         'opens',

@@ -74,6 +74,8 @@ export interface FinishFields {
   dkimSigned?: boolean;
   /** The subject as rendered at delivery (mail from shared content). */
   subject?: string;
+  /** The envelope sender of the attempt that ended it (none when nothing was attempted). */
+  returnPath?: string;
 }
 
 export interface EmailListFilter {
@@ -113,6 +115,7 @@ const LIST_FIELDS = [
   'e.attempts',
   'e.error',
   'e.dkimSigned',
+  'e.returnPath',
   'e.queuedAt',
   'e.sentAt',
   'e.openedAt',
@@ -168,6 +171,7 @@ const FINISH_UPDATE = `UPDATE emails
               error = $4,
               dkim_signed = COALESCE($5, dkim_signed),
               subject = COALESCE($6, subject),
+              return_path = COALESCE($8, return_path),
               sent_at = CASE WHEN $2 = 'SENT' THEN now() ELSE sent_at END,
               bounced_at = CASE WHEN $2 = 'BOUNCED' THEN now() ELSE bounced_at END,
               updated_at = now()
@@ -183,6 +187,7 @@ function finishParams(emailId: string, status: EmailStatus, fields: FinishFields
     fields.dkimSigned ?? null,
     fields.subject ?? null,
     EmailStatus.SENDING,
+    fields.returnPath ?? null,
   ];
 }
 
@@ -295,6 +300,7 @@ export class EmailsRepository {
       senderStatus,
       senderSelector,
       senderKeySealed,
+      senderReturnPath,
       ...email
     } = rows[0];
     return {
@@ -306,6 +312,7 @@ export class EmailsRepository {
         senderStatus,
         senderSelector,
         senderKeySealed,
+        senderReturnPath,
       }),
     };
   }
