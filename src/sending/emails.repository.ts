@@ -321,6 +321,16 @@ export class EmailsRepository {
     return rows[0]?.projectId ?? null;
   }
 
+  /** The Message-ID (null before delivery) of each of these emails that exists, by id. */
+  async messageIdsOf(manager: EntityManager, ids: string[]): Promise<Map<string, string | null>> {
+    const rows = await queryRows<{ id: string; messageId: string | null }>(
+      manager,
+      `SELECT id, message_id AS "messageId" FROM emails WHERE id = ANY($1::uuid[])`,
+      [ids],
+    );
+    return new Map(rows.map((row) => [row.id, row.messageId]));
+  }
+
   /**
    * One QUEUED row per recipient from arrays (one statement, whatever the
    * batch size); ON CONFLICT on the unique (campaign_id, contact_id) skips
