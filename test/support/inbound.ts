@@ -95,3 +95,92 @@ export function plainMessage(subject: string, bodyBytes = 100): string {
     '',
   ].join('\r\n');
 }
+
+/**
+ * An RFC 3464 DSN as a receiving MTA sends it back to a return path: the
+ * notice, the per-recipient block and the returned headers (with our
+ * Message-ID when given).
+ */
+export function dsnMessage(options: {
+  to: string;
+  recipient: string;
+  action?: 'failed' | 'delayed' | 'delivered';
+  status?: string;
+  messageId?: string;
+  tag?: string;
+}): string {
+  const boundary = `dsn-${options.tag ?? 'b'}-boundary`;
+  const status = options.status ?? '5.1.1';
+  return [
+    'From: MAILER-DAEMON@mx.example.net (Mail Delivery System)',
+    `To: ${options.to}`,
+    'Subject: Undelivered Mail Returned to Sender',
+    'Auto-Submitted: auto-replied',
+    `Message-ID: <dsn-${options.tag ?? 'x'}@mx.example.net>`,
+    'MIME-Version: 1.0',
+    `Content-Type: multipart/report; report-type=delivery-status; boundary="${boundary}"`,
+    '',
+    `--${boundary}`,
+    'Content-Type: text/plain; charset=us-ascii',
+    '',
+    `Your message to <${options.recipient}> could not be delivered.`,
+    '',
+    `--${boundary}`,
+    'Content-Type: message/delivery-status',
+    '',
+    'Reporting-MTA: dns; mx.example.net',
+    '',
+    `Final-Recipient: rfc822; ${options.recipient}`,
+    `Action: ${options.action ?? 'failed'}`,
+    `Status: ${status}`,
+    `Diagnostic-Code: smtp; ${status.startsWith('5') ? '550' : '451'} ${status} mailbox unavailable`,
+    '',
+    `--${boundary}`,
+    'Content-Type: text/rfc822-headers',
+    '',
+    'From: sender@acme.test',
+    `To: ${options.recipient}`,
+    'Subject: Hello',
+    ...(options.messageId ? [`Message-ID: ${options.messageId}`] : []),
+    '',
+    `--${boundary}--`,
+    '',
+  ].join('\r\n');
+}
+
+/** An RFC 5965 ARF complaint report quoting the returned message's headers. */
+export function arfMessage(options: { to: string; recipient: string; messageId: string }): string {
+  const boundary = 'arf-boundary';
+  return [
+    'From: feedback@fbl.example.net',
+    `To: ${options.to}`,
+    'Subject: Complaint about message',
+    'Message-ID: <arf-1@fbl.example.net>',
+    'MIME-Version: 1.0',
+    `Content-Type: multipart/report; report-type=feedback-report; boundary="${boundary}"`,
+    '',
+    `--${boundary}`,
+    'Content-Type: text/plain',
+    '',
+    'This is an email abuse report.',
+    '',
+    `--${boundary}`,
+    'Content-Type: message/feedback-report',
+    '',
+    'Feedback-Type: abuse',
+    'User-Agent: TestFBL/1.0',
+    'Version: 1',
+    `Original-Rcpt-To: ${options.recipient}`,
+    '',
+    `--${boundary}`,
+    'Content-Type: text/rfc822-headers',
+    '',
+    'From: sender@acme.test',
+    `To: ${options.recipient}`,
+    'Subject: Hello',
+    `Message-ID: ${options.messageId}`,
+    '',
+    `--${boundary}--`,
+    '',
+  ].join('\r\n');
+}
