@@ -8,8 +8,17 @@ import { InboundRecovery } from './inbound.recovery';
 /** Messages a worker parses and applies at once (each a few statements; parsing is light). */
 export const INBOUND_CONCURRENCY = 8;
 
-/** Runs the inbound queue in worker roles: one stored message per job, and the queue's recovery. */
-@Processor(QUEUES.INBOUND, { concurrency: INBOUND_CONCURRENCY })
+/**
+ * Runs the inbound queue in worker roles: one stored message per job, and the
+ * queue's recovery. A short lock makes a killed worker's messages stalled
+ * within seconds, so another worker runs them again (idempotent).
+ */
+@Processor(QUEUES.INBOUND, {
+  concurrency: INBOUND_CONCURRENCY,
+  lockDuration: 10_000,
+  stalledInterval: 5_000,
+  maxStalledCount: 5,
+})
 export class InboundProcessor extends WorkerHost {
   constructor(
     private readonly reports: InboundReports,
