@@ -64,6 +64,8 @@ export class InboundListener implements OnApplicationBootstrap, BeforeApplicatio
       authOptional: true,
       disabledCommands: ['AUTH', 'STARTTLS'],
       logger: false,
+      // The client's name is not used, and a reverse lookup delays every greeting by a DNS round trip.
+      disableReverseLookup: true,
       closeTimeout: CLOSE_TIMEOUT_MS,
       banner: 'Mailwright bounce and complaint listener',
       onRcptTo: (address, _session, callback) => callback(this.checkRecipient(address)),
