@@ -60,7 +60,7 @@ export function withoutType(value: string): string {
   return value.replace(/^\s*[A-Za-z0-9-]+\s*;\s*/, '').trim();
 }
 
-const ADDRESS = /[^\s<>,;:"()[\]]+@[^\s<>,;:"()[\]]+/;
+const ADDRESS_CHAR = /[^\s<>,;:"()[\]@]/;
 
 /**
  * The first address in a field value (`<a@b>`, `Name <a@b>`, `a@b`), lower-cased
@@ -72,8 +72,23 @@ export function addressIn(value: string | null): string | null {
     const code = parseInt(hex, 16);
     return code <= 0x10ffff ? String.fromCodePoint(code) : escape;
   });
-  const match = ADDRESS.exec(decoded);
-  return match ? match[0].replace(/\.$/, '').toLowerCase() : null;
+  const address = firstAddress(decoded);
+  return address === null ? null : address.replace(/\.$/, '').toLowerCase();
+}
+
+/**
+ * Grown outwards from each `@`: a regex such as `[^…]+@[^…]+` backtracks
+ * quadratically over a long value without one, and header values reach 256 KB.
+ */
+function firstAddress(text: string): string | null {
+  for (let at = text.indexOf('@'); at !== -1; at = text.indexOf('@', at + 1)) {
+    let start = at;
+    while (start > 0 && ADDRESS_CHAR.test(text[start - 1])) start--;
+    let end = at + 1;
+    while (end < text.length && ADDRESS_CHAR.test(text[end])) end++;
+    if (start < at && end > at + 1) return text.slice(start, end);
+  }
+  return null;
 }
 
 function collapse(block: FieldBlock): FieldBlock {

@@ -64,8 +64,9 @@ export async function parseInbound(raw: Buffer): Promise<ParsedInbound> {
     return result('unknown', [], null, null, new Correlation());
   }
 
+  // Typed as string, but a part with an empty Content-Type has `false`.
   const partsOf = (accept: (type: string) => boolean) =>
-    mail.attachments.filter((part) => accept(part.contentType.toLowerCase()));
+    mail.attachments.filter((part) => accept(String(part.contentType ?? '').toLowerCase()));
   const statusParts = partsOf((type) => STATUS_TYPES.has(type));
   const feedbackParts = partsOf((type) => type === FEEDBACK_TYPE);
   const returnedParts = partsOf((type) => RETURNED_TYPES.has(type));
@@ -136,7 +137,9 @@ function result(
 }
 
 function textOf(part: Attachment): string {
-  return part.content.subarray(0, MAX_SCAN_CHARS).toString('utf8');
+  return Buffer.isBuffer(part.content)
+    ? part.content.subarray(0, MAX_SCAN_CHARS).toString('utf8')
+    : '';
 }
 
 /** The top-level header's raw values by lower-case name, unfolded; `[]` when absent. */

@@ -261,6 +261,19 @@ describe('parseInbound: DSN per-recipient blocks', () => {
       { kind: 'soft', recipient: 'b@example.net', status: null, diagnostic: 'mailbox locked' },
     ]);
   });
+  it('names the returned message by X-Original-Message-ID or In-Reply-To when no copy is attached', async () => {
+    const bare = (headers: string, perMessage: string) =>
+      message(
+        `${headers}\nContent-Type: multipart/report; report-type=delivery-status; boundary="R"`,
+        `--R\nContent-Type: message/delivery-status\n\n${perMessage}Reporting-MTA: dns; mx.example.net\n\n` +
+          'Final-Recipient: rfc822; a@example.net\nAction: failed\nStatus: 5.1.1\n\n--R--\n',
+      );
+    const byOriginalId = await parseInbound(
+      bare('Subject: failure', `X-Original-Message-ID: <${msgId('97')}>\n`),
+    );
+    const byReply = await parseInbound(bare(`In-Reply-To: <${msgId('98')}>`, ''));
+    expect([byOriginalId.messageIds, byReply.messageIds]).toEqual([[msgId('97')], [msgId('98')]]);
+  });
 });
 
 describe('parseInbound: ARF recipient and type', () => {
@@ -322,6 +335,57 @@ describe('parseInbound: non-standard bounces', () => {
     ]);
   });
 
+  it("reads Gmail's older text bounce, whose reply stands paragraphs away from the address", async () => {
+    const parsed = await parseInbound(
+      message(
+        'From: Mail Delivery Subsystem <mailer-daemon@googlemail.com>\nSubject: Delivery Status Notification (Failure)',
+        'Delivery to the following recipient failed permanently:\n\n     Old.Friend@example.org\n\n' +
+          'Technical details of permanent failure:\nGoogle tried to deliver your message, but it was rejected by the server ' +
+          'for the recipient domain example.org by mx.example.org. [203.0.113.60].\n\n' +
+          'The error that the other server returned was:\n550 5.1.1 <old.friend@example.org>... User unknown\n',
+      ),
+    );
+    expect(parsed.recipients).toEqual([
+      {
+        kind: 'hard',
+        recipient: 'old.friend@example.org',
+        status: '5.1.1',
+        diagnostic: '550 5.1.1 <old.friend@example.org>... User unknown',
+      },
+    ]);
+  });
+
+  it('reports the reply with no recipient when the text names none (the return path still names the email)', async () => {
+    const parsed = await parseInbound(
+      message(
+        'Subject: Returned mail: see transcript for details',
+        'This is the mail system at host relay.example.net.\n\nFor help, write to\n\n  postmaster@relay.example.net\n\n' +
+          'The server said: 550 5.7.1 Message rejected as spam\n',
+      ),
+    );
+    expect(parsed).toMatchObject({
+      format: 'text-bounce',
+      recipients: [
+        {
+          kind: 'hard',
+          recipient: null,
+          status: '5.7.1',
+          diagnostic: '550 5.7.1 Message rejected as spam',
+        },
+      ],
+    });
+  });
+
+  it('does not read a success notice from a mailer daemon as a bounce', async () => {
+    const parsed = await parseInbound(
+      message(
+        'From: Mail Delivery Subsystem <mailer-daemon@example.net>\nSubject: Delivery Status Notification (Success)',
+        'Your message was successfully delivered to the destination(s) listed below.\n\n  ok@example.net\n',
+      ),
+    );
+    expect(parsed.format).toBe('unknown');
+  });
+
   it('does not mistake a port or an address for a reply code', async () => {
     const parsed = await parseInbound(
       message(
@@ -362,6 +426,13 @@ describe('parseInbound: auto-replies and everything else', () => {
       message('Subject: Re: hello', `Why did ${token.toUpperCase()} write to me?\n`),
     );
     expect(parsed).toMatchObject({ format: 'unknown', recipients: [], returnPaths: [token] });
+  });
+
+  it('survives a part whose Content-Type is empty', async () => {
+    const parsed = await parseInbound(
+      message('Content-Type: multipart/mixed; boundary=X', '--X\nContent-Type: ;\n\nabc\n--X--\n'),
+    );
+    expect(parsed).toMatchObject({ format: 'unknown', recipients: [] });
   });
 
   it('answers unknown for bytes that are not mail', async () => {
@@ -407,6 +478,25 @@ describe('parseInbound: pathological input stays cheap', () => {
     );
     expect(filler.length).toBeGreaterThan(1024 * 1024);
     expect(parsed.format).toBe('unknown');
+  });
+
+  it('reads input shaped to make patterns backtrack (long values without @, thousands of blank lines) in bounded time', async () => {
+    const manyAddresses = Array.from({ length: 5000 }, (_, i) => `u${i}@example.net`).join(', ');
+    const inputs = [
+      message(`X-Failed-Recipients: ${'a'.repeat(200 * 1024)}`, 'x\n'),
+      message(`X-Failed-Recipients: ${manyAddresses}`, 'x\n'.repeat(30 * 1024)),
+      message(
+        'Subject: Undelivered Mail Returned to Sender',
+        '\n'.repeat(60 * 1024) + 'Delayed Mail',
+      ),
+      message(
+        'Subject: x',
+        `Return-Path: ${'a'.repeat(60 * 1024)}\nMessage-ID: ${'<'.repeat(60 * 1024)}\n`,
+      ),
+    ];
+    const started = Date.now();
+    for (const input of inputs) await parseInbound(input);
+    expect(Date.now() - started).toBeLessThan(3000);
   });
 
   it('gives up on deeply nested multiparts instead of walking them', async () => {

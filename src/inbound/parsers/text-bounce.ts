@@ -32,15 +32,18 @@ const BOUNCE_TEXT = new RegExp(
   'i',
 );
 const BOUNCE_SUBJECT =
-  /^\s*(?:Undeliver(?:ed|able)\b|Mail delivery failed|Delivery Status Notification|failure notice|Returned mail|Delivery failure|Mail System Error|Delayed Mail|Warning: message .* delayed|Non[- ]?delivery)/i;
+  /^\s*(?:Undeliver(?:ed|able)\b|Mail delivery failed|Delivery Status Notification \((?:Failure|Delay)\)|failure notice|Returned mail|Delivery failure|Mail System Error|Delayed Mail|Warning: message .* delayed|Non[- ]?delivery)/i;
 const BOUNCE_SENDER = /\b(?:mailer-daemon|postmaster|mail delivery (?:system|subsystem))\b/i;
+const DAEMON_ADDRESS = /^(?:mailer-daemon|postmaster)@/i;
 const DELAY_NOTICE =
-  /THIS IS A WARNING ONLY|will be retried|still being retried|will (?:keep|continue) trying|has not yet been delivered|delivery (?:has been|is) delayed|^\s*Delayed Mail|^\s*Warning: message .* delayed/im;
+  /THIS IS A WARNING ONLY|will be retried|still being retried|will (?:keep|continue) trying|has not yet been delivered|delivery (?:has been|is) delayed|^[ \t]*Delayed Mail|^[ \t]*Warning: message .* delayed/im;
 /** Where the returned copy of the message starts in a text bounce: everything after it is the sender's own mail. */
 const RETURNED_COPY =
   /^[ \t]*-{2,}[ \t]*(?:This is a copy of the message|Below this line is a copy of the message|Original message|Returned message|Undelivered message|The header of the original message|Forwarded message|Message headers follow)|^(?:Return-Path|Received):/im;
 const LEADING_ADDRESS = /^\s*<([^<>\s]+@[^<>\s]+)>:?|^\s*([^\s<>@:'"]+@[^\s<>:'"]+?):?\s*$/;
 const MAX_DIAGNOSTIC = 1000;
+/** A bounce names a few recipients; searching the text for thousands would cost more than it tells. */
+const MAX_RECIPIENTS = 100;
 
 /** The human part of a text bounce, before the copy of the returned message. */
 export function reportPart(text: string): string {
@@ -74,7 +77,9 @@ export function parseTextBounce(input: TextBounceInput): ParsedRecipient[] | nul
   for (const paragraph of paragraphs) {
     const match = LEADING_ADDRESS.exec(paragraph.split(/\r?\n/, 1)[0]);
     const address = match ? addressIn(match[1] ?? match[2]) : null;
-    if (address !== null && !leading.has(address)) leading.set(address, paragraph);
+    // `postmaster@…` on a line of its own is whom to ask for help, not who failed.
+    if (address === null || DAEMON_ADDRESS.test(address) || leading.has(address)) continue;
+    leading.set(address, paragraph);
   }
   const addresses = new Set<string>();
   for (const failed of input.failedRecipients) {
@@ -82,18 +87,23 @@ export function parseTextBounce(input: TextBounceInput): ParsedRecipient[] | nul
     if (address !== null) addresses.add(address);
   }
   for (const address of leading.keys()) addresses.add(address);
+  const named = [...addresses].slice(0, MAX_RECIPIENTS);
 
   const recipients: ParsedRecipient[] = [];
-  for (const address of addresses) {
+  for (const address of named) {
     const paragraph =
       leading.get(address) ?? paragraphs.find((text) => text.toLowerCase().includes(address));
     // With one recipient the whole report is about it, wherever the MTA put the reply.
-    const block = paragraph ?? (addresses.size === 1 ? report : '');
+    const replyElsewhere =
+      named.length === 1 &&
+      (paragraph === undefined || findReply(paragraph) === null) &&
+      findReply(report) !== null;
+    const block = replyElsewhere ? report : (paragraph ?? '');
     recipients.push(recipientOf(address, block, delayed));
   }
   if (recipients.length === 0) {
     const reply = findReply(report);
-    if (reply || delayed) recipients.push(recipientOf(null, report, delayed));
+    if (reply || delayed) recipients.push(recipientOf(null, reply ? report : '', delayed));
   }
   return recipients;
 }
