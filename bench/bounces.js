@@ -15,6 +15,7 @@
  *
  *   npm run bench:bounces           (builds first)
  *   BENCH_MESSAGES=1000 BENCH_CONCURRENCY=4 npm run bench:bounces
+ *   BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=var/prof" npm run bench:bounces   (profile the service)
  */
 const { fork } = require('node:child_process');
 const { join } = require('node:path');
@@ -159,7 +160,7 @@ async function main() {
     INBOUND_SMTP_PORT: String(inboundPort),
     INBOUND_SMTP_HOST: '127.0.0.1',
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'warn',
-  });
+  }, (process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean));
   const baseline = await startBaseline();
   const pg = new Client({ connectionString: db.url });
   await pg.connect();

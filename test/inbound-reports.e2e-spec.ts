@@ -1,4 +1,6 @@
 import { Client } from 'pg';
+import { newId } from '../src/database/id';
+import { InboundMessagesService } from '../src/inbound/inbound-messages.service';
 import { arfMessage, dsnMessage, plainMessage, sendInbound, TEST_TOKENS } from './support/inbound';
 import { pollUntil } from './support/poll';
 import { freePort, runCli } from './support/processes';
@@ -162,5 +164,38 @@ describe('inbound reports, end to end (e2e)', () => {
     });
     expect(text.stdout).toContain(unmatchedId);
     expect(text.stdout).toContain('IGNORED');
+  });
+  it('the recovery adds the job of a message left RECEIVED, and deletes messages 30 days after processing', async () => {
+    // Stored, its enqueue lost: only the row exists.
+    const lost = newId();
+    await pg.query(
+      `INSERT INTO inbound_messages (id, raw, mail_from, rcpt_to) VALUES ($1, $2, '', $3)`,
+      [
+        lost,
+        Buffer.from(
+          dsnMessage({ to: `fbl@${DOMAIN}`, recipient: 'lost@example.org', tag: 'lost' }),
+        ),
+        [`fbl@${DOMAIN}`],
+      ],
+    );
+    const [old, recent] = [newId(), newId()];
+    for (const [id, days] of [
+      [old, 31],
+      [recent, 29],
+    ] as const) {
+      await pg.query(
+        `INSERT INTO inbound_messages (id, raw, mail_from, rcpt_to, status, processed_at)
+         VALUES ($1, 'x', '', '{}', 'PROCESSED', now() - make_interval(days => $2))`,
+        [id, days],
+      );
+    }
+    const run = await t.app.app.get(InboundMessagesService).recover();
+    expect(run.found).toBeGreaterThanOrEqual(1);
+    expect(run.deleted).toBe(1);
+    expect(await finished(lost)).toMatchObject({ status: 'UNMATCHED' });
+    const left = await pg.query('SELECT id FROM inbound_messages WHERE id = ANY($1::uuid[])', [
+      [old, recent],
+    ]);
+    expect(left.rows.map((r) => r.id)).toEqual([recent]);
   });
 });
