@@ -1,3 +1,4 @@
+import { compile } from 'html-to-text';
 import {
   simpleParser,
   type Attachment,
@@ -32,12 +33,22 @@ const PARSER_OPTIONS: SimpleParserOptions & {
   // Deeply nested multiparts fail fast (and end up `unknown`) instead of costing time.
   maxChildNodes: 100,
   maxHeadSize: 256 * 1024,
-  // Past this mailparser rejects the whole parse; the input cap keeps every HTML part under it.
-  maxHtmlLengthToParse: MAX_PARSE_BYTES * 2,
+  // mailparser's own conversion is unbounded (1 MB of nested divs: 26 s); bodyText converts a bounded slice.
+  skipHtmlToText: true,
   skipTextToHtml: true,
   skipTextLinks: true,
   skipImageLinks: true,
 };
+
+/** Compiled once; the limits keep html-to-text, which recurses per nesting level, from overflowing the stack. */
+const htmlToText = compile({
+  wordwrap: false,
+  limits: { maxDepth: 32, maxChildNodes: 5000 },
+  selectors: [
+    { selector: 'img', format: 'skip' },
+    { selector: 'a', options: { ignoreHref: true } },
+  ],
+});
 
 const STATUS_TYPES = new Set(['message/delivery-status', 'message/global-delivery-status']);
 const FEEDBACK_TYPE = 'message/feedback-report';
@@ -71,7 +82,7 @@ export async function parseInbound(raw: Buffer): Promise<ParsedInbound> {
   const feedbackParts = partsOf((type) => type === FEEDBACK_TYPE);
   const returnedParts = partsOf((type) => RETURNED_TYPES.has(type));
   const header = headerReader(mail);
-  const text = (mail.text ?? '').slice(0, MAX_SCAN_CHARS);
+  const text = bodyText(mail);
 
   const correlation = new Correlation();
   const returnedHeaders: FieldBlock[] = returnedParts.map((part) => parseHeaderBlock(textOf(part)));
@@ -134,6 +145,12 @@ function result(
     messageIds: [...correlation.messageIds],
     envelopeId,
   };
+}
+
+/** The text/plain body, else the HTML one as text (some Exchange and Gmail bounces send only HTML). */
+function bodyText(mail: ParsedMail): string {
+  if (mail.text?.trim()) return mail.text.slice(0, MAX_SCAN_CHARS);
+  return typeof mail.html === 'string' ? htmlToText(mail.html.slice(0, MAX_SCAN_CHARS)) : '';
 }
 
 function textOf(part: Attachment): string {

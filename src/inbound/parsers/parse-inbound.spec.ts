@@ -376,6 +376,25 @@ describe('parseInbound: non-standard bounces', () => {
     });
   });
 
+  it('reads a bounce sent only as HTML', async () => {
+    const parsed = await parseInbound(
+      message(
+        'X-Failed-Recipients: gone@contoso.example\nSubject: Undeliverable: hi\nContent-Type: text/html; charset=utf-8',
+        '<html><body><p><b>Delivery has failed to these recipients or groups:</b></p>' +
+          '<p><a href="mailto:gone@contoso.example">gone@contoso.example</a><br>' +
+          "Remote server returned '550 5.1.1 RESOLVER.ADR.RecipNotFound; not found'</p></body></html>\n",
+      ),
+    );
+    expect(parsed.recipients).toEqual([
+      {
+        kind: 'hard',
+        recipient: 'gone@contoso.example',
+        status: '5.1.1',
+        diagnostic: '550 5.1.1 RESOLVER.ADR.RecipNotFound; not found',
+      },
+    ]);
+  });
+
   it('does not read a success notice from a mailer daemon as a bounce', async () => {
     const parsed = await parseInbound(
       message(
@@ -496,6 +515,18 @@ describe('parseInbound: pathological input stays cheap', () => {
     ];
     const started = Date.now();
     for (const input of inputs) await parseInbound(input);
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+
+  it('converts at most a bounded slice of HTML, however deeply nested', async () => {
+    const started = Date.now();
+    const parsed = await parseInbound(
+      message(
+        'X-Failed-Recipients: a@example.net\nContent-Type: text/html',
+        '<div>'.repeat(200 * 1024) + '550 5.1.1 gone',
+      ),
+    );
+    expect(parsed.format).toBe('text-bounce');
     expect(Date.now() - started).toBeLessThan(3000);
   });
 
