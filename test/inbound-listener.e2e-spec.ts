@@ -3,7 +3,15 @@ import { newId } from '../src/database/id';
 import { ReturnPathTokens } from '../src/sending/return-path';
 import { plainMessage, sendInbound, smtpConversation, TEST_TOKENS } from './support/inbound';
 import { freePort } from './support/processes';
-import { setupTestApp, TestApp } from './support/test-app';
+import {
+  createTestDatabase,
+  flushPrefix,
+  setupTestApp,
+  startTestApp,
+  testConfig,
+  TestApp,
+  uniqueName,
+} from './support/test-app';
 
 /**
  * The inbound listener (contract: "Bounces and complaints"): real SMTP and
@@ -253,6 +261,54 @@ describe('inbound listener and roles (e2e)', () => {
       expect(answer.response).toMatch(/ECONNREFUSED/);
     } finally {
       await ctx.close();
+    }
+  });
+});
+
+describe('inbound listener shutdown (e2e)', () => {
+  it('on shutdown it stops accepting connections, and a message being stored still gets its 250 and its row', async () => {
+    const port = await freePort();
+    const db = await createTestDatabase();
+    const prefix = uniqueName('mwt_inshut');
+    const app = await startTestApp(
+      testConfig(db.url, prefix, {
+        APP_ROLE: 'worker',
+        INBOUND_SMTP_PORT: String(port),
+        INBOUND_SMTP_HOST: '127.0.0.1',
+        RETURN_PATH_DOMAIN: DOMAIN,
+      }),
+    );
+    const locker = new Client({ connectionString: db.url });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE inbound_messages IN ACCESS EXCLUSIVE MODE');
+      const sending = sendInbound(
+        port,
+        { from: '', to: [TEST_TOKENS.address(newId(), DOMAIN)] },
+        plainMessage('stored during shutdown'),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const closing = app.close();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const late = await sendInbound(
+        port,
+        { from: '', to: [`fbl@${DOMAIN}`] },
+        plainMessage('late'),
+      );
+      expect(late.response).toMatch(/ECONNREFUSED/);
+      await locker.query('COMMIT');
+      const answer = await sending;
+      expect(answer.code).toBe(250);
+      await closing;
+      const stored = await locker.query('SELECT raw FROM inbound_messages WHERE id = $1', [
+        storedId(answer.response),
+      ]);
+      expect(stored.rows[0].raw.toString()).toContain('stored during shutdown');
+    } finally {
+      await locker.end();
+      await flushPrefix(prefix);
+      await db.drop();
     }
   });
 });
