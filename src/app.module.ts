@@ -1,6 +1,7 @@
 import { OperationsModule } from './operations/operations.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 import { WorkflowsModule } from './workflows/workflows.module';
+import { BouncesModule } from './bounces/bounces.module';
 import { CampaignsModule } from './campaigns/campaigns.module';
 import { DynamicModule, Module, Type } from '@nestjs/common';
 import { CommonModule } from './common/common.module';
@@ -17,6 +18,7 @@ import { DomainsModule } from './domains/domains.module';
 import { EMAIL_TRACKING_OPENAPI_PATHS } from './engagement/email-tracking.routes';
 import { EngagementModule } from './engagement/engagement.module';
 import { HealthModule } from './health/health.module';
+import { InboundModule } from './inbound/inbound.module';
 import { ProjectSettingsModule } from './project-settings/project-settings.module';
 import { QueueModule } from './queue/queue.module';
 import { RedisModule } from './queue/redis.module';
@@ -36,10 +38,12 @@ export const FEATURE_MODULES: Type[] = [
   TemplatesModule,
   SendingModule,
   DeliveryModule,
+  BouncesModule,
   EngagementModule,
   CampaignsModule,
   WorkflowsModule,
   WebhooksModule,
+  InboundModule,
   OperationsModule,
 ];
 

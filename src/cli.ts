@@ -19,8 +19,13 @@ import { SealedKeysService, UnreadableSealedKeysError } from './domains/sealed-k
 import { workerHealth } from './health/worker-health';
 import { ApiKeyType } from './common/auth/api-key.crypto';
 import { ProjectsModule } from './projects/projects.module';
+import { SenderHealthStatusModule } from './bounces/sender-health-status.module';
+import { SenderHealthStatus } from './bounces/sender-health-status';
 import { ProjectsService } from './projects/projects.service';
 import { RedisModule } from './queue/redis.module';
+import { InboundStatus } from './inbound/inbound-message.entity';
+import { InboundListing } from './inbound/inbound-listing';
+import { InboundListingModule } from './inbound/inbound-listing.module';
 import { errorMessage } from './common/errors/error-message';
 
 const USAGE = `Usage: node dist/cli.js <command> [--json]
@@ -31,16 +36,25 @@ Commands:
   projects list                             list projects
   projects disable <projectId>              refuse every request of the project (403)
   projects enable <projectId>               allow it again
+  projects resume-sending <projectId>       set sender health back to HEALTHY after a pause (paused campaigns stay PAUSED)
   keys create <projectId> --type secret|public
   keys revoke <keyId>
   keys list <projectId>
   health worker                             exit 0 when a worker process here consumes every queue (container health check)
+  inbound list [--status <status>] [--limit <n>]
+                                            messages the inbound listener stored, newest first (default 20; status
+                                            RECEIVED, PROCESSED, UNMATCHED, IGNORED or FAILED): unmatched bounces show here
   secrets rotate                            re-seal stored secrets (DKIM keys, webhook and workflow signing secrets) under the current APP_SECRET;
                                             earlier secrets are read from APP_SECRET_PREVIOUS
 
 --json prints one JSON document on stdout. API keys are shown once, on creation.`;
 
 class UsageError extends Error {}
+
+interface ListFilters {
+  status?: string;
+  limit?: string;
+}
 
 @Module({})
 class CliModule {
@@ -54,6 +68,8 @@ class CliModule {
         ProjectsModule,
         SealedKeysModule,
         WebhookSecretsModule,
+        InboundListingModule,
+        SenderHealthStatusModule,
       ],
     };
   }
@@ -66,6 +82,7 @@ async function run(
   positionals: string[],
   name: string | undefined,
   type: string | undefined,
+  filters: ListFilters,
 ) {
   const [group, action, arg] = positionals;
   if (group === 'health' && action === 'worker') return workerHealth(config);
@@ -86,11 +103,14 @@ async function run(
       projects,
       app.get(SealedKeysService),
       app.get(WebhookSecretsService),
+      app.get(InboundListing),
+      app.get(SenderHealthStatus),
       group,
       action,
       arg,
       name,
       type,
+      filters,
     );
   } finally {
     await app.close();
@@ -101,11 +121,14 @@ async function dispatch(
   projects: ProjectsService,
   sealedKeys: SealedKeysService,
   webhookSecrets: WebhookSecretsService,
+  inbound: InboundListing,
+  senderHealth: SenderHealthStatus,
   group: string | undefined,
   action: string | undefined,
   arg: string | undefined,
   name: string | undefined,
   type: string | undefined,
+  filters: ListFilters,
 ): Promise<Output> {
   const need = (value: string | undefined, what: string): string => {
     if (!value) throw new UsageError(`Missing ${what}`);
@@ -137,6 +160,13 @@ async function dispatch(
         text: `Project ${project.id} ${project.enabled ? 'enabled' : 'disabled'}`,
       };
     }
+    case 'projects resume-sending': {
+      const project = await senderHealth.resume(need(arg, '<projectId>'));
+      return {
+        json: { id: project.id, sendingStatus: project.sendingStatus },
+        text: `Project ${project.id} sending resumed (${project.sendingStatus})`,
+      };
+    }
     case 'keys create': {
       if (type !== 'secret' && type !== 'public')
         throw new UsageError('--type must be secret or public');
@@ -164,6 +194,34 @@ async function dispatch(
                 `${k.id}  ${k.type.padEnd(6)}  ${k.prefix}…  ${k.revoked ? 'revoked' : 'active'}`,
             )
             .join('\n') || 'No keys',
+      };
+    }
+    case 'inbound list': {
+      const status = filters.status?.toUpperCase() ?? null;
+      if (status !== null && !Object.values<string>(InboundStatus).includes(status))
+        throw new UsageError(`--status must be one of ${Object.values(InboundStatus).join(', ')}`);
+      const limit = filters.limit === undefined ? 20 : Number(filters.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+        throw new UsageError('--limit must be an integer from 1 to 1000');
+      const messages = await inbound.list(status as InboundStatus | null, limit);
+      return {
+        json: { messages },
+        text:
+          messages
+            .map((m) =>
+              [
+                m.id,
+                m.receivedAt.toISOString(),
+                m.status.padEnd(9),
+                `from <${m.mailFrom}>`,
+                `to ${m.rcptTo.join(',')}`,
+                `${m.bytes} bytes`,
+                m.result
+                  ? `${m.result.format} email=${m.result.emailId ?? '-'} reports=${JSON.stringify(m.result.reports)}${m.result.error ? ` error=${m.result.error}` : ''}`
+                  : '',
+              ].join('  '),
+            )
+            .join('\n') || 'No inbound messages',
       };
     }
     case 'secrets rotate': {
@@ -200,6 +258,8 @@ async function main(): Promise<number> {
         json: { type: 'boolean', default: false },
         name: { type: 'string' },
         type: { type: 'string' },
+        status: { type: 'string' },
+        limit: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -216,7 +276,10 @@ async function main(): Promise<number> {
     stream.write((values.json ? JSON.stringify(json) : text) + '\n');
   try {
     const config = loadConfig(environmentWithDotEnv());
-    const out = await run(config, positionals, values.name, values.type);
+    const out = await run(config, positionals, values.name, values.type, {
+      status: values.status,
+      limit: values.limit,
+    });
     emit(out.json, out.text);
     return 0;
   } catch (error) {

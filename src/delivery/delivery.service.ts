@@ -1,10 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
-import { ContactsService } from '../contacts/contacts.service';
+import { BouncePolicy } from '../bounces/bounce-policy';
+import type { BounceReport } from '../bounces/bounce-report';
 import { senderDomainOf } from '../domains/domain-name';
 import { DomainsService, SenderDomain } from '../domains/domains.service';
 import { EventsService } from '../events/events.service';
@@ -46,6 +47,17 @@ export class TransientDeliveryError extends Error {
 
 const MARK_SENT_TRIES = 5;
 
+/**
+ * Marketing mail held while its project's sender health or its campaign is
+ * PAUSED: the job goes back to the queue for this long, no attempt counted.
+ */
+export const HOLD_MS = 15_000;
+
+/** The email may not go yet (held marketing mail): its job waits until then. */
+export interface Held {
+  heldUntil: number;
+}
+
 /** The message cannot be built (its shared content is gone or does not render for this contact): FAILED, no retry. */
 class ContentError extends Error {}
 
@@ -72,7 +84,7 @@ export class DeliveryService {
     private readonly transport: MailTransport,
     private readonly domains: DomainsService,
     private readonly events: EventsService,
-    private readonly contacts: ContactsService,
+    private readonly bounces: BouncePolicy,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly trackingLinks: TrackingLinks,
     private readonly templates: TemplatesService,
@@ -84,12 +96,16 @@ export class DeliveryService {
   private readonly contents = new Map<string, StoredContent>();
 
   /** `pausedFor`: the email's project is disabled; the row was not touched (the processor parks the job). */
-  async deliver(emailId: string, lastJobAttempt: boolean): Promise<DeliveryOutcome | Paused> {
+  async deliver(
+    emailId: string,
+    lastJobAttempt: boolean,
+  ): Promise<DeliveryOutcome | Paused | Held> {
     const email = await this.repository.claim(this.dataSource.manager, emailId);
     if (!email) {
-      // Rare (a repeated job, or a disabled project): only then the second look.
-      const pausedFor = await this.repository.pausedProjectOf(this.dataSource.manager, emailId);
-      return pausedFor ? { pausedFor } : 'skipped';
+      // Rare (a repeated job, a disabled project, held marketing mail): only then the second look.
+      const why = await this.repository.whyNotClaimed(this.dataSource.manager, emailId);
+      if (!why) return 'skipped';
+      return why.disabled ? { pausedFor: why.projectId } : { heldUntil: Date.now() + HOLD_MS };
     }
     // The row counts attempts across jobs: a job re-added by the recovery does not get a fresh budget.
     const lastAttempt = lastJobAttempt || email.attempts >= this.config.deliveryAttempts;
@@ -161,7 +177,7 @@ export class DeliveryService {
     } catch (error) {
       const description = describeFailure(error);
       if (classifyFailure(error) === 'permanent') {
-        await this.finishBounced(email, description, content.renderedSubject, returnPath);
+        await this.finishBounced(email, error, description, content.renderedSubject, returnPath);
         return 'bounced';
       }
       if (lastAttempt) {
@@ -293,22 +309,37 @@ export class DeliveryService {
     }
   }
 
+  /** A 5xx during the SMTP session: a hard bounce, through the one bounce policy (source `smtp`). */
   private async finishBounced(
     email: ClaimedEmail,
+    failure: unknown,
     error: string,
     subject: string | undefined,
     returnPath: string,
   ): Promise<void> {
-    await this.finish(
-      email,
-      EmailStatus.BOUNCED,
-      { error, subject, returnPath },
-      'email.bounced',
-      { error },
-      async (manager) => {
-        await this.contacts.suppress(manager, email.projectId, email.contactId);
-      },
-    );
+    const report: BounceReport = {
+      kind: 'hard',
+      source: 'smtp',
+      emailId: email.id,
+      recipient: email.toEmail,
+      status: smtpStatusOf(failure),
+      diagnostic: error,
+      feedbackType: null,
+      // One synchronous bounce per email: its final attempt.
+      dedupeKey: `smtp-${email.id}`,
+      projectId: email.projectId,
+    };
+    const applied = await this.dataSource.transaction(async (manager) => {
+      const result = await this.bounces.applyWithin(manager, report, {
+        error,
+        subject,
+        returnPath,
+      });
+      if (result.outcome === 'applied')
+        await this.emailContents.releaseAttachments(manager, email.attachments);
+      return result;
+    });
+    await this.bounces.afterCommit(applied);
   }
 
   /** `returnPath`: the envelope sender of the attempt that failed; none when nothing was attempted. */
@@ -325,11 +356,10 @@ export class DeliveryService {
 
   private async finish(
     email: ClaimedEmail,
-    status: EmailStatus.SENT | EmailStatus.FAILED | EmailStatus.BOUNCED,
+    status: EmailStatus.SENT | EmailStatus.FAILED,
     fields: FinishFields,
     eventName: string,
     eventData: Record<string, unknown>,
-    extra?: (manager: EntityManager) => Promise<void>,
   ): Promise<void> {
     const record = {
       projectId: email.projectId,
@@ -340,7 +370,7 @@ export class DeliveryService {
     };
     // Nothing else to write (the common case): the status and its event in one statement, one round trip.
     const event =
-      email.attachments.length === 0 && !extra
+      email.attachments.length === 0
         ? await this.repository.finishRecording(
             this.dataSource.manager,
             email.id,
@@ -351,9 +381,17 @@ export class DeliveryService {
         : await this.dataSource.transaction(async (manager): Promise<EventRow | null> => {
             if (!(await this.repository.finish(manager, email.id, status, fields))) return null;
             await this.emailContents.releaseAttachments(manager, email.attachments);
-            if (extra) await extra(manager);
             return this.events.record(manager, record);
           });
     if (event) await this.events.publish([{ ...event, email: email.toEmail }]);
   }
+}
+
+/** The enhanced status code (5.1.1) of an SMTP refusal, else its reply code, else null. */
+function smtpStatusOf(error: unknown): string | null {
+  const e = error as { responseCode?: unknown; response?: unknown };
+  const enhanced =
+    typeof e?.response === 'string' ? /\b[245]\.\d{1,3}\.\d{1,3}\b/.exec(e.response) : null;
+  if (enhanced) return enhanced[0];
+  return typeof e?.responseCode === 'number' ? String(e.responseCode) : null;
 }

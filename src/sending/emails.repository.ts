@@ -11,7 +11,7 @@ import {
 } from '../domains/domains.repository';
 import type { EventRow } from '../events/event.row';
 import { insertEventFrom, NewEvent } from '../events/events.repository';
-import { Email, EmailAttachmentRef, EmailStatus } from './email.entity';
+import { Email, EmailAttachmentRef, EmailBounce, EmailStatus } from './email.entity';
 
 /** An email row claimed for delivery (the claim itself decided whether it may go out). */
 export interface ClaimedEmail {
@@ -99,6 +99,27 @@ export interface StaleEmail {
   status: EmailStatus;
 }
 
+/** The email a bounce or complaint report names, as the policy needs it. */
+export interface BouncedEmail {
+  id: string;
+  projectId: string;
+  contactId: string;
+  campaignId: string | null;
+  toEmail: string;
+  status: EmailStatus;
+}
+
+const BOUNCED_EMAIL_COLUMNS = `id, project_id AS "projectId", contact_id AS "contactId", campaign_id AS "campaignId",
+  to_email AS "toEmail", status`;
+
+/**
+ * Marketing mail of `emails e` that waits (with `projects p` joined): its
+ * project's sender health is PAUSED, or its campaign is PAUSED (contract:
+ * "Sender health"). Transactional mail is never held.
+ */
+const MARKETING_HELD = `(p.sending_status = 'PAUSED'
+  OR (e.campaign_id IS NOT NULL AND EXISTS (SELECT 1 FROM campaigns k WHERE k.id = e.campaign_id AND k.status = 'PAUSED')))`;
+
 /** GET /emails items: the record without its rendered content or headers. */
 const LIST_FIELDS = [
   'e.id',
@@ -121,6 +142,8 @@ const LIST_FIELDS = [
   'e.openedAt',
   'e.clickedAt',
   'e.bouncedAt',
+  'e.bounce',
+  'e.complainedAt',
   'e.createdAt',
   'e.trackOpens',
   'e.trackClicks',
@@ -282,7 +305,7 @@ export class EmailsRepository {
               updated_at = now()
          FROM contacts c, projects p
         WHERE e.id = $1 AND c.id = e.contact_id AND e.status IN ('QUEUED', 'SENDING')
-          AND p.id = e.project_id AND p.enabled
+          AND p.id = e.project_id AND p.enabled AND NOT (e.marketing AND ${MARKETING_HELD})
        RETURNING e.id, e.project_id AS "projectId", e.contact_id AS "contactId", e.status,
                  e.to_email AS "toEmail", e.to_name AS "toName", e.from_email AS "fromEmail", e.from_name AS "fromName",
                  e.reply_to AS "replyTo", e.subject, e.html, e.text, e.headers, e.attachments, e.attempts,
@@ -317,15 +340,34 @@ export class EmailsRepository {
     };
   }
 
-  /** The project of an open email whose claim found nothing because the project is disabled; else null. */
-  async pausedProjectOf(manager: EntityManager, emailId: string): Promise<string | null> {
-    const rows = await queryRows<{ projectId: string }>(
+  /**
+   * Why an open email's claim found nothing: its project is disabled
+   * (`disabled`), or it is marketing mail held by sender health or a paused
+   * campaign (`held`); null when it is not open (a repeated job).
+   */
+  async whyNotClaimed(
+    manager: EntityManager,
+    emailId: string,
+  ): Promise<{ projectId: string; disabled: boolean } | null> {
+    const rows = await queryRows<{ projectId: string; disabled: boolean }>(
       manager,
-      `SELECT e.project_id AS "projectId" FROM emails e JOIN projects p ON p.id = e.project_id
-        WHERE e.id = $1 AND e.status IN ('QUEUED', 'SENDING') AND NOT p.enabled`,
+      `SELECT e.project_id AS "projectId", NOT p.enabled AS disabled
+         FROM emails e JOIN projects p ON p.id = e.project_id
+        WHERE e.id = $1 AND e.status IN ('QUEUED', 'SENDING')
+          AND (NOT p.enabled OR (e.marketing AND ${MARKETING_HELD}))`,
       [emailId],
     );
-    return rows[0]?.projectId ?? null;
+    return rows[0] ?? null;
+  }
+
+  /** The Message-ID (null before delivery) of each of these emails that exists, by id. */
+  async messageIdsOf(manager: EntityManager, ids: string[]): Promise<Map<string, string | null>> {
+    const rows = await queryRows<{ id: string; messageId: string | null }>(
+      manager,
+      `SELECT id, message_id AS "messageId" FROM emails WHERE id = ANY($1::uuid[])`,
+      [ids],
+    );
+    return new Map(rows.map((row) => [row.id, row.messageId]));
   }
 
   /**
@@ -457,6 +499,131 @@ export class EmailsRepository {
       [...params, ...insert.params],
     );
     return rows[0] ?? null;
+  }
+
+  /** The email a report names (no lock: the policy's updates below check the status they start from). */
+  async findForBounce(manager: EntityManager, emailId: string): Promise<BouncedEmail | null> {
+    const rows = await queryRows<BouncedEmail>(
+      manager,
+      `SELECT ${BOUNCED_EMAIL_COLUMNS} FROM emails WHERE id = $1`,
+      [emailId],
+    );
+    return rows[0] ?? null;
+  }
+
+  /**
+   * Sender health's counts: the project's messages handed to a server in the
+   * last `days` days (accepted, or refused with a 5xx), not before `from`
+   * when given, with those now BOUNCED and COMPLAINED. The expression index
+   * emails_project_id_outcome_at_idx serves it.
+   */
+  async outcomesSince(
+    manager: EntityManager,
+    projectId: string,
+    days: number,
+    from: Date | null,
+  ): Promise<{ sent: number; bounced: number; complained: number }> {
+    const [row] = await queryRows<{ sent: number; bounced: number; complained: number }>(
+      manager,
+      `SELECT count(*)::int AS sent,
+              count(*) FILTER (WHERE status = 'BOUNCED')::int AS bounced,
+              count(*) FILTER (WHERE status = 'COMPLAINED')::int AS complained
+         FROM emails
+        WHERE project_id = $1 AND (sent_at IS NOT NULL OR bounced_at IS NOT NULL)
+          AND COALESCE(sent_at, bounced_at) >= GREATEST(now() - make_interval(days => $2), COALESCE($3::timestamptz, '-infinity'))`,
+      [projectId, days, from],
+    );
+    return row;
+  }
+
+  /** The latest email of the project to this (normalised) address that went out or was refused. */
+  async latestSentTo(
+    manager: EntityManager,
+    projectId: string,
+    address: string,
+  ): Promise<string | null> {
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      `SELECT e.id FROM contacts c JOIN emails e ON e.contact_id = c.id
+        WHERE c.project_id = $1 AND c.email = $2 AND e.status IN ('SENDING', 'SENT', 'BOUNCED', 'COMPLAINED')
+        ORDER BY e.id DESC LIMIT 1`,
+      [projectId, address],
+    );
+    return rows[0]?.id ?? null;
+  }
+
+  /**
+   * A hard bounce: SENDING (the 5xx during delivery, which also writes its
+   * error and rendered subject) or SENT → BOUNCED. Null when the email was
+   * in no such status (already bounced or complained, never sent).
+   */
+  async markHardBounced(
+    manager: EntityManager,
+    emailId: string,
+    bounce: EmailBounce,
+    delivery: { error?: string; subject?: string; returnPath?: string } = {},
+  ): Promise<BouncedEmail | null> {
+    const rows = await queryRows<BouncedEmail>(
+      manager,
+      `UPDATE emails SET status = 'BOUNCED', bounced_at = now(), bounce = $2::jsonb,
+              error = COALESCE($3, error), subject = COALESCE($4, subject),
+              return_path = COALESCE($5, return_path), updated_at = now()
+        WHERE id = $1 AND status IN ('SENDING', 'SENT')
+       RETURNING ${BOUNCED_EMAIL_COLUMNS}`,
+      [
+        emailId,
+        JSON.stringify(bounce),
+        delivery.error ?? null,
+        delivery.subject ?? null,
+        delivery.returnPath ?? null,
+      ],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** A complaint: SENDING, SENT or BOUNCED → COMPLAINED (never from COMPLAINED, never before sending). */
+  async markComplained(manager: EntityManager, emailId: string): Promise<BouncedEmail | null> {
+    const rows = await queryRows<BouncedEmail>(
+      manager,
+      `UPDATE emails SET status = 'COMPLAINED', complained_at = now(), updated_at = now()
+        WHERE id = $1 AND status IN ('SENDING', 'SENT', 'BOUNCED')
+       RETURNING ${BOUNCED_EMAIL_COLUMNS}`,
+      [emailId],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** A soft bounce of a sent email: recorded as its `bounce` unless a hard one is; the status stays. */
+  async markSoftBounced(
+    manager: EntityManager,
+    emailId: string,
+    bounce: EmailBounce,
+  ): Promise<BouncedEmail | null> {
+    const rows = await queryRows<BouncedEmail>(
+      manager,
+      `UPDATE emails SET bounce = $2::jsonb, updated_at = now()
+        WHERE id = $1 AND status IN ('SENDING', 'SENT') AND (bounce IS NULL OR bounce->>'type' = 'soft')
+       RETURNING ${BOUNCED_EMAIL_COLUMNS}`,
+      [emailId, JSON.stringify(bounce)],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** How many of the contact's last `last` emails that went out (or were refused) soft-bounced. */
+  async softBouncesOfLast(
+    manager: EntityManager,
+    contactId: string,
+    last: number,
+  ): Promise<number> {
+    const [row] = await queryRows<{ n: number }>(
+      manager,
+      `SELECT count(*) FILTER (WHERE bounce->>'type' = 'soft')::int AS n
+         FROM (SELECT bounce FROM emails
+                WHERE contact_id = $1 AND status IN ('SENDING', 'SENT', 'BOUNCED', 'COMPLAINED')
+                ORDER BY id DESC LIMIT $2) recent`,
+      [contactId, last],
+    );
+    return row.n;
   }
 
   /** A transient failure: back to QUEUED until BullMQ runs the next attempt. */

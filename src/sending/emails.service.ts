@@ -412,5 +412,7 @@ export function toEmailResponse(row: Email, returnPath: string | null): EmailRes
     openedAt: iso(row.openedAt),
     clickedAt: iso(row.clickedAt),
     bouncedAt: iso(row.bouncedAt),
+    bounce: row.bounce ?? null,
+    complainedAt: iso(row.complainedAt),
   };
 }
