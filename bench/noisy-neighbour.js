@@ -164,7 +164,11 @@ function tenantA(base, key, state) {
   };
   const loops = [];
   for (let i = 0; i < A_LOOPS; i++) {
-    loops.push(loop('template', () => api(base, key, 'POST', '/templates', { name: `poison ${i}`, subject: 'x', body: POISON_LIQUID })));
+    loops.push(
+      loop('template', () =>
+        api(base, key, 'POST', '/templates', { name: `poison ${i}`, type: 'TRANSACTIONAL', subject: 'x', body: POISON_LIQUID }),
+      ),
+    );
     loops.push(
       loop('deep-html', () =>
         api(base, key, 'POST', '/v1/send', { to: 'victim@example.org', from: 'hello@a.example', subject: 'x', body: DEEP_HTML }),

@@ -162,6 +162,8 @@ async function startApp(url, projectId) {
     QUEUE_PREFIX: `${DB_NAME}_q`,
     APP_SECRET: 'bench-secret-bench-secret-bench-secret-0123',
     API_RATE_LIMIT_PER_MINUTE: '100000',
+    // The bench measures evaluation itself, one request after another: no per-project budget.
+    EXPENSIVE_WORK_BUDGET_MS: '3600000',
   });
   const app = await createApp(config);
   // createProject makes a new project; its secret key is moved onto the seeded one.

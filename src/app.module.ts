@@ -18,6 +18,7 @@ import { DomainsModule } from './domains/domains.module';
 import { EMAIL_TRACKING_OPENAPI_PATHS } from './engagement/email-tracking.routes';
 import { EngagementModule } from './engagement/engagement.module';
 import { HealthModule } from './health/health.module';
+import { InboundModule } from './inbound/inbound.module';
 import { ProjectSettingsModule } from './project-settings/project-settings.module';
 import { QueueModule } from './queue/queue.module';
 import { RedisModule } from './queue/redis.module';
@@ -42,6 +43,7 @@ export const FEATURE_MODULES: Type[] = [
   CampaignsModule,
   WorkflowsModule,
   WebhooksModule,
+  InboundModule,
   OperationsModule,
 ];
 

@@ -23,6 +23,9 @@ import { SenderHealthStatusModule } from './bounces/sender-health-status.module'
 import { SenderHealthStatus } from './bounces/sender-health-status';
 import { ProjectsService } from './projects/projects.service';
 import { RedisModule } from './queue/redis.module';
+import { InboundStatus } from './inbound/inbound-message.entity';
+import { InboundListing } from './inbound/inbound-listing';
+import { InboundListingModule } from './inbound/inbound-listing.module';
 import { errorMessage } from './common/errors/error-message';
 
 const USAGE = `Usage: node dist/cli.js <command> [--json]
@@ -38,12 +41,20 @@ Commands:
   keys revoke <keyId>
   keys list <projectId>
   health worker                             exit 0 when a worker process here consumes every queue (container health check)
+  inbound list [--status <status>] [--limit <n>]
+                                            messages the inbound listener stored, newest first (default 20; status
+                                            RECEIVED, PROCESSED, UNMATCHED, IGNORED or FAILED): unmatched bounces show here
   secrets rotate                            re-seal stored secrets (DKIM keys, webhook and workflow signing secrets) under the current APP_SECRET;
                                             earlier secrets are read from APP_SECRET_PREVIOUS
 
 --json prints one JSON document on stdout. API keys are shown once, on creation.`;
 
 class UsageError extends Error {}
+
+interface ListFilters {
+  status?: string;
+  limit?: string;
+}
 
 @Module({})
 class CliModule {
@@ -57,6 +68,7 @@ class CliModule {
         ProjectsModule,
         SealedKeysModule,
         WebhookSecretsModule,
+        InboundListingModule,
         SenderHealthStatusModule,
       ],
     };
@@ -70,6 +82,7 @@ async function run(
   positionals: string[],
   name: string | undefined,
   type: string | undefined,
+  filters: ListFilters,
 ) {
   const [group, action, arg] = positionals;
   if (group === 'health' && action === 'worker') return workerHealth(config);
@@ -90,12 +103,14 @@ async function run(
       projects,
       app.get(SealedKeysService),
       app.get(WebhookSecretsService),
+      app.get(InboundListing),
       app.get(SenderHealthStatus),
       group,
       action,
       arg,
       name,
       type,
+      filters,
     );
   } finally {
     await app.close();
@@ -106,12 +121,14 @@ async function dispatch(
   projects: ProjectsService,
   sealedKeys: SealedKeysService,
   webhookSecrets: WebhookSecretsService,
+  inbound: InboundListing,
   senderHealth: SenderHealthStatus,
   group: string | undefined,
   action: string | undefined,
   arg: string | undefined,
   name: string | undefined,
   type: string | undefined,
+  filters: ListFilters,
 ): Promise<Output> {
   const need = (value: string | undefined, what: string): string => {
     if (!value) throw new UsageError(`Missing ${what}`);
@@ -179,6 +196,34 @@ async function dispatch(
             .join('\n') || 'No keys',
       };
     }
+    case 'inbound list': {
+      const status = filters.status?.toUpperCase() ?? null;
+      if (status !== null && !Object.values<string>(InboundStatus).includes(status))
+        throw new UsageError(`--status must be one of ${Object.values(InboundStatus).join(', ')}`);
+      const limit = filters.limit === undefined ? 20 : Number(filters.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+        throw new UsageError('--limit must be an integer from 1 to 1000');
+      const messages = await inbound.list(status as InboundStatus | null, limit);
+      return {
+        json: { messages },
+        text:
+          messages
+            .map((m) =>
+              [
+                m.id,
+                m.receivedAt.toISOString(),
+                m.status.padEnd(9),
+                `from <${m.mailFrom}>`,
+                `to ${m.rcptTo.join(',')}`,
+                `${m.bytes} bytes`,
+                m.result
+                  ? `${m.result.format} email=${m.result.emailId ?? '-'} reports=${JSON.stringify(m.result.reports)}${m.result.error ? ` error=${m.result.error}` : ''}`
+                  : '',
+              ].join('  '),
+            )
+            .join('\n') || 'No inbound messages',
+      };
+    }
     case 'secrets rotate': {
       const rotated = await sealedKeys.rotate();
       const signing = await webhookSecrets.rotate();
@@ -213,6 +258,8 @@ async function main(): Promise<number> {
         json: { type: 'boolean', default: false },
         name: { type: 'string' },
         type: { type: 'string' },
+        status: { type: 'string' },
+        limit: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -229,7 +276,10 @@ async function main(): Promise<number> {
     stream.write((values.json ? JSON.stringify(json) : text) + '\n');
   try {
     const config = loadConfig(environmentWithDotEnv());
-    const out = await run(config, positionals, values.name, values.type);
+    const out = await run(config, positionals, values.name, values.type, {
+      status: values.status,
+      limit: values.limit,
+    });
     emit(out.json, out.text);
     return 0;
   } catch (error) {

@@ -127,6 +127,14 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
         required: false,
         status: 'PENDING',
       },
+      {
+        type: 'CNAME',
+        name: 'bounces.acme-create.example',
+        value: app.config.returnPathDomain,
+        purpose: 'RETURN_PATH',
+        required: false,
+        status: 'PENDING',
+      },
     ]);
     // The DKIM public key is a real 2048-bit RSA key.
     const p = record(domain, 'DKIM').value.split('p=')[1];
@@ -199,6 +207,7 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
       'PENDING',
       'PENDING',
       'PENDING',
+      'PENDING',
     ]);
     expect(none.body.data.lastCheckedAt).not.toBeNull();
 
@@ -213,15 +222,33 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
     publishDomainRecords(dns, domain, ['DKIM', 'SPF', 'DMARC']);
     const both = (await verify(domain.id)).body.data;
     expect(both.status).toBe('VERIFIED');
+    // The return-path CNAME is not required: VERIFIED without it, the record itself PENDING.
     expect(both.records.map((r) => r.status)).toEqual([
       'VERIFIED',
       'VERIFIED',
       'VERIFIED',
       'VERIFIED',
+      'PENDING',
     ]);
     expect(both.verifiedAt).not.toBeNull();
+    expect((await assertCanSend(project.id, 'hello@stepwise.example')).returnPathDomain).toBeNull();
+
+    publishDomainRecords(dns, domain, ['RETURN_PATH']);
+    const all = (await verify(domain.id)).body.data;
+    expect(all.records.map((r) => r.status)).toEqual([
+      'VERIFIED',
+      'VERIFIED',
+      'VERIFIED',
+      'VERIFIED',
+      'VERIFIED',
+    ]);
+    expect(dns.queries).toContain('CNAME bounces.stepwise.example');
     const sender = await assertCanSend(project.id, 'Stepwise <Hello@Stepwise.example>');
-    expect(sender).toMatchObject({ domainId: domain.id, domain: 'stepwise.example' });
+    expect(sender).toMatchObject({
+      domainId: domain.id,
+      domain: 'stepwise.example',
+      returnPathDomain: 'bounces.stepwise.example',
+    });
     expect(record(both, 'DKIM').name).toBe(
       `${sender.dkim.keySelector}._domainkey.stepwise.example`,
     );
@@ -517,7 +544,7 @@ describe('Sending domains (e2e, DNS from a loopback test server)', () => {
       'list-verified.example',
     ]);
     expect(onlyVerified.body.data.total).toBe(1);
-    expect(onlyVerified.body.data.items[0].records).toHaveLength(4);
+    expect(onlyVerified.body.data.items[0].records).toHaveLength(5);
 
     const page1 = await app.request({
       method: 'GET',

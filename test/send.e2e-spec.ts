@@ -114,6 +114,7 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
         'attempts',
         'error',
         'dkimSigned',
+        'returnPath',
         'trackOpens',
         'trackClicks',
         'opens',
@@ -123,6 +124,8 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
         'openedAt',
         'clickedAt',
         'bouncedAt',
+        'complainedAt',
+        'bounce',
       ].sort(),
     );
     expect(record.messageId).toBe(bob.messageId);

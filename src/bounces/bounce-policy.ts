@@ -33,6 +33,8 @@ export interface AppliedReport {
 export interface DeliveryBounceFields {
   error?: string;
   subject?: string;
+  /** The envelope sender of the attempt that bounced. */
+  returnPath?: string;
 }
 
 /**

@@ -3,6 +3,7 @@ import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ApiKeyGuard } from './auth/api-key.guard';
 import { AuthModule } from './auth/auth.module';
 import { AllExceptionsFilter } from './errors/all-exceptions.filter';
+import { ExpensiveWork } from './rate-limit/expensive-work';
 import { RateLimitService } from './rate-limit/rate-limit.service';
 import { AppValidationPipe } from './validation/validation.pipe';
 
@@ -15,10 +16,11 @@ import { AppValidationPipe } from './validation/validation.pipe';
   imports: [AuthModule],
   providers: [
     RateLimitService,
+    ExpensiveWork,
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     { provide: APP_PIPE, useClass: AppValidationPipe },
     { provide: APP_FILTER, useClass: AllExceptionsFilter },
   ],
-  exports: [RateLimitService],
+  exports: [RateLimitService, ExpensiveWork],
 })
 export class CommonModule {}

@@ -1,4 +1,5 @@
 import { escapeLike } from '../database/like-pattern';
+import { isApiRequest } from '../database/statement-timeout';
 import { classifyRule, parseIsoDate } from './condition-validator';
 import {
   ClassifiedRule,
@@ -329,6 +330,9 @@ class Compiler {
  */
 export function wholeProjectSettings(compiled: CompiledCondition): string[] {
   const settings = [`SET LOCAL work_mem = '64MB'`];
+  // A request's evaluation runs on one core: parallel workers would let one tenant's preview take
+  // every core of the database from the others' requests (bench:noisy-neighbour). Jobs keep them.
+  if (isApiRequest()) settings.push('SET LOCAL max_parallel_workers_per_gather = 0');
   if (compiled.rules.data > 0 && compiled.rules.event > 0)
     settings.push('SET LOCAL enable_nestloop = off');
   return settings;

@@ -32,6 +32,11 @@ export interface AppConfig {
   apiRateLimitPerMinute: number;
   /** Requests per project per minute made with its public (pk_) keys, a budget of their own. */
   publicRateLimitPerMinute: number;
+  /**
+   * Milliseconds of segment evaluation over a whole project (previews, counts, member pages) one
+   * project may spend in a burst; refilled at the same amount a minute (EXPENSIVE_WORK_BUDGET_MS).
+   */
+  expensiveWorkBudgetMs: number;
   /** Webhook endpoints one project may have (MAX_WEBHOOK_ENDPOINTS). */
   maxWebhookEndpoints: number;
   /** Wall-clock budget of one render of a message or preview, in ms. */
@@ -289,6 +294,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
       24 * 3_600_000,
     ),
     maxWebhookEndpoints: r.int('MAX_WEBHOOK_ENDPOINTS', 20, 1, 10_000),
+    expensiveWorkBudgetMs: r.int('EXPENSIVE_WORK_BUDGET_MS', 10_000, 1, 3_600_000),
     returnPathDomain: '',
     inboundSmtpPort: r.optional('INBOUND_SMTP_PORT')
       ? r.int('INBOUND_SMTP_PORT', 2525, 1, 65535)

@@ -15,6 +15,11 @@ export function runAsApiRequest<T>(run: () => T): T {
   return requestScope.run(true, run);
 }
 
+/** Whether the caller runs as an API request's work (runAsApiRequest). */
+export function isApiRequest(): boolean {
+  return requestScope.getStore() === true;
+}
+
 function boundOfCaller(timeouts: StatementTimeouts): number {
   return requestScope.getStore() ? timeouts.apiMs : timeouts.backgroundMs;
 }

@@ -14,6 +14,7 @@ import { EmailStatus } from '../sending/email.entity';
 import { ClaimedEmail, EmailsRepository, FinishFields } from '../sending/emails.repository';
 import { classifyFailure, describeFailure, MailTransport } from './mail-transport';
 import { TrackingLinks } from '../engagement/tracking-links';
+import { ReturnPaths } from '../sending/return-paths';
 import { UnsubscribeLinks } from '../sending/unsubscribe-links';
 import { TemplateRenderError } from '../templates/template-renderer';
 import { TemplatesService } from '../templates/templates.service';
@@ -89,6 +90,7 @@ export class DeliveryService {
     private readonly templates: TemplatesService,
     private readonly unsubscribeLinks: UnsubscribeLinks,
     @Inject(METRICS_REGISTRY) private readonly metrics: AppMetrics,
+    private readonly returnPaths: ReturnPaths,
   ) {}
 
   private readonly contents = new Map<string, StoredContent>();
@@ -143,6 +145,11 @@ export class DeliveryService {
 
     // Unsigned (sender null) only where REQUIRE_VERIFIED_SENDER is off: the outbox default.
     const messageId = `${email.id}@${sender?.domain ?? senderDomainOf(email.fromEmail)}`;
+    // The claim's domain read carries the RETURN_PATH record's status: no query of its own.
+    const { returnPath, envelopeId } = this.returnPaths.envelope(
+      email.id,
+      sender?.returnPathDomain ?? null,
+    );
     try {
       const contents = await this.emailContents.attachmentContents(
         this.dataSource.manager,
@@ -164,15 +171,17 @@ export class DeliveryService {
           content: contents.get(a.id) ?? Buffer.alloc(0),
         })),
         dkim: sender?.dkim ?? null,
+        returnPath,
+        envelopeId,
       });
     } catch (error) {
       const description = describeFailure(error);
       if (classifyFailure(error) === 'permanent') {
-        await this.finishBounced(email, error, description, content.renderedSubject);
+        await this.finishBounced(email, error, description, content.renderedSubject, returnPath);
         return 'bounced';
       }
       if (lastAttempt) {
-        await this.finishFailed(email, description, content.renderedSubject);
+        await this.finishFailed(email, description, content.renderedSubject, returnPath);
         return 'failed';
       }
       await this.repository.requeue(this.dataSource.manager, email.id, description);
@@ -180,7 +189,13 @@ export class DeliveryService {
       throw new TransientDeliveryError(description);
     }
 
-    await this.finishSent(email, `<${messageId}>`, sender !== null, content.renderedSubject);
+    await this.finishSent(
+      email,
+      `<${messageId}>`,
+      sender !== null,
+      returnPath,
+      content.renderedSubject,
+    );
     return 'sent';
   }
 
@@ -270,6 +285,7 @@ export class DeliveryService {
     email: ClaimedEmail,
     messageId: string,
     dkimSigned: boolean,
+    returnPath: string,
     subject?: string,
   ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
@@ -277,7 +293,7 @@ export class DeliveryService {
         await this.finish(
           email,
           EmailStatus.SENT,
-          { messageId, error: null, dkimSigned, subject },
+          { messageId, error: null, dkimSigned, subject, returnPath },
           'email.sent',
           { messageId },
         );
@@ -298,7 +314,8 @@ export class DeliveryService {
     email: ClaimedEmail,
     failure: unknown,
     error: string,
-    subject?: string,
+    subject: string | undefined,
+    returnPath: string,
   ): Promise<void> {
     const report: BounceReport = {
       kind: 'hard',
@@ -313,7 +330,11 @@ export class DeliveryService {
       projectId: email.projectId,
     };
     const applied = await this.dataSource.transaction(async (manager) => {
-      const result = await this.bounces.applyWithin(manager, report, { error, subject });
+      const result = await this.bounces.applyWithin(manager, report, {
+        error,
+        subject,
+        returnPath,
+      });
       if (result.outcome === 'applied')
         await this.emailContents.releaseAttachments(manager, email.attachments);
       return result;
@@ -321,8 +342,16 @@ export class DeliveryService {
     await this.bounces.afterCommit(applied);
   }
 
-  private async finishFailed(email: ClaimedEmail, error: string, subject?: string): Promise<void> {
-    await this.finish(email, EmailStatus.FAILED, { error, subject }, 'email.failed', { error });
+  /** `returnPath`: the envelope sender of the attempt that failed; none when nothing was attempted. */
+  private async finishFailed(
+    email: ClaimedEmail,
+    error: string,
+    subject?: string,
+    returnPath?: string,
+  ): Promise<void> {
+    await this.finish(email, EmailStatus.FAILED, { error, subject, returnPath }, 'email.failed', {
+      error,
+    });
   }
 
   private async finish(

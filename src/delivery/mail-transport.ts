@@ -25,6 +25,10 @@ export interface OutgoingMessage {
   headers: Record<string, string>;
   attachments: Array<{ filename: string; contentType: string; content: Buffer }>;
   dkim: { domainName: string; keySelector: string; privateKey: string } | null;
+  /** The envelope sender (MAIL FROM), `b-<token>@<domain>`; the header From stays `from`. */
+  returnPath: string;
+  /** ENVID of the DSN request; a DSN quotes it as Original-Envelope-Id. */
+  envelopeId: string;
 }
 
 export interface TransportResult {
@@ -80,7 +84,7 @@ type Mailer = ReturnType<typeof createTransport>;
  * The wire. With SMTP_URL: a pooled SMTP client. Without: each message is
  * written as an RFC 5322 .eml file to MAIL_OUTBOX_DIR (built and DKIM-signed
  * by nodemailer's stream transport, written to a temp name then renamed so a
- * reader never sees half a file).
+ * reader never sees half a file), beginning with `Return-Path:`.
  */
 @Injectable()
 export class MailTransport implements OnApplicationShutdown {
@@ -138,14 +142,25 @@ export class MailTransport implements OnApplicationShutdown {
             headerFieldNames: DKIM_HEADER_FIELDS,
           }
         : undefined,
+      envelope: { from: message.returnPath, to: [message.to.email] },
+      // Sent only when the relay advertises DSN (nodemailer checks its EHLO): harmless elsewhere.
+      dsn: {
+        id: message.envelopeId,
+        return: 'headers',
+        notify: ['failure', 'delay'],
+        recipient: message.to.email,
+      },
       disableFileAccess: true,
       disableUrlAccess: true,
     });
     if (this.outbox === null)
       return { response: String((info as { response?: string }).response ?? '') };
-    return {
-      response: await this.writeEml(message.messageId, (info as { message: Buffer }).message),
-    };
+    // What the receiving server would add at final delivery: the envelope sender, outside the DKIM signature.
+    const eml = Buffer.concat([
+      Buffer.from(`Return-Path: <${message.returnPath}>\r\n`),
+      (info as { message: Buffer }).message,
+    ]);
+    return { response: await this.writeEml(message.messageId, eml) };
   }
 
   /** The parsed key of a PEM (cached); the PEM itself when it does not parse, for nodemailer to handle as before. */

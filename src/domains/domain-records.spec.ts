@@ -5,6 +5,7 @@ import {
   judgeDkim,
   judgeDmarc,
   judgeOwnership,
+  judgeReturnPath,
   judgeSpf,
 } from './domain-records';
 import { nextDomainStatus, nextRecordStatus } from './domain-verification.service';
@@ -12,21 +13,26 @@ import { nextDomainStatus, nextRecordStatus } from './domain-verification.servic
 const KEY = 'MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAtest+key/value==';
 
 describe('expectedRecords', () => {
-  it('lists ownership and DKIM as required, SPF and DMARC as recommended', () => {
-    const records = expectedRecords({
-      domain: 'example.com',
-      ownershipToken: 'tok',
-      dkimSelector: 'mwabc',
-      dkimPublicKey: KEY,
-    });
-    expect(records.map((r) => [r.purpose, r.name, r.required])).toEqual([
-      [DnsRecordPurpose.OWNERSHIP, '_mailwright.example.com', true],
-      [DnsRecordPurpose.DKIM, 'mwabc._domainkey.example.com', true],
-      [DnsRecordPurpose.SPF, 'example.com', false],
-      [DnsRecordPurpose.DMARC, '_dmarc.example.com', false],
+  it('lists ownership and DKIM as required, SPF, DMARC and the return path as recommended', () => {
+    const records = expectedRecords(
+      {
+        domain: 'example.com',
+        ownershipToken: 'tok',
+        dkimSelector: 'mwabc',
+        dkimPublicKey: KEY,
+      },
+      'bounces.mail.example.net',
+    );
+    expect(records.map((r) => [r.purpose, r.type, r.name, r.required])).toEqual([
+      [DnsRecordPurpose.OWNERSHIP, 'TXT', '_mailwright.example.com', true],
+      [DnsRecordPurpose.DKIM, 'TXT', 'mwabc._domainkey.example.com', true],
+      [DnsRecordPurpose.SPF, 'TXT', 'example.com', false],
+      [DnsRecordPurpose.DMARC, 'TXT', '_dmarc.example.com', false],
+      [DnsRecordPurpose.RETURN_PATH, 'CNAME', 'bounces.example.com', false],
     ]);
     expect(records[0].value).toBe('mailwright-verification=tok');
     expect(records[1].value).toBe(`v=DKIM1; k=rsa; p=${KEY}`);
+    expect(records[4].value).toBe('bounces.mail.example.net');
   });
 });
 
@@ -66,6 +72,16 @@ describe('judging TXT values', () => {
     expect(judgeDmarc(['v=DMARC1; p=reject; rua=mailto:d@example.com'])).toBe('MATCH');
     expect(judgeDmarc(['v=DMARC1; rua=mailto:d@example.com'])).toBe('MISMATCH');
     expect(judgeDmarc([])).toBe('ABSENT');
+  });
+});
+
+describe('judging the return-path CNAME', () => {
+  it('matches RETURN_PATH_DOMAIN whatever the case or a trailing dot', () => {
+    expect(judgeReturnPath(['Bounces.Mail.Example.NET.'], 'bounces.mail.example.net')).toBe(
+      'MATCH',
+    );
+    expect(judgeReturnPath(['rp.elsewhere.example'], 'bounces.mail.example.net')).toBe('MISMATCH');
+    expect(judgeReturnPath([], 'bounces.mail.example.net')).toBe('ABSENT');
   });
 });
 

@@ -3,7 +3,7 @@ import type { DomainRecordResponse } from './dto/domain.response';
 
 /** What the user publishes, as shown in the domain's `records`. */
 export interface ExpectedRecord {
-  type: 'TXT';
+  type: 'TXT' | 'CNAME';
   name: string;
   value: string;
   purpose: DnsRecordPurpose;
@@ -22,8 +22,15 @@ export const OWNERSHIP_PREFIX = 'mailwright-verification=';
 export const RECOMMENDED_SPF = 'v=spf1 a mx ~all';
 export const RECOMMENDED_DMARC = 'v=DMARC1; p=none;';
 
-/** The four records, in the order they are shown: required ones first. */
-export function expectedRecords(facts: DomainKeyFacts): ExpectedRecord[] {
+/** The prefix of a domain's own return-path domain: `bounces.<domain>`, a CNAME to RETURN_PATH_DOMAIN. */
+export const RETURN_PATH_PREFIX = 'bounces.';
+
+/**
+ * The five records, in the order they are shown: required ones first. The
+ * RETURN_PATH CNAME puts the envelope sender on the domain itself (SPF and
+ * DMARC alignment) while bounces reach RETURN_PATH_DOMAIN's listener.
+ */
+export function expectedRecords(facts: DomainKeyFacts, returnPathDomain: string): ExpectedRecord[] {
   return [
     {
       type: 'TXT',
@@ -53,15 +60,23 @@ export function expectedRecords(facts: DomainKeyFacts): ExpectedRecord[] {
       purpose: DnsRecordPurpose.DMARC,
       required: false,
     },
+    {
+      type: 'CNAME',
+      name: `${RETURN_PATH_PREFIX}${facts.domain}`,
+      value: returnPathDomain,
+      purpose: DnsRecordPurpose.RETURN_PATH,
+      required: false,
+    },
   ];
 }
 
 export function recordResponses(
   facts: DomainKeyFacts,
+  returnPathDomain: string,
   statuses: RecordStatuses,
   problems: RecordProblems = {},
 ): DomainRecordResponse[] {
-  return expectedRecords(facts).map((record) => {
+  return expectedRecords(facts, returnPathDomain).map((record) => {
     const status = statuses[record.purpose] ?? DnsRecordStatus.PENDING;
     const problem = status === DnsRecordStatus.VERIFIED ? undefined : problems[record.purpose];
     return {
@@ -121,6 +136,21 @@ export function judgeSpf(values: string[]): RecordVerdict {
   const spf = values.filter((v) => /^v=spf1(\s|$)/i.test(v));
   if (spf.length === 0) return 'ABSENT';
   return spf.length === 1 ? 'MATCH' : 'MISMATCH';
+}
+
+/**
+ * The return-path CNAME matches when it points at RETURN_PATH_DOMAIN (case and
+ * a trailing dot do not matter). A CNAME admits no other record beside it, so
+ * one target is all a correct name has.
+ */
+export function judgeReturnPath(targets: string[], returnPathDomain: string): RecordVerdict {
+  if (targets.length === 0) return 'ABSENT';
+  const wanted = hostKey(returnPathDomain);
+  return targets.some((target) => hostKey(target) === wanted) ? 'MATCH' : 'MISMATCH';
+}
+
+function hostKey(name: string): string {
+  return name.trim().toLowerCase().replace(/\.$/, '');
 }
 
 /** RFC 7489: one `v=DMARC1` record with a valid `p=` policy. */

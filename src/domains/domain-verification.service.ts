@@ -1,8 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
 import { EventsService } from '../events/events.service';
-import { DnsTxtResolver, TxtLookup } from './dns-txt-resolver';
+import { DnsLookup, DnsResolver } from './dns-resolver';
 import {
   DnsRecordError,
   DnsRecordPurpose,
@@ -19,6 +21,7 @@ import {
   judgeDkim,
   judgeDmarc,
   judgeOwnership,
+  judgeReturnPath,
   judgeSpf,
   RecordVerdict,
 } from './domain-records';
@@ -55,9 +58,10 @@ export class DomainVerificationService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly domains: DomainsRepository,
-    private readonly resolver: DnsTxtResolver,
+    private readonly resolver: DnsResolver,
     @Inject(DOMAIN_CHECK_SCHEDULE) readonly schedule: DomainCheckSchedule,
     private readonly events: EventsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   /** Reloads the domain and checks it; null when it was deleted meanwhile. */
@@ -73,17 +77,33 @@ export class DomainVerificationService {
    * its answer is what the caller sees.
    */
   async check(row: Domain, now = new Date(), authoritative = false): Promise<Domain> {
-    const [ownership, dkim, spf, dmarc] = expectedRecords(row);
-    const [ownershipTxt, dkimTxt, spfTxt, dmarcTxt] = await Promise.all(
-      [ownership, dkim, spf, dmarc].map((record) => this.resolver.lookupTxt(record.name)),
-    );
-    const checks: Record<DnsRecordPurpose, RecordCheck> = {
-      [DnsRecordPurpose.OWNERSHIP]: judge(ownershipTxt, (values) =>
-        judgeOwnership(values, row.ownershipToken),
+    const returnPathDomain = this.config.returnPathDomain;
+    const records = expectedRecords(row, returnPathDomain);
+    const [ownership, dkim, spf, dmarc, returnPath] = records;
+    const [[ownershipTxt, dkimTxt, spfTxt, dmarcTxt], returnPathCname] = await Promise.all([
+      Promise.all(
+        [ownership, dkim, spf, dmarc].map((record) => this.resolver.lookupTxt(record.name)),
       ),
-      [DnsRecordPurpose.DKIM]: judge(dkimTxt, (values) => judgeDkim(values, row.dkimPublicKey)),
-      [DnsRecordPurpose.SPF]: judge(spfTxt, judgeSpf),
-      [DnsRecordPurpose.DMARC]: judge(dmarcTxt, judgeDmarc),
+      this.resolver.lookupCname(returnPath.name),
+    ]);
+    const checks: Record<DnsRecordPurpose, RecordCheck> = {
+      [DnsRecordPurpose.OWNERSHIP]: judge(
+        ownershipTxt,
+        (values) => judgeOwnership(values, row.ownershipToken),
+        joinTxt,
+      ),
+      [DnsRecordPurpose.DKIM]: judge(
+        dkimTxt,
+        (values) => judgeDkim(values, row.dkimPublicKey),
+        joinTxt,
+      ),
+      [DnsRecordPurpose.SPF]: judge(spfTxt, judgeSpf, joinTxt),
+      [DnsRecordPurpose.DMARC]: judge(dmarcTxt, judgeDmarc, joinTxt),
+      [DnsRecordPurpose.RETURN_PATH]: judge(
+        returnPathCname,
+        (targets) => judgeReturnPath(targets, returnPathDomain),
+        (target) => target,
+      ),
     };
     const verdicts = {} as Record<DnsRecordPurpose, Verdict>;
     const recordProblems: RecordProblems = {};
@@ -101,7 +121,7 @@ export class DomainVerificationService {
       expired,
     );
     const recordStatuses: RecordStatuses = {};
-    for (const record of [ownership, dkim, spf, dmarc]) {
+    for (const record of records) {
       recordStatuses[record.purpose] = nextRecordStatus(
         verdicts[record.purpose],
         row.recordStatuses[record.purpose],
@@ -199,7 +219,12 @@ export class DomainVerificationService {
   }
 }
 
-function judge(lookup: TxtLookup, judgeValues: (values: string[]) => RecordVerdict): RecordCheck {
+/** `valueOf` turns one record into the value judged and shown back: TXT character-strings are joined. */
+function judge<T>(
+  lookup: DnsLookup<T>,
+  judgeValues: (values: string[]) => RecordVerdict,
+  valueOf: (record: T) => string,
+): RecordCheck {
   if (lookup.kind === 'ERROR')
     return { verdict: 'ERROR', problem: { error: DnsRecordError.DNS_ERROR } };
   if (lookup.kind === 'ABSENT') {
@@ -208,7 +233,7 @@ function judge(lookup: TxtLookup, judgeValues: (values: string[]) => RecordVerdi
       problem: { error: lookup.nxdomain ? DnsRecordError.NXDOMAIN : DnsRecordError.NO_RECORD },
     };
   }
-  const values = lookup.records.map(joinTxt);
+  const values = lookup.records.map(valueOf);
   const verdict = judgeValues(values);
   if (verdict === 'MATCH') return { verdict };
   // ABSENT with values: TXT records are there, none of this kind (an SPF check among other TXT).

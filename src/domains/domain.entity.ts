@@ -13,6 +13,7 @@ export enum DnsRecordPurpose {
   DKIM = 'DKIM',
   SPF = 'SPF',
   DMARC = 'DMARC',
+  RETURN_PATH = 'RETURN_PATH',
 }
 
 export enum DnsRecordStatus {
@@ -32,7 +33,7 @@ export enum DnsRecordError {
   DNS_ERROR = 'DNS_ERROR',
 }
 
-/** What the last check saw of a record that did not match: its error and the TXT values found. */
+/** What the last check saw of a record that did not match: its error and the values found (TXT values, CNAME targets). */
 export interface RecordProblem {
   error: DnsRecordError;
   found?: string[];

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { EventsModule } from '../events/events.module';
-import { DnsTxtResolver } from './dns-txt-resolver';
+import { DnsResolver } from './dns-resolver';
 import { DomainCheckScheduler } from './domain-check.scheduler';
 import { DomainVerificationService } from './domain-verification.service';
 import { DEFAULT_DOMAIN_CHECK_SCHEDULE, DOMAIN_CHECK_SCHEDULE } from './domains.constants';
@@ -17,7 +17,7 @@ import { SealedKeysModule } from './sealed-keys.module';
   providers: [
     DomainsService,
     DomainVerificationService,
-    DnsTxtResolver,
+    DnsResolver,
     DomainsProcessor,
     DomainCheckScheduler,
     // Fails the boot of every role when APP_SECRET no longer opens the stored DKIM keys.

@@ -2,7 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { Brackets, type EntityManager } from 'typeorm';
 import { keysetRows } from '../database/keyset-rows';
 import { queryRows } from '../database/query-rows';
-import { Domain, DomainStatus, RecordProblems, RecordStatuses } from './domain.entity';
+import {
+  DnsRecordStatus,
+  Domain,
+  DomainStatus,
+  RecordProblems,
+  RecordStatuses,
+} from './domain.entity';
 
 /** The stored fields of a new domain (createdAt and updatedAt are the database's). */
 export type NewDomain = Omit<Domain, 'createdAt' | 'updatedAt' | 'project' | 'assignId'>;
@@ -14,6 +20,8 @@ export interface SenderRow {
   status: DomainStatus;
   dkim_selector: string;
   dkim_private_key_sealed: Buffer;
+  /** The RETURN_PATH record's status at the last check; null when never checked. */
+  return_path_status: DnsRecordStatus | null;
 }
 
 /**
@@ -34,7 +42,11 @@ export interface SenderReadColumns {
   senderStatus: DomainStatus | null;
   senderSelector: string | null;
   senderKeySealed: Buffer | null;
+  senderReturnPath: DnsRecordStatus | null;
 }
+
+/** The RETURN_PATH record's status, from the per-record statuses of the last check. */
+const RETURN_PATH_STATUS_SQL = (alias: string) => `${alias}.record_statuses->>'RETURN_PATH'`;
 
 /**
  * The sender check's read as part of another statement, so a delivery reads
@@ -54,7 +66,8 @@ export function senderJoin(
   return {
     join: `LEFT JOIN domains sd ON sd.project_id = ${projectIdSql} AND sd.domain = ${lookup}`,
     columns: `${lookup} AS "senderLookup", sd.id AS "senderId", sd.domain AS "senderDomain", sd.status AS "senderStatus",
-              sd.dkim_selector AS "senderSelector", sd.dkim_private_key_sealed AS "senderKeySealed"`,
+              sd.dkim_selector AS "senderSelector", sd.dkim_private_key_sealed AS "senderKeySealed",
+              ${RETURN_PATH_STATUS_SQL('sd')} AS "senderReturnPath"`,
   };
 }
 
@@ -70,6 +83,7 @@ export function senderReadOf(row: SenderReadColumns): SenderRead {
             status: row.senderStatus as DomainStatus,
             dkim_selector: row.senderSelector as string,
             dkim_private_key_sealed: row.senderKeySealed as Buffer,
+            return_path_status: row.senderReturnPath,
           },
   };
 }
@@ -155,8 +169,9 @@ export class DomainsRepository {
   ): Promise<SenderRow | null> {
     const rows = await queryRows<SenderRow>(
       manager,
-      `SELECT id, domain, status, dkim_selector, dkim_private_key_sealed FROM domains
-       WHERE project_id = $1 AND domain = $2`,
+      `SELECT id, domain, status, dkim_selector, dkim_private_key_sealed,
+              ${RETURN_PATH_STATUS_SQL('domains')} AS return_path_status
+         FROM domains WHERE project_id = $1 AND domain = $2`,
       [projectId, domain],
     );
     return rows[0] ?? null;

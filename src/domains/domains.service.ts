@@ -15,9 +15,9 @@ import { newId } from '../database/id';
 import { sqlState, SQLSTATE } from '../database/postgres-errors';
 import { DOMAIN_JOBS, DomainCheckJobData, domainCheckJobId } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
-import { Domain, DomainStatus } from './domain.entity';
+import { DnsRecordStatus, Domain, DomainStatus } from './domain.entity';
 import { normalizeDomainName, senderDomainOf } from './domain-name';
-import { recordResponses } from './domain-records';
+import { recordResponses, RETURN_PATH_PREFIX } from './domain-records';
 import { DomainVerificationService } from './domain-verification.service';
 import { DKIM_KEY_BOX } from './domains.constants';
 import { DomainsRepository, NewDomain, SenderRead, SenderRow } from './domains.repository';
@@ -30,6 +30,12 @@ const generateKeyPairAsync = promisify(generateKeyPair);
 export interface SenderDomain {
   domainId: string;
   domain: string;
+  /**
+   * `bounces.<domain>` once the domain's RETURN_PATH CNAME is verified: the
+   * envelope sender's domain, aligned with the From domain. Null until then
+   * (the envelope sender is on RETURN_PATH_DOMAIN).
+   */
+  returnPathDomain: string | null;
   dkim: {
     domainName: string;
     keySelector: string;
@@ -99,7 +105,7 @@ export class DomainsService {
       throw error;
     }
     await this.enqueueFirstCheck(id);
-    return toDomainResponse(row);
+    return toDomainResponse(row, this.config.returnPathDomain);
   }
 
   async list(projectId: string, query: ListDomainsQueryDto): Promise<Page<DomainResponse>> {
@@ -112,17 +118,26 @@ export class DomainsService {
       afterId,
       limit,
     );
-    return pageOf(rows, limit, total, toDomainResponse, (row) => row.id);
+    return pageOf(
+      rows,
+      limit,
+      total,
+      (row) => toDomainResponse(row, this.config.returnPathDomain),
+      (row) => row.id,
+    );
   }
 
   async get(projectId: string, id: string): Promise<DomainResponse> {
-    return toDomainResponse(await this.findOwned(projectId, id));
+    return toDomainResponse(await this.findOwned(projectId, id), this.config.returnPathDomain);
   }
 
   /** Checks the records now and answers with the result (POST /domains/{id}/verify). */
   async verify(projectId: string, id: string): Promise<DomainResponse> {
     const row = await this.findOwned(projectId, id);
-    return toDomainResponse(await this.verification.check(row, new Date(), true));
+    return toDomainResponse(
+      await this.verification.check(row, new Date(), true),
+      this.config.returnPathDomain,
+    );
   }
 
   /**
@@ -165,6 +180,7 @@ export class DomainsService {
       return {
         domainId: row.id,
         domain: row.domain,
+        returnPathDomain: ownReturnPathDomain(row),
         dkim: {
           domainName: row.domain,
           keySelector: row.dkim_selector,
@@ -174,6 +190,18 @@ export class DomainsService {
     }
     if (domain && !this.config.requireVerifiedSender) return null;
     throw senderNotVerified(domain, row, this.config.smtpUrl === null);
+  }
+
+  /**
+   * The `bounces.` domain mail from this address would use now: that of a
+   * VERIFIED domain of the project whose RETURN_PATH record is verified,
+   * else null (RETURN_PATH_DOMAIN). For showing mail not yet delivered.
+   */
+  async returnPathDomainOf(projectId: string, fromAddress: string): Promise<string | null> {
+    const domain = senderDomainOf(fromAddress);
+    if (!domain) return null;
+    const row = await this.domains.findSender(this.dataSource.manager, projectId, domain);
+    return row?.status === DomainStatus.VERIFIED ? ownReturnPathDomain(row) : null;
   }
 
   private async findOwned(projectId: string, id: string): Promise<Domain> {
@@ -202,16 +230,27 @@ export class DomainsService {
   }
 }
 
-export function toDomainResponse(row: Domain): DomainResponse {
+export function toDomainResponse(row: Domain, returnPathDomain: string): DomainResponse {
   return {
     id: row.id,
     domain: row.domain,
     status: row.status,
-    records: recordResponses(row, row.recordStatuses ?? {}, row.recordProblems ?? {}),
+    records: recordResponses(
+      row,
+      returnPathDomain,
+      row.recordStatuses ?? {},
+      row.recordProblems ?? {},
+    ),
     lastCheckedAt: row.lastCheckedAt ? row.lastCheckedAt.toISOString() : null,
     verifiedAt: row.verifiedAt ? row.verifiedAt.toISOString() : null,
     createdAt: row.createdAt.toISOString(),
   };
+}
+
+function ownReturnPathDomain(row: SenderRow): string | null {
+  return row.return_path_status === DnsRecordStatus.VERIFIED
+    ? `${RETURN_PATH_PREFIX}${row.domain}`
+    : null;
 }
 
 const UNVERIFIED_HINT =

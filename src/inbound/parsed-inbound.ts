@@ -21,7 +21,7 @@ export interface ParsedInbound {
   recipients: ParsedRecipient[];
   /** ARF `Feedback-Type`, lower-cased. */
   feedbackType: string | null;
-  /** Return-path addresses found in the returned message or report (`Return-Path`, `Original-Envelope-Id`, …). */
+  /** Return-path addresses found in the returned message or report (`Return-Path`, `b-<token>@` addresses, …). */
   returnPaths: string[];
   /** `Message-ID`s of the returned message, without angle brackets. */
   messageIds: string[];

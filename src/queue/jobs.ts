@@ -196,6 +196,29 @@ export type SegmentQueueJob =
   | Job<RecoveryJobData, unknown, typeof SEGMENT_JOBS.SWEEP>;
 
 /**
+ * QUEUES.INBOUND: one PROCESS job per message the inbound listener stored,
+ * job id inboundJobId(id): parse it, find the email it reports on, apply the
+ * reports. RECOVER re-adds the jobs of messages still RECEIVED and drops
+ * finished messages past their retention (the queue's recovery job).
+ */
+export const INBOUND_JOBS = {
+  PROCESS: 'process-inbound',
+  RECOVER: 'recover-inbound',
+} as const;
+
+export interface InboundJobData {
+  inboundMessageId: string;
+}
+
+export type InboundQueueJob =
+  | Job<InboundJobData, unknown, typeof INBOUND_JOBS.PROCESS>
+  | Job<RecoveryJobData, unknown, typeof INBOUND_JOBS.RECOVER>;
+
+export function inboundJobId(inboundMessageId: string): string {
+  return `inbound-${inboundMessageId}`;
+}
+
+/**
  * One recovery scheduler per queue (see recovery.ts): its fixed id, the same
  * in every worker so upserting it leaves one scheduler per deployment (queue
  * prefix), and the job it produces on that queue. An id must never change
@@ -209,6 +232,7 @@ export const RECOVERY_SCHEDULERS = {
   [QUEUES.WEBHOOKS]: { id: 'webhooks-dispatch', jobName: WEBHOOK_JOBS.DISPATCH },
   [QUEUES.WORKFLOWS]: { id: 'workflows-recovery', jobName: WORKFLOW_JOBS.RECOVER },
   [QUEUES.SEGMENTS]: { id: 'segments-membership-sweep', jobName: SEGMENT_JOBS.SWEEP },
+  [QUEUES.INBOUND]: { id: 'inbound-recovery', jobName: INBOUND_JOBS.RECOVER },
 } as const satisfies Partial<Record<QueueName, { id: string; jobName: string }>>;
 
 export type RecoverableQueue = keyof typeof RECOVERY_SCHEDULERS;

@@ -18,6 +18,8 @@ export const QUEUES = {
   WEBHOOKS: 'webhooks',
   /** Open/click hits the API could not write to the database at once (engagement/email-tracking.service.ts). */
   TRACKING_HITS: 'tracking-hits',
+  /** Inbound messages (bounces, complaints) the SMTP listener stored: parse, correlate, apply (job id inboundJobId(id)). */
+  INBOUND: 'inbound',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];

@@ -17,6 +17,7 @@ import { Segment } from './segment.entity';
 import { SegmentChanges, SegmentsRepository } from './segments.repository';
 import { sqlState, SQLSTATE } from '../database/postgres-errors';
 import { Semaphore } from '../common/concurrency/semaphore';
+import { ExpensiveWork } from '../common/rate-limit/expensive-work';
 
 /**
  * How long a stored memberCount is served before it is counted again.
@@ -46,6 +47,7 @@ export class SegmentsService {
     private readonly segments: SegmentsRepository,
     private readonly conditions: ConditionsService,
     private readonly membership: SegmentMembershipService,
+    private readonly expensive: ExpensiveWork,
   ) {}
 
   async create(projectId: string, dto: CreateSegmentDto): Promise<SegmentResponse> {
@@ -64,7 +66,10 @@ export class SegmentsService {
         segmentRefs: this.conditions.referencedSegments(condition),
       });
     });
-    return toSegmentResponse(segment, await this.recount(segment));
+    return toSegmentResponse(
+      segment,
+      await this.expensive.charge(projectId, () => this.recount(segment)),
+    );
   }
 
   async list(projectId: string, query: PaginationQueryDto): Promise<Page<SegmentResponse>> {
@@ -91,7 +96,7 @@ export class SegmentsService {
 
   async get(projectId: string, id: string): Promise<SegmentResponse> {
     const segment = await this.find(this.dataSource.manager, projectId, id);
-    return toSegmentResponse(segment, await this.freshCount(segment));
+    return toSegmentResponse(segment, await this.freshCount(segment, 'run'));
   }
 
   async update(projectId: string, id: string, dto: UpdateSegmentDto): Promise<SegmentResponse> {
@@ -123,8 +128,8 @@ export class SegmentsService {
     });
     const count =
       conditionChanged && !segment.membershipKeptAt
-        ? await this.recount(segment)
-        : await this.freshCount(segment);
+        ? await this.expensive.charge(projectId, () => this.recount(segment))
+        : await this.freshCount(segment, 'charge');
     return toSegmentResponse(segment, count);
   }
 
@@ -181,12 +186,17 @@ export class SegmentsService {
       return pageOf(kept.rows, limit, kept.total, toContactResponse, (row) => row.id);
     }
     const compiled = await this.conditions.compileBoth(manager, segment.condition, projectId);
-    const [rows, total] = await Promise.all([
-      this.dataSource.transaction((m) =>
-        this.segments.members(m, projectId, compiled, limit + 1, beforeId),
-      ),
-      this.freshCount(segment),
-    ]);
+    // One after the other: a project's evaluation takes one database core at a time.
+    const [rows, total] = await this.expensive.run(
+      projectId,
+      async () =>
+        [
+          await this.dataSource.transaction((m) =>
+            this.segments.members(m, projectId, compiled, limit + 1, beforeId),
+          ),
+          await this.freshCount(segment, null),
+        ] as const,
+    );
     return pageOf(rows, limit, total, toContactResponse, (row) => row.id);
   }
 
@@ -198,12 +208,18 @@ export class SegmentsService {
       path: 'condition',
     });
     const compiled = await this.conditions.compileBoth(manager, condition, projectId);
-    const [count, rows] = await Promise.all([
-      this.conditions.countCompiled(manager, compiled.count),
-      this.dataSource.transaction((m) =>
-        this.segments.members(m, projectId, compiled, PREVIEW_SAMPLE_SIZE),
-      ),
-    ]);
+    // One after the other: a project's evaluation takes one database core at a time. An empty
+    // segment has no sample to look for (looking costs about two more counts).
+    const [count, rows] = await this.expensive.run(projectId, async () => {
+      const counted = await this.conditions.countCompiled(manager, compiled.count);
+      if (counted === 0) return [counted, []] as const;
+      return [
+        counted,
+        await this.dataSource.transaction((m) =>
+          this.segments.members(m, projectId, compiled, PREVIEW_SAMPLE_SIZE),
+        ),
+      ] as const;
+    });
     return { count, sample: rows.map(toContactResponse) };
   }
 
@@ -221,10 +237,16 @@ export class SegmentsService {
     );
   }
 
-  /** A kept segment's exact membership count; else the stored count when fresh, otherwise a count now. */
-  private async freshCount(segment: Segment): Promise<number> {
+  /**
+   * A kept segment's exact membership count; else the stored count when fresh, otherwise a count
+   * now, as expensive work of the project (`run`: refused when its budget is spent; `charge`:
+   * never refused; null: the caller already runs it as such).
+   */
+  private async freshCount(segment: Segment, budget: 'run' | 'charge' | null): Promise<number> {
     if (segment.membershipKeptAt) return this.membership.count(this.dataSource.manager, segment.id);
-    return this.isFresh(segment) ? (segment.memberCount as number) : this.recount(segment);
+    if (this.isFresh(segment)) return segment.memberCount as number;
+    if (budget === null) return this.recount(segment);
+    return this.expensive[budget](segment.projectId, () => this.recount(segment));
   }
 
   /**
@@ -234,7 +256,8 @@ export class SegmentsService {
    */
   private async listCount(segment: Segment): Promise<number> {
     if (segment.membershipKeptAt) return this.membership.count(this.dataSource.manager, segment.id);
-    if (segment.memberCount === null) return this.recount(segment);
+    if (segment.memberCount === null)
+      return this.expensive.charge(segment.projectId, () => this.recount(segment));
     if (!this.isFresh(segment)) this.scheduleRecount(segment);
     return segment.memberCount;
   }

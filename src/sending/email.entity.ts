@@ -164,6 +164,14 @@ export class Email extends BaseEntity {
   @Column({ type: 'boolean', nullable: true })
   dkimSigned: boolean | null;
 
+  /**
+   * The envelope sender (`b-<token>@<domain>`) of the attempts, written with
+   * the final status after one: what was sent, whatever the domain's
+   * RETURN_PATH record does later. Null for mail never attempted.
+   */
+  @Column({ type: 'varchar', length: 320, nullable: true })
+  returnPath: string | null;
+
   /** BullMQ priority the job was queued with (lower runs first). */
   @Column({ type: 'smallint' })
   priority: number;

@@ -74,6 +74,8 @@ export interface FinishFields {
   dkimSigned?: boolean;
   /** The subject as rendered at delivery (mail from shared content). */
   subject?: string;
+  /** The envelope sender of the attempt that ended it (none when nothing was attempted). */
+  returnPath?: string;
 }
 
 export interface EmailListFilter {
@@ -134,6 +136,7 @@ const LIST_FIELDS = [
   'e.attempts',
   'e.error',
   'e.dkimSigned',
+  'e.returnPath',
   'e.queuedAt',
   'e.sentAt',
   'e.openedAt',
@@ -191,6 +194,7 @@ const FINISH_UPDATE = `UPDATE emails
               error = $4,
               dkim_signed = COALESCE($5, dkim_signed),
               subject = COALESCE($6, subject),
+              return_path = COALESCE($8, return_path),
               sent_at = CASE WHEN $2 = 'SENT' THEN now() ELSE sent_at END,
               bounced_at = CASE WHEN $2 = 'BOUNCED' THEN now() ELSE bounced_at END,
               updated_at = now()
@@ -206,6 +210,7 @@ function finishParams(emailId: string, status: EmailStatus, fields: FinishFields
     fields.dkimSigned ?? null,
     fields.subject ?? null,
     EmailStatus.SENDING,
+    fields.returnPath ?? null,
   ];
 }
 
@@ -318,6 +323,7 @@ export class EmailsRepository {
       senderStatus,
       senderSelector,
       senderKeySealed,
+      senderReturnPath,
       ...email
     } = rows[0];
     return {
@@ -329,6 +335,7 @@ export class EmailsRepository {
         senderStatus,
         senderSelector,
         senderKeySealed,
+        senderReturnPath,
       }),
     };
   }
@@ -351,6 +358,16 @@ export class EmailsRepository {
       [emailId],
     );
     return rows[0] ?? null;
+  }
+
+  /** The Message-ID (null before delivery) of each of these emails that exists, by id. */
+  async messageIdsOf(manager: EntityManager, ids: string[]): Promise<Map<string, string | null>> {
+    const rows = await queryRows<{ id: string; messageId: string | null }>(
+      manager,
+      `SELECT id, message_id AS "messageId" FROM emails WHERE id = ANY($1::uuid[])`,
+      [ids],
+    );
+    return new Map(rows.map((row) => [row.id, row.messageId]));
   }
 
   /**
@@ -544,15 +561,22 @@ export class EmailsRepository {
     manager: EntityManager,
     emailId: string,
     bounce: EmailBounce,
-    delivery: { error?: string; subject?: string } = {},
+    delivery: { error?: string; subject?: string; returnPath?: string } = {},
   ): Promise<BouncedEmail | null> {
     const rows = await queryRows<BouncedEmail>(
       manager,
       `UPDATE emails SET status = 'BOUNCED', bounced_at = now(), bounce = $2::jsonb,
-              error = COALESCE($3, error), subject = COALESCE($4, subject), updated_at = now()
+              error = COALESCE($3, error), subject = COALESCE($4, subject),
+              return_path = COALESCE($5, return_path), updated_at = now()
         WHERE id = $1 AND status IN ('SENDING', 'SENT')
        RETURNING ${BOUNCED_EMAIL_COLUMNS}`,
-      [emailId, JSON.stringify(bounce), delivery.error ?? null, delivery.subject ?? null],
+      [
+        emailId,
+        JSON.stringify(bounce),
+        delivery.error ?? null,
+        delivery.subject ?? null,
+        delivery.returnPath ?? null,
+      ],
     );
     return rows[0] ?? null;
   }

@@ -8,6 +8,8 @@ import { decodeCursor, Page, pageOf } from '../common/pagination/pagination';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { newId } from '../database/id';
+import { senderDomainOf } from '../domains/domain-name';
+import { DomainsService } from '../domains/domains.service';
 import { EventsService } from '../events/events.service';
 import type { EventRow } from '../events/event.row';
 import { DELIVERY_JOBS, DeliveryJobData } from '../queue/jobs';
@@ -19,6 +21,7 @@ import { ListEmailsQueryDto } from './dto/list-emails.query';
 import { Email, EmailAttachmentRef, EmailSource, EmailStatus } from './email.entity';
 import { EmailContentsRepository } from './email-contents.repository';
 import { EmailsRepository } from './emails.repository';
+import { ReturnPaths } from './return-paths';
 import { UnsubscribeLinks } from './unsubscribe-links';
 
 /** A recipient as the pipeline needs it (a ContactRow fits). */
@@ -124,6 +127,8 @@ export class EmailsService {
     private readonly templates: TemplatesService,
     private readonly events: EventsService,
     private readonly unsubscribeLinks: UnsubscribeLinks,
+    private readonly domains: DomainsService,
+    private readonly returnPaths: ReturnPaths,
   ) {}
 
   /** The signed one-click link of a contact (and the message it is in). */
@@ -337,18 +342,51 @@ export class EmailsService {
       afterId,
       limit,
     );
-    return pageOf(rows, limit, total, toEmailResponse, (row) => row.id);
+    const returnPaths = await this.returnPathsOf(projectId, rows);
+    return pageOf(
+      rows,
+      limit,
+      total,
+      (row) => toEmailResponse(row, returnPaths.get(row.id) ?? null),
+      (row) => row.id,
+    );
   }
 
   async get(projectId: string, id: string): Promise<EmailResponse> {
     // `id` is a UUID: the controller's IdParamDto answered 400 for anything else.
     const row = await this.repository.findById(this.dataSource.manager, projectId, id);
     if (!row) throw ApiException.notFound('email', id);
-    return toEmailResponse(row);
+    const returnPaths = await this.returnPathsOf(projectId, [row]);
+    return toEmailResponse(row, returnPaths.get(row.id) ?? null);
+  }
+
+  /**
+   * Each email's return path: the stored one once delivery was attempted;
+   * for QUEUED and SENDING mail, the one delivery would use now (one domain
+   * read per sender domain of the page); none for mail never attempted.
+   */
+  private async returnPathsOf(projectId: string, rows: Email[]): Promise<Map<string, string>> {
+    const paths = new Map<string, string>();
+    const ownDomains = new Map<string, Promise<string | null>>();
+    for (const row of rows) {
+      if (row.returnPath) {
+        paths.set(row.id, row.returnPath);
+        continue;
+      }
+      if (row.status !== EmailStatus.QUEUED && row.status !== EmailStatus.SENDING) continue;
+      const senderDomain = senderDomainOf(row.fromEmail) ?? '';
+      let ownDomain = ownDomains.get(senderDomain);
+      if (!ownDomain) {
+        ownDomain = this.domains.returnPathDomainOf(projectId, row.fromEmail);
+        ownDomains.set(senderDomain, ownDomain);
+      }
+      paths.set(row.id, this.returnPaths.envelope(row.id, await ownDomain).returnPath);
+    }
+    return paths;
   }
 }
 
-export function toEmailResponse(row: Email): EmailResponse {
+export function toEmailResponse(row: Email, returnPath: string | null): EmailResponse {
   const iso = (d: Date | null) => (d ? d.toISOString() : null);
   return {
     id: row.id,
@@ -364,6 +402,7 @@ export function toEmailResponse(row: Email): EmailResponse {
     attempts: row.attempts,
     error: row.error,
     dkimSigned: row.dkimSigned,
+    returnPath,
     trackOpens: row.trackOpens,
     trackClicks: row.trackClicks,
     opens: row.opens,

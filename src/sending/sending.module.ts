@@ -12,6 +12,7 @@ import { IdempotencyKeysRepository } from './idempotency-keys.repository';
 import { SendController } from './send.controller';
 import { SendService } from './send.service';
 import { UnsubscribeController } from './unsubscribe.controller';
+import { ReturnPaths } from './return-paths';
 import { UnsubscribeLinks } from './unsubscribe-links';
 import { UnsubscribeService } from './unsubscribe.service';
 
@@ -20,7 +21,7 @@ import { UnsubscribeService } from './unsubscribe.service';
  * and their content, and unsubscribe. Campaigns and workflows import this
  * module and use EmailsService (compose → insert in their transaction →
  * enqueue after commit). DeliveryModule delivers what it accepts, through
- * the repositories and links exported here.
+ * the repositories, links and return paths exported here.
  */
 @Module({
   imports: [TemplatesModule, ContactsModule, EventsModule, DomainsModule, ProjectsModule],
@@ -33,6 +34,7 @@ import { UnsubscribeService } from './unsubscribe.service';
     SendService,
     UnsubscribeService,
     UnsubscribeLinks,
+    ReturnPaths,
   ],
   exports: [
     EmailsService,
@@ -41,6 +43,7 @@ import { UnsubscribeService } from './unsubscribe.service';
     EmailContentsRepository,
     IdempotencyKeysRepository,
     UnsubscribeLinks,
+    ReturnPaths,
   ],
 })
 export class SendingModule {}

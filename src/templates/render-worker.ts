@@ -1,3 +1,5 @@
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import {
   LiquidSandbox,
   RenderContext,
@@ -6,41 +8,95 @@ import {
   TemplateRenderError,
 } from './liquid-sandbox';
 
-/** One render handed to a pool thread. `progress` is shared memory the thread writes its current part to. */
+/**
+ * Renders of one source for several recipients, handed to a pool thread as one task: the source
+ * crosses threads once and the per-task cost (message passing, scheduling) is paid once per batch.
+ * `progress` is shared memory the thread writes where it is to, so each render keeps its own
+ * deadline.
+ */
 export type RenderTask =
-  | { kind: 'message'; source: RenderSource; context: RenderContext; progress: SharedArrayBuffer }
-  | { kind: 'text'; source: string; context: RenderContext; progress: SharedArrayBuffer };
+  | {
+      kind: 'message';
+      source: RenderSource;
+      contexts: RenderContext[];
+      progress: SharedArrayBuffer;
+    }
+  | { kind: 'text'; source: string; contexts: RenderContext[]; progress: SharedArrayBuffer };
 
 /** Errors do not keep their class across threads, so a template's failure comes back as a value. */
 export type RenderOutcome =
   | { ok: true; message?: RenderedContent; text?: string }
-  | { ok: false; part: 'subject' | 'body'; message: string };
+  | { ok: false; part: 'subject' | 'body'; message: string }
+  /** Anything else one render threw: it fails that recipient, not the batch. */
+  | { ok: false; part?: undefined; message: string };
 
 export const PART_CODES = { subject: 0, body: 1 } as const;
-/** `progress`: an Int32 at 0 (the part, PART_CODES) and, at STARTED_AT_OFFSET, the ms time the thread took the task. */
+/**
+ * `progress`: Int32 at PART_OFFSET (the part, PART_CODES), Int32 at INDEX_OFFSET (the context being
+ * rendered), and at STARTED_AT_OFFSET the ms time the thread began that context.
+ */
+export const PART_OFFSET = 0;
+export const INDEX_OFFSET = 4;
 export const STARTED_AT_OFFSET = 8;
 export const PROGRESS_BYTES = 16;
 
 /** Made on a thread's first task: the main thread imports this module for its constants only. */
 let sandbox: LiquidSandbox | undefined;
 
+/** Niceness of a render thread: below the event loop that answers requests (0). */
+const RENDER_THREAD_NICENESS = 10;
+
+/**
+ * On Linux a thread has its own scheduling priority: a render thread running a template to its
+ * deadline then takes a core only when the event loops of this machine's processes leave it
+ * idle, so one tenant's slow templates do not slow other tenants' requests. Elsewhere (or where
+ * /proc is not mounted) threads keep the process's priority.
+ */
+function lowerThreadPriority(): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, RENDER_THREAD_NICENESS);
+  } catch {
+    // Not Linux, or not allowed: nothing to do.
+  }
+}
+
 /** The pool's entry point (piscina loads this module in each worker thread). */
-export default async function render(task: RenderTask): Promise<RenderOutcome> {
-  sandbox ??= new LiquidSandbox();
-  const progress = new Int32Array(task.progress, 0, 1);
-  Atomics.store(new BigInt64Array(task.progress, STARTED_AT_OFFSET, 1), 0, BigInt(Date.now()));
+export default async function render(task: RenderTask): Promise<RenderOutcome[]> {
+  if (!sandbox) {
+    lowerThreadPriority();
+    sandbox = new LiquidSandbox();
+  }
+  const ints = new Int32Array(task.progress, 0, 2);
+  const startedAt = new BigInt64Array(task.progress, STARTED_AT_OFFSET, 1);
+  const outcomes: RenderOutcome[] = [];
+  for (let i = 0; i < task.contexts.length; i++) {
+    Atomics.store(ints, INDEX_OFFSET / 4, i);
+    Atomics.store(ints, PART_OFFSET, PART_CODES.subject);
+    Atomics.store(startedAt, 0, BigInt(Date.now()));
+    outcomes.push(await renderOne(task, task.contexts[i], ints));
+  }
+  return outcomes;
+}
+
+async function renderOne(
+  task: RenderTask,
+  context: RenderContext,
+  ints: Int32Array,
+): Promise<RenderOutcome> {
+  const s = sandbox as LiquidSandbox;
   try {
     if (task.kind === 'text') {
-      Atomics.store(progress, 0, PART_CODES.body);
-      return { ok: true, text: await sandbox.renderText(task.source, task.context) };
+      Atomics.store(ints, PART_OFFSET, PART_CODES.body);
+      return { ok: true, text: await s.renderText(task.source, context) };
     }
-    const message = await sandbox.render(task.source, task.context, (part) =>
-      Atomics.store(progress, 0, PART_CODES[part]),
+    const message = await s.render(task.source, context, (part) =>
+      Atomics.store(ints, PART_OFFSET, PART_CODES[part]),
     );
     return { ok: true, message };
   } catch (error) {
     if (error instanceof TemplateRenderError)
       return { ok: false, part: error.part, message: error.message };
-    throw error;
+    return { ok: false, message: error instanceof Error ? error.message : String(error) };
   }
 }

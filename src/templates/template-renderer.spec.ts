@@ -165,6 +165,27 @@ describe('TemplateRenderer', () => {
     }
   }, 30_000);
 
+  it('fails only the render that ran past its deadline when renders of one source go to a thread together', async () => {
+    const source = {
+      subject: 'Hi {{ n }}',
+      body: '{% if slow %}{% assign a = (1..3000000) %}{{ a | where_exp: "i", "i > 0" | size }}{% endif %}<b>{{ n }}</b>',
+    };
+    const settled = await Promise.allSettled(
+      Array.from({ length: 7 }, (_, i) => renderer.render(source, { n: i, slow: i === 3 })),
+    );
+    expect(settled.map((s) => s.status)).toEqual([
+      ...Array(3).fill('fulfilled'),
+      'rejected',
+      ...Array(3).fill('fulfilled'),
+    ]);
+    expect((settled[3] as PromiseRejectedResult).reason).toEqual(
+      expect.objectContaining({ part: 'body', message: 'rendering took longer than 1000 ms' }),
+    );
+    expect(settled.map((s) => (s.status === 'fulfilled' ? s.value.html : null))).toEqual(
+      [0, 1, 2, null, 4, 5, 6].map((n) => (n === null ? null : `<b>${n}</b>`)),
+    );
+  }, 20_000);
+
   it('renders many messages at once, each with its own context', async () => {
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>

@@ -14,7 +14,7 @@ import {
   RenderSource,
   TemplateRenderError,
 } from './liquid-sandbox';
-import { PROGRESS_BYTES, STARTED_AT_OFFSET } from './render-worker';
+import { INDEX_OFFSET, PART_OFFSET, PROGRESS_BYTES, STARTED_AT_OFFSET } from './render-worker';
 import type { RenderOutcome, RenderTask } from './render-worker';
 
 export { htmlToText, RENDER_LIMITS, RenderLimitError, TemplateRenderError } from './liquid-sandbox';
@@ -39,6 +39,27 @@ export interface RenderPoolOptions {
 
 export const DEFAULT_RENDER_TIMEOUT_MS = 2000;
 const START_POLL_MS = 20;
+/** Renders of one source per pool task: enough to amortise the hand-over, few enough to share threads. */
+const MAX_BATCH = 32;
+
+type Rendered = RenderOutcome & { ok: true };
+
+interface Batch {
+  tenant: string;
+  kind: RenderTask['kind'];
+  source: RenderSource | string;
+  items: {
+    context: RenderContext;
+    resolve: (outcome: Rendered) => void;
+    reject: (error: unknown) => void;
+  }[];
+}
+
+function sameSource(a: RenderSource | string, b: RenderSource | string): boolean {
+  if (a === b) return true;
+  if (typeof a === 'string' || typeof b === 'string') return false;
+  return a.subject === b.subject && a.body === b.body && a.format === b.format;
+}
 
 /**
  * The compiled worker: under ts-jest this file runs from src/, but threads load JavaScript, so
@@ -62,6 +83,9 @@ export class TemplateRenderer implements OnApplicationShutdown {
   private pool: Piscina | null = null;
   private readonly slots: FairSemaphore;
   private readonly threads: number;
+  private readonly perTenant: number;
+  /** Renders asked for in this turn of the event loop, grouped by tenant and source. */
+  private gathering: Batch[] = [];
 
   constructor(
     private readonly options: RenderPoolOptions = { timeoutMs: DEFAULT_RENDER_TIMEOUT_MS },
@@ -69,7 +93,8 @@ export class TemplateRenderer implements OnApplicationShutdown {
     this.threads = options.threads ?? Math.max(2, Math.min(4, availableParallelism()));
     // A project whose templates are slow (or hostile) holds all threads but one: the last one
     // stays for the other projects, whose renders then wait behind each other only.
-    this.slots = new FairSemaphore(this.threads, Math.max(1, this.threads - 1));
+    this.perTenant = Math.max(1, this.threads - 1);
+    this.slots = new FairSemaphore(this.threads, this.perTenant);
   }
 
   /** The parse error of a Liquid source, or null when it parses. */
@@ -83,24 +108,12 @@ export class TemplateRenderer implements OnApplicationShutdown {
     context: RenderContext,
     tenant = '',
   ): Promise<RenderedContent> {
-    const outcome = await this.run(tenant, (progress) => ({
-      kind: 'message',
-      source,
-      context,
-      progress,
-    }));
-    return outcome.message as RenderedContent;
+    return (await this.enqueue(tenant, 'message', source, context)).message as RenderedContent;
   }
 
   /** Plain text (no HTML escaping): workflow WEBHOOK bodies and header values. */
   async renderText(source: string, context: RenderContext, tenant = ''): Promise<string> {
-    const outcome = await this.run(tenant, (progress) => ({
-      kind: 'text',
-      source,
-      context,
-      progress,
-    }));
-    return outcome.text as string;
+    return (await this.enqueue(tenant, 'text', source, context)).text as string;
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -109,51 +122,115 @@ export class TemplateRenderer implements OnApplicationShutdown {
     if (pool) await pool.destroy();
   }
 
-  private run(
+  /**
+   * Renders asked for in the same turn of the event loop with the same source and tenant (a
+   * workflow batch's SEND_EMAIL steps, a campaign's chunk) go to the threads together, a few
+   * tasks of up to MAX_BATCH renders each.
+   */
+  private enqueue(
     tenant: string,
-    task: (progress: SharedArrayBuffer) => RenderTask,
-  ): Promise<RenderOutcome & { ok: true }> {
+    kind: RenderTask['kind'],
+    source: RenderSource | string,
+    context: RenderContext,
+  ): Promise<Rendered> {
+    return new Promise<Rendered>((resolve, reject) => {
+      let group = this.gathering.find(
+        (g) => g.tenant === tenant && g.kind === kind && sameSource(g.source, source),
+      );
+      if (!group) {
+        group = { tenant, kind, source, items: [] };
+        this.gathering.push(group);
+      }
+      group.items.push({ context, resolve, reject });
+      if (this.gathering.length === 1 && group.items.length === 1) setImmediate(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    const groups = this.gathering;
+    this.gathering = [];
+    for (const group of groups) {
+      // Spread over the threads one tenant may use, at most MAX_BATCH renders a task.
+      const size = Math.min(MAX_BATCH, Math.ceil(group.items.length / this.perTenant));
+      for (let at = 0; at < group.items.length; at += size) {
+        const batch = { ...group, items: group.items.slice(at, at + size) };
+        // Settles every render of the batch should the pool itself fail (a missing worker file).
+        this.runBatch(batch).catch((error: unknown) => {
+          for (const item of batch.items) item.reject(error);
+        });
+      }
+    }
+  }
+
+  private runBatch(group: Batch): Promise<void> {
+    const { tenant, kind, source, items } = group;
     return this.slots.run(tenant, async () => {
       const progress = new SharedArrayBuffer(PROGRESS_BYTES);
-      const abort = new AbortController();
-      // The budget counts from when the thread takes the task (it writes the time): starting a
-      // thread to replace a stopped one can take a second on a loaded machine, and is not the
-      // template's doing.
+      const ints = new Int32Array(progress, 0, 2);
       const startedAt = new BigInt64Array(progress, STARTED_AT_OFFSET, 1);
+      const abort = new AbortController();
+      let culprit = -1;
+      // Each render's budget counts from when the thread begins it (it writes the time): starting
+      // a thread to replace a stopped one can take a second on a loaded machine, and is not the
+      // template's doing.
       let timer: NodeJS.Timeout;
       const check = (): void => {
+        const index = Atomics.load(ints, INDEX_OFFSET / 4);
         const started = Number(Atomics.load(startedAt, 0));
-        if (started === 0) {
+        if (started === 0 || index !== Atomics.load(ints, INDEX_OFFSET / 4)) {
           timer = setTimeout(check, START_POLL_MS);
           return;
         }
         const left = started + this.options.timeoutMs - Date.now();
-        if (left <= 0) abort.abort();
-        else timer = setTimeout(check, left);
+        if (left > 0) {
+          timer = setTimeout(check, left);
+          return;
+        }
+        culprit = index;
+        abort.abort();
       };
       timer = setTimeout(check, START_POLL_MS);
-      let outcome: RenderOutcome;
+      const task = {
+        kind,
+        source,
+        contexts: items.map((item) => item.context),
+        progress,
+      } as RenderTask;
+      let outcomes: RenderOutcome[];
       try {
-        outcome = (await this.threadPool().run(task(progress), {
-          signal: abort.signal,
-        })) as RenderOutcome;
+        outcomes = (await this.threadPool().run(task, { signal: abort.signal })) as RenderOutcome[];
       } catch (error) {
-        const part: RenderPart = new Int32Array(progress)[0] === 0 ? 'subject' : 'body';
-        if (abort.signal.aborted) {
-          throw new RenderLimitError(
+        const out = (error as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY';
+        if (!abort.signal.aborted && !out) {
+          for (const item of items) item.reject(error);
+          return;
+        }
+        // The thread stopped inside one render: that one fails, the others (whose results
+        // stopped with the thread) are rendered again.
+        const index = abort.signal.aborted ? culprit : Atomics.load(ints, INDEX_OFFSET / 4);
+        const part: RenderPart = Atomics.load(ints, PART_OFFSET) === 0 ? 'subject' : 'body';
+        items[index].reject(
+          new RenderLimitError(
             part,
-            `rendering took longer than ${this.options.timeoutMs} ms`,
-          );
+            out
+              ? 'rendering needed more memory than a message may use'
+              : `rendering took longer than ${this.options.timeoutMs} ms`,
+          ),
+        );
+        for (const [i, item] of items.entries()) {
+          if (i !== index)
+            this.enqueue(tenant, kind, source, item.context).then(item.resolve, item.reject);
         }
-        if ((error as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY') {
-          throw new RenderLimitError(part, 'rendering needed more memory than a message may use');
-        }
-        throw error;
+        return;
       } finally {
         clearTimeout(timer);
       }
-      if (!outcome.ok) throw new TemplateRenderError(outcome.part, outcome.message);
-      return outcome;
+      for (const [i, outcome] of outcomes.entries()) {
+        if (outcome.ok) items[i].resolve(outcome);
+        else if (outcome.part)
+          items[i].reject(new TemplateRenderError(outcome.part, outcome.message));
+        else items[i].reject(new Error(outcome.message));
+      }
     });
   }
 

@@ -118,8 +118,10 @@ export class WorkflowEngine {
     let batch: StepBatch;
     let outcomes: string[];
     try {
+      // Messages are rendered before the transaction opens: a render never holds its connection.
+      const prerendered = await this.interpreter.prerender(jobs);
       ({ batch, outcomes } = await this.dataSource.transaction(async (manager) => {
-        const b = new StepBatch(manager);
+        const b = new StepBatch(manager, prerendered);
         const out = await this.interpreter.steps(b, jobs, null);
         await this.interpreter.write(b);
         return { batch: b, outcomes: out };

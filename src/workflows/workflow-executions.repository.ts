@@ -74,6 +74,10 @@ const EXECUTION_COLUMNS = `x.id, x.project_id AS "projectId", x.workflow_id AS "
 const ENGINE_READ = `SELECT ${EXECUTION_COLUMNS}, (extract(epoch FROM w.updated_at) * 1000000)::bigint::text AS "workflowStamp"
   FROM workflow_executions x JOIN workflows w ON w.id = x.workflow_id WHERE x.id = $1`;
 
+/** ENGINE_LOCK's read without the lock or the step record. */
+const ENGINE_UNLOCKED = `SELECT ${EXECUTION_COLUMNS}, (extract(epoch FROM w.updated_at) * 1000000)::bigint::text AS "workflowStamp"
+  FROM workflow_executions x JOIN workflows w ON w.id = x.workflow_id WHERE x.id = ANY($1::uuid[])`;
+
 /** Executions locked per statement by lockOpenOfWorkflow. */
 const LOCK_CHUNK = 1000;
 
@@ -274,6 +278,15 @@ export class WorkflowExecutionsRepository {
     ids: string[],
   ): Promise<Map<string, WorkflowExecution>> {
     const rows = await queryRows<WorkflowExecution>(manager, ENGINE_LOCK, [ids]);
+    return new Map(rows.map((x) => [x.id, x]));
+  }
+
+  /** Executions without locks, by id (the engine's renders before a batch's transaction): lockExecutions' read. */
+  async findExecutions(
+    manager: EntityManager,
+    ids: string[],
+  ): Promise<Map<string, WorkflowExecution>> {
+    const rows = await queryRows<WorkflowExecution>(manager, ENGINE_UNLOCKED, [ids]);
     return new Map(rows.map((x) => [x.id, x]));
   }
 

@@ -2,6 +2,8 @@ import type { EntityManager } from 'typeorm';
 import type { ContactRow } from '../contacts/contact.row';
 import type { EventRow } from '../events/event.row';
 import type { Email } from '../sending/email.entity';
+import type { RenderedEmail } from '../sending/emails.service';
+import type { Template } from '../templates/template.entity';
 import type { StepTree } from './workflow-steps';
 import type { DueExecution, PendingTransition, StepRun } from './workflow-executions.repository';
 
@@ -10,6 +12,15 @@ export interface AfterCommit {
   jobs: DueExecution[];
   emails: Email[];
   events: { rows: EventRow[]; email: string | null }[];
+}
+
+/** A SEND_EMAIL step's message rendered before the batch's transaction, for the execution as it was read then. */
+export interface Prerendered {
+  version: number;
+  stepId: string;
+  template: Template;
+  contact: ContactRow;
+  rendered: Promise<RenderedEmail>;
 }
 
 /**
@@ -42,7 +53,20 @@ export class StepBatch {
   readonly matches = new Map<string, boolean>();
   readonly triggerNames = new Map<string, string | null>();
 
-  constructor(readonly manager: EntityManager) {}
+  /**
+   * SEND_EMAIL steps that run in a later batch: their message was not rendered before this one's
+   * transaction, or was rendered for an execution, template or contact that changed since.
+   */
+  readonly later = new Set<string>();
+
+  /**
+   * `prerendered`: the batch's messages rendered before its transaction (runBatch), by execution;
+   * null when the steps may render in the transaction (a single job's run, which is rare).
+   */
+  constructor(
+    readonly manager: EntityManager,
+    readonly prerendered: Map<string, Prerendered> | null = null,
+  ) {}
 
   once<T>(key: string, load: () => Promise<T>): Promise<T> {
     let loaded = this.loads.get(key) as Promise<T> | undefined;

@@ -15,16 +15,18 @@ import { DomainsService } from '../domains/domains.service';
 import type { ContactRow } from '../contacts/contact.row';
 import { DisabledProjects } from '../projects/disabled-projects';
 import { Email, EmailSource } from '../sending/email.entity';
-import { EmailsService } from '../sending/emails.service';
+import { ComposeEmailInput, EmailsService } from '../sending/emails.service';
+import { rendersAlike } from '../sending/rendered-recipients';
 import { TemplateRenderError } from '../templates/template-renderer';
 import { Template, TemplateType } from '../templates/template.entity';
 import { TemplatesService } from '../templates/templates.service';
 import { WorkflowDispatcher } from './workflow-dispatcher';
-import { AfterCommit, StepBatch } from './workflow-step-batch';
+import { AfterCommit, Prerendered, StepBatch } from './workflow-step-batch';
 import { eventOnlyData, sendData } from './workflow-send-data';
 import { WebhookOutcome } from './workflow-webhook-caller';
 import {
   durationMs,
+  SendEmailStep,
   StepTree,
   UpdateContactStep,
   WebhookStep,
@@ -140,7 +142,7 @@ export class WorkflowStepInterpreter {
     await this.startCompositions(b, due);
     for (const { job, x, step } of due) {
       if (
-        b.emailChars >= this.emailCharsPerBatch &&
+        (b.emailChars >= this.emailCharsPerBatch || b.later.has(x.id)) &&
         x.status === ExecutionStatus.RUNNING &&
         step?.type === 'SEND_EMAIL'
       ) {
@@ -239,6 +241,51 @@ export class WorkflowStepInterpreter {
   }
 
   /**
+   * Renders the SEND_EMAIL messages of a batch's jobs before its transaction, from an unlocked
+   * read of their executions, contacts and templates, so no render (which may run to
+   * RENDER_TIMEOUT_MS) holds the transaction's connection and row locks: the steps then take
+   * each message whose execution, template and contact are still as they were rendered for
+   * (startCompositions). The renders of one template go to the render threads together; up to
+   * the batch's character budget.
+   */
+  async prerender(jobs: StepJob[]): Promise<Map<string, Prerendered>> {
+    const manager = this.dataSource.manager;
+    const found = await this.executions.findExecutions(
+      manager,
+      jobs.map((job) => job.executionId),
+    );
+    const due: { x: WorkflowExecution; step: WorkflowStep | null }[] = [];
+    for (const job of jobs) {
+      const x = found.get(job.executionId);
+      if (!x || x.version !== job.version || x.status !== ExecutionStatus.RUNNING) continue;
+      const { step } = await this.whereIs(manager, x);
+      if (step?.type === 'SEND_EMAIL') due.push({ x, step });
+    }
+    const out = new Map<string, Prerendered>();
+    if (due.length === 0) return out;
+    // The batch's reads, made as the transaction will make them (prefetch), without locks.
+    const b = new StepBatch(manager);
+    await this.prefetch(b, due);
+    let chars = 0;
+    for (const { x, step } of due) {
+      if (chars >= this.emailCharsPerBatch) break;
+      if (step?.type !== 'SEND_EMAIL') continue;
+      const sendable = await this.sendable(b, x, step);
+      if (!sendable) continue;
+      const { contact, template } = sendable;
+      chars += template.subject.length + template.body.length;
+      const input = await this.composeInput(b, x, step.id, template, contact);
+      const rendered = this.emails.render(input);
+      // Awaited by its step, or never when the step does not send: no unhandled rejection either way.
+      rendered.catch(() => undefined);
+      out.set(x.id, { version: x.version, stepId: step.id, template, contact, rendered });
+    }
+    // Every render ends (or fails) before the transaction opens.
+    await Promise.allSettled([...out.values()].map((pre) => pre.rendered));
+    return out;
+  }
+
+  /**
    * Starts rendering the batch's SEND_EMAIL messages together, once their
    * reads are made: each render is a round trip to a render thread, and
    * awaiting them one by one in the step loop left the threads idle between
@@ -246,6 +293,9 @@ export class WorkflowStepInterpreter {
    * the step, in order, with the same checks as before; a message whose step
    * does not run (a template or sender error, the batch's character budget)
    * is dropped. Started only up to the batch's character budget.
+   * A batch rendered before its transaction (b.prerendered) renders nothing
+   * here: a step whose message was not rendered then, or was rendered for an
+   * execution, template or contact that changed since, runs in a later batch.
    */
   private async startCompositions(
     b: StepBatch,
@@ -253,22 +303,66 @@ export class WorkflowStepInterpreter {
   ): Promise<void> {
     let chars = 0;
     for (const { x, step } of due) {
-      if (chars >= this.emailCharsPerBatch) return;
       if (x.status !== ExecutionStatus.RUNNING || step?.type !== 'SEND_EMAIL') continue;
-      const contact = b.contacts.get(x.contactId);
-      let template: Template;
-      try {
-        template = await this.templateOf(b, x.projectId, step.templateId);
-      } catch {
-        continue; // The step reports it when it runs.
+      if (b.prerendered) {
+        await this.takePrerendered(b, x, step);
+        continue;
       }
-      if (!contact || !template.fromEmail) continue;
+      if (chars >= this.emailCharsPerBatch) return;
+      const sendable = await this.sendable(b, x, step);
+      if (!sendable) continue;
+      const { contact, template } = sendable;
       chars += template.subject.length + template.body.length;
       const composing = this.compose(b, x, step.id, template, contact);
       // Awaited by its step, or never when the step does not send: no unhandled rejection either way.
       composing.catch(() => undefined);
       b.composing.set(x.id, composing);
     }
+  }
+
+  /** The message rendered before the transaction for this step, if it still fits; else the step waits for a later batch. */
+  private async takePrerendered(
+    b: StepBatch,
+    x: WorkflowExecution,
+    step: SendEmailStep,
+  ): Promise<void> {
+    const sendable = await this.sendable(b, x, step);
+    if (!sendable) return;
+    const { contact, template } = sendable;
+    const pre = b.prerendered?.get(x.id);
+    if (
+      !pre ||
+      pre.version !== x.version ||
+      pre.stepId !== step.id ||
+      !sameTemplate(template, pre.template) ||
+      !rendersAlike(contact, pre.contact)
+    ) {
+      b.later.add(x.id);
+      return;
+    }
+    const composing = pre.rendered.then((rendered) => this.emails.toRow(rendered, contact));
+    // Awaited by its step, or never when the step does not send: no unhandled rejection either way.
+    composing.catch(() => undefined);
+    b.composing.set(x.id, composing);
+  }
+
+  /**
+   * The contact and template of a SEND_EMAIL step that can render; null when the step will fail
+   * (no contact, no template, no sender): it reports that itself when it runs, rendering nothing.
+   */
+  private async sendable(
+    b: StepBatch,
+    x: WorkflowExecution,
+    step: SendEmailStep,
+  ): Promise<{ contact: ContactRow; template: Template } | null> {
+    const contact = b.contacts.get(x.contactId);
+    let template: Template;
+    try {
+      template = await this.templateOf(b, x.projectId, step.templateId);
+    } catch {
+      return null;
+    }
+    return contact && template.fromEmail ? { contact, template } : null;
   }
 
   private templateOf(b: StepBatch, projectId: string, templateId: string): Promise<Template> {
@@ -284,7 +378,17 @@ export class WorkflowStepInterpreter {
     template: Template,
     contact: ContactRow,
   ): Promise<Email> {
-    return this.emails.compose({
+    return this.emails.compose(await this.composeInput(b, x, stepId, template, contact));
+  }
+
+  private async composeInput(
+    b: StepBatch,
+    x: WorkflowExecution,
+    stepId: string,
+    template: Template,
+    contact: ContactRow,
+  ): Promise<ComposeEmailInput> {
+    return {
       projectId: x.projectId,
       contact,
       source: EmailSource.WORKFLOW,
@@ -297,7 +401,7 @@ export class WorkflowStepInterpreter {
       data: await sendData(this.events, b.manager, x, b.triggerNames),
       workflowExecutionId: x.id,
       workflowStepId: stepId,
-    });
+    };
   }
 
   /** Where the execution is: its definition, its position (the first step when it has not begun) and that step. */
@@ -765,4 +869,19 @@ export function isStepFailure(error: unknown): boolean {
     return ['22', '23', '42', '2B', '0A'].some((cls) => state.startsWith(cls));
   }
   return false;
+}
+
+/** Whether a message rendered from `rendered` is what `current` would make (every field compose reads). */
+function sameTemplate(current: Template, rendered: Template): boolean {
+  return (
+    current === rendered ||
+    (current.id === rendered.id &&
+      current.subject === rendered.subject &&
+      current.body === rendered.body &&
+      current.fromEmail === rendered.fromEmail &&
+      current.fromName === rendered.fromName &&
+      current.replyTo === rendered.replyTo &&
+      current.type === rendered.type &&
+      current.track === rendered.track)
+  );
 }

@@ -12,12 +12,15 @@ const UDP_LIMIT_WITHOUT_EDNS = 512;
  * A small authoritative DNS server for tests, on 127.0.0.1 with a random free
  * port, over UDP and TCP (same port). TXT records are set and removed at
  * runtime; a record may be several character-strings (the way long DKIM keys
- * are published). A name without records answers NXDOMAIN.
+ * are published). A name may instead hold a CNAME, given in answer to any
+ * question about it (the target is not followed). A name without records
+ * answers NXDOMAIN.
  *
  * Point the app at it with `DNS_SERVERS: dns.address`.
  */
 export class TestDnsServer {
   private readonly txt = new Map<string, string[][]>();
+  private readonly cnames = new Map<string, string>();
   private readonly failing = new Set<string>();
   private udp?: dgram.Socket;
   private tcp?: net.Server;
@@ -49,6 +52,16 @@ export class TestDnsServer {
     this.txt.delete(key(name));
   }
 
+  /** Makes `name` an alias of `target` (a CNAME record, the only record at the name). */
+  setCname(name: string, target: string): void {
+    this.txt.delete(key(name));
+    this.cnames.set(key(name), target);
+  }
+
+  removeCname(name: string): void {
+    this.cnames.delete(key(name));
+  }
+
   /** Answers SERVFAIL for a name until cleared: a broken upstream, not an absent record. */
   setFailure(name: string, failing = true): void {
     if (failing) this.failing.add(key(name));
@@ -57,6 +70,7 @@ export class TestDnsServer {
 
   clear(): void {
     this.txt.clear();
+    this.cnames.clear();
     this.failing.clear();
   }
 
@@ -135,6 +149,14 @@ export class TestDnsServer {
     let flags = packet.AUTHORITATIVE_ANSWER;
     if (this.failing.has(key(question.name)))
       return packet.encode({ ...base, flags: flags | SERVFAIL });
+    const cname = this.cnames.get(key(question.name));
+    if (cname !== undefined) {
+      return packet.encode({
+        ...base,
+        flags,
+        answers: [{ type: 'CNAME', name: question.name, ttl: 1, class: 'IN', data: cname }],
+      });
+    }
     if (!records) return packet.encode({ ...base, flags: flags | NXDOMAIN });
     const answers: packet.Answer[] =
       question.type === 'TXT'

@@ -2,10 +2,10 @@ import { TestDnsServer } from './dns-server';
 import { TestApp, TestProject } from './test-app';
 
 export interface DnsRecord {
-  type: 'TXT';
+  type: 'TXT' | 'CNAME';
   name: string;
   value: string;
-  purpose: 'OWNERSHIP' | 'DKIM' | 'SPF' | 'DMARC';
+  purpose: 'OWNERSHIP' | 'DKIM' | 'SPF' | 'DMARC' | 'RETURN_PATH';
   required: boolean;
   status: 'PENDING' | 'VERIFIED' | 'FAILED';
   found?: string[];
@@ -22,14 +22,16 @@ export interface DomainBody {
   createdAt: string;
 }
 
-/** Publishes records of a domain on the test DNS server (by default the two required ones). */
+/** Publishes records of a domain on the test DNS server (by default the two required ones); a CNAME as a CNAME. */
 export function publishDomainRecords(
   dns: TestDnsServer,
   domain: DomainBody,
   purposes: DnsRecord['purpose'][] = ['OWNERSHIP', 'DKIM'],
 ): void {
   for (const record of domain.records) {
-    if (purposes.includes(record.purpose)) dns.setTxt(record.name, record.value);
+    if (!purposes.includes(record.purpose)) continue;
+    if (record.type === 'CNAME') dns.setCname(record.name, record.value);
+    else dns.setTxt(record.name, record.value);
   }
 }
 

@@ -3,6 +3,7 @@ import { ParsedMail, simpleParser } from 'mailparser';
 import {
   SMTPServer,
   SMTPServerAddress,
+  SMTPServerAddressArgs,
   SMTPServerDataStream,
   SMTPServerSession,
 } from 'smtp-server';
@@ -11,6 +12,10 @@ export interface ReceivedMessage {
   /** Envelope sender and recipients as given in MAIL FROM / RCPT TO. */
   from: string;
   to: string[];
+  /** Parameters of MAIL FROM (`RET`, `ENVID`, …; keys upper case), `{}` when it had none. */
+  mailFromArgs: SMTPServerAddressArgs;
+  /** Parameters of each RCPT TO (`NOTIFY`, `ORCPT`, …), in the order of `to`. */
+  rcptToArgs: SMTPServerAddressArgs[];
   raw: Buffer;
   /** Parsed with mailparser (unless the server was started with parse: false). */
   parsed: ParsedMail | null;
@@ -35,7 +40,15 @@ export interface TestSmtpServerOptions {
   parse?: boolean;
   /** Keep raw bytes of every message. Default true. */
   keepRaw?: boolean;
+  /**
+   * Advertise DSN (RFC 3461) in EHLO. Default false: then, as a strict relay
+   * would, MAIL FROM and RCPT TO with DSN parameters are refused with 555.
+   */
+  dsn?: boolean;
 }
+
+/** RFC 3461 parameters: a server that does not offer DSN may refuse a command carrying them. */
+const DSN_PARAMS = ['RET', 'ENVID', 'NOTIFY', 'ORCPT'];
 
 /**
  * A real SMTP server for tests (smtp-server on 127.0.0.1, random port, no TLS,
@@ -58,18 +71,23 @@ export class TestSmtpServer {
   private readonly server: SMTPServer;
   private readonly parse: boolean;
   private readonly keepRaw: boolean;
+  private readonly dsn: boolean;
 
   constructor(options: TestSmtpServerOptions = {}) {
     this.parse = options.parse ?? true;
     this.keepRaw = options.keepRaw ?? true;
+    this.dsn = options.dsn ?? false;
     this.server = new SMTPServer({
       authOptional: true,
       disabledCommands: ['STARTTLS', 'AUTH'],
       hideSTARTTLS: true,
+      hideDSN: !this.dsn,
       logger: false,
       size: 50 * 1024 * 1024,
       maxClients: 1000,
-      onRcptTo: (address, session, callback) => callback(this.scripted('RCPT', address.address)),
+      onMailFrom: (address, session, callback) => callback(this.unknownParams(address)),
+      onRcptTo: (address, session, callback) =>
+        callback(this.unknownParams(address) ?? this.scripted('RCPT', address.address)),
       onData: (stream, session, callback) => this.onData(stream, session, callback),
     });
     this.server.on('error', () => undefined);
@@ -135,6 +153,17 @@ export class TestSmtpServer {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
+  private unknownParams(address: SMTPServerAddress): Error | null {
+    if (this.dsn || !address.args) return null;
+    const unknown = Object.keys(address.args).filter((name) => DSN_PARAMS.includes(name));
+    if (unknown.length === 0) return null;
+    const error = new Error(`Parameters not recognized: ${unknown.join(' ')}`) as Error & {
+      responseCode: number;
+    };
+    error.responseCode = 555;
+    return error;
+  }
+
   private scripted(stage: SmtpStage, recipient: string): Error | null {
     const rule = this.rules.find(
       (r) =>
@@ -163,6 +192,7 @@ export class TestSmtpServer {
     stream.on('data', (chunk: Buffer) => chunks.push(chunk));
     stream.on('end', () => {
       const recipients = session.envelope.rcptTo.map((r: SMTPServerAddress) => r.address);
+      const rcptToArgs = session.envelope.rcptTo.map((r: SMTPServerAddress) => r.args || {});
       const refusal =
         recipients.map((r) => this.scripted('DATA', r)).find((e) => e !== null) ?? null;
       if (refusal) return callback(refusal);
@@ -171,6 +201,8 @@ export class TestSmtpServer {
       const message: ReceivedMessage = {
         from: mailFrom ? mailFrom.address : '',
         to: recipients,
+        mailFromArgs: (mailFrom && mailFrom.args) || {},
+        rcptToArgs,
         raw: this.keepRaw ? raw : Buffer.alloc(0),
         parsed: null,
         receivedAt: Date.now(),

@@ -2,8 +2,8 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { DnsRecordError, DnsRecordPurpose, DnsRecordStatus, DomainStatus } from '../domain.entity';
 
 export class DomainRecordResponse {
-  @ApiProperty({ enum: ['TXT'] })
-  type: 'TXT';
+  @ApiProperty({ enum: ['TXT', 'CNAME'] })
+  type: 'TXT' | 'CNAME';
 
   @ApiProperty({
     example: '_mailwright.example.com',
@@ -28,7 +28,7 @@ export class DomainRecordResponse {
   @ApiPropertyOptional({
     type: [String],
     description:
-      'Not verified: the TXT values the last check found at the name (at most 5), when there were any',
+      'Not verified: the values the last check found at the name (TXT values, or the CNAME target; at most 5), when there were any',
   })
   found?: string[];
 
@@ -36,7 +36,7 @@ export class DomainRecordResponse {
     enum: DnsRecordError,
     enumName: 'DnsRecordError',
     description:
-      'Not verified: why. NXDOMAIN (the name does not exist), NO_RECORD (no such TXT record at the name), MISMATCH (another value is published), DNS_ERROR (no answer from DNS; the status is kept)',
+      'Not verified: why. NXDOMAIN (the name does not exist), NO_RECORD (no such TXT or CNAME record at the name), MISMATCH (another value is published), DNS_ERROR (no answer from DNS; the status is kept)',
   })
   error?: DnsRecordError;
 }

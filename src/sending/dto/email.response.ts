@@ -37,6 +37,14 @@ export class EmailResponse {
       'Whether the sent message carries a DKIM signature: false for mail from a domain that is not verified (allowed when REQUIRE_VERIFIED_SENDER is off, the outbox default); null until sent',
   })
   dkimSigned: boolean | null;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    example: 'b-1018f3c2a…@bounces.example.com',
+    description:
+      "The envelope sender (MAIL FROM) bounces come back to: `b-<token>@bounces.<sending domain>` once that domain's RETURN_PATH record is verified, else on RETURN_PATH_DOMAIN. Once delivery was attempted, the address used; while QUEUED or SENDING, the one it would use now; null for mail never attempted",
+  })
+  returnPath: string | null;
   @ApiProperty({ description: 'Whether the delivered HTML carries the open pixel' })
   trackOpens: boolean;
   @ApiProperty({

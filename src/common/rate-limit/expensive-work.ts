@@ -1,0 +1,126 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { AppConfig } from '../../config/config';
+import { APP_CONFIG } from '../../config/config.module';
+import { REDIS } from '../../queue/redis.module';
+import { FairSemaphore } from '../concurrency/fair-semaphore';
+import { ApiException } from '../errors/api-exception';
+
+/** Expensive requests running at once in one process, and per project. */
+const SLOTS = 2;
+const SLOTS_PER_PROJECT = 1;
+
+/**
+ * KEYS: the project's bucket. ARGV: capacity ms, refill per ms, charge ms (0: only check).
+ * A token bucket of milliseconds of work, refilled by Redis's clock so every process agrees. It
+ * may go below zero: work is charged after it ran, and a project then waits until it is repaid.
+ * Returns {balance after refill and charge, ms until it is positive again}.
+ */
+const BUCKET_SCRIPT = `
+local now = redis.call('TIME')
+local nowMs = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local capacity = tonumber(ARGV[1])
+local rate = tonumber(ARGV[2])
+local state = redis.call('HMGET', KEYS[1], 'balance', 'at')
+local balance = tonumber(state[1]) or capacity
+local at = tonumber(state[2]) or nowMs
+balance = math.min(capacity, balance + math.max(0, nowMs - at) * rate)
+balance = balance - tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], 'balance', tostring(balance), 'at', tostring(nowMs))
+redis.call('PEXPIRE', KEYS[1], math.ceil(capacity / rate) + 1000)
+local wait = 0
+if balance <= 0 then wait = math.ceil((1 - balance) / rate) end
+return {tostring(balance), wait}
+`;
+
+interface BucketCommands {
+  mwWorkBucket(
+    key: string,
+    capacity: number,
+    rate: number,
+    charge: number,
+  ): Promise<[string, number]>;
+}
+
+/**
+ * Work whose cost grows with a project's data rather than with the request (a segment condition
+ * evaluated over every contact): one such request per project at a time in a process, two in all,
+ * and a per-project budget of its time shared by every process (Redis). A project that spent its
+ * budget is answered 429 RATE_LIMIT_EXCEEDED with Retry-After until it is repaid, so one tenant's
+ * heavy queries cannot keep the database's cores from the others. Redis being down lets work
+ * through: the statement timeout still bounds each query.
+ */
+@Injectable()
+export class ExpensiveWork {
+  private readonly logger = new Logger(ExpensiveWork.name);
+  private readonly slots = new FairSemaphore(SLOTS, SLOTS_PER_PROJECT);
+  private readonly redis: Redis & BucketCommands;
+  private readonly prefix: string;
+  /** A project's budget: a burst of `budgetMs`, refilled at `budgetMs` a minute. */
+  private readonly budgetMs: number;
+
+  constructor(@Inject(APP_CONFIG) config: AppConfig, @Inject(REDIS) redis: Redis) {
+    this.budgetMs = config.expensiveWorkBudgetMs;
+    if (!('mwWorkBucket' in redis))
+      redis.defineCommand('mwWorkBucket', { lua: BUCKET_SCRIPT, numberOfKeys: 1 });
+    this.redis = redis as Redis & BucketCommands;
+    this.prefix = config.queuePrefix;
+  }
+
+  /** Runs `work` in the project's turn, charged to its budget; 429 when the budget is spent. */
+  run<T>(projectId: string, work: () => Promise<T>): Promise<T> {
+    return this.measured(projectId, true, work);
+  }
+
+  /**
+   * The same turn and charge, never refused: for work that completes a change already made (the
+   * count of a segment just saved), where a 429 would report a failure that did not happen.
+   */
+  charge<T>(projectId: string, work: () => Promise<T>): Promise<T> {
+    return this.measured(projectId, false, work);
+  }
+
+  private measured<T>(projectId: string, refusable: boolean, work: () => Promise<T>): Promise<T> {
+    return this.slots.run(projectId, async () => {
+      if (refusable) {
+        const wait = await this.bucket(projectId, 0);
+        if (wait > 0) throw overBudget(wait, this.budgetMs);
+      }
+      const started = performance.now();
+      try {
+        return await work();
+      } finally {
+        await this.bucket(projectId, Math.ceil(performance.now() - started));
+      }
+    });
+  }
+
+  /** Ms until the project's budget is positive again after charging `ms` (0: it is). */
+  private async bucket(projectId: string, ms: number): Promise<number> {
+    try {
+      const [, wait] = await this.redis.mwWorkBucket(
+        `${this.prefix}:work-budget:${projectId}`,
+        this.budgetMs,
+        this.budgetMs / 60_000,
+        ms,
+      );
+      return Number(wait);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'expensive-work budget unavailable; work let through');
+      return 0;
+    }
+  }
+}
+
+function overBudget(waitMs: number, budgetMs: number): ApiException {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return new ApiException(
+    429,
+    'RATE_LIMIT_EXCEEDED',
+    `This project used its budget of segment evaluation time (${budgetMs / 1000} s a minute)`,
+    {
+      headers: { 'Retry-After': String(seconds) },
+      suggestion: `Retry in ${seconds} s; narrower conditions (fewer event rules, no OR of many rules) cost less.`,
+    },
+  );
+}

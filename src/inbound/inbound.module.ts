@@ -1,0 +1,39 @@
+import { Module } from '@nestjs/common';
+import { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
+import { BouncesModule } from '../bounces/bounces.module';
+import { ReturnPathTokens } from '../sending/return-path';
+import { SendingModule } from '../sending/sending.module';
+import { InboundListener } from './inbound-listener';
+import { InboundMessagesRepository } from './inbound-messages.repository';
+import { InboundMessagesService } from './inbound-messages.service';
+import { InboundMetrics } from './inbound-metrics';
+import { InboundReports } from './inbound-reports';
+import { InboundProcessor } from './inbound.processor';
+import { InboundRecovery } from './inbound.recovery';
+
+/**
+ * Bounces and complaints that arrive by mail: the SMTP/LMTP listener (worker
+ * roles, INBOUND_SMTP_PORT), the stored messages, and the inbound queue's
+ * worker that parses them and hands their reports to the bounce policy.
+ */
+@Module({
+  imports: [SendingModule, BouncesModule],
+  providers: [
+    {
+      provide: ReturnPathTokens,
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) =>
+        new ReturnPathTokens(config.appSecret, config.appSecretPrevious),
+    },
+    InboundMessagesRepository,
+    InboundMessagesService,
+    InboundMetrics,
+    InboundListener,
+    InboundReports,
+    InboundRecovery,
+    InboundProcessor,
+  ],
+  exports: [InboundMessagesService],
+})
+export class InboundModule {}
