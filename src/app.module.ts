@@ -1,6 +1,7 @@
 import { OperationsModule } from './operations/operations.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 import { WorkflowsModule } from './workflows/workflows.module';
+import { BouncesModule } from './bounces/bounces.module';
 import { CampaignsModule } from './campaigns/campaigns.module';
 import { DynamicModule, Module, Type } from '@nestjs/common';
 import { CommonModule } from './common/common.module';
@@ -36,6 +37,7 @@ export const FEATURE_MODULES: Type[] = [
   TemplatesModule,
   SendingModule,
   DeliveryModule,
+  BouncesModule,
   EngagementModule,
   CampaignsModule,
   WorkflowsModule,

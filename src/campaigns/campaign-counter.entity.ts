@@ -37,4 +37,7 @@ export class CampaignCounter {
   @Column({ type: 'int', default: 0 }) opened: number;
   @Column({ type: 'int', default: 0 }) clicked: number;
   @Column({ type: 'int', default: 0 }) unsubscribed: number;
+  @Column({ type: 'int', default: 0 }) complained: number;
+  /** Messages a server accepted (sent_at set), late bounces and complaints included: the stats' `sent`. */
+  @Column({ type: 'int', default: 0 }) accepted: number;
 }

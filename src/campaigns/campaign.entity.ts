@@ -8,6 +8,8 @@ export enum CampaignStatus {
   SENDING = 'SENDING',
   SENT = 'SENT',
   CANCELLED = 'CANCELLED',
+  /** Stopped by hand or by sender health: nothing more is handed to SMTP until resumed. */
+  PAUSED = 'PAUSED',
 }
 
 export enum AudienceType {

@@ -2,6 +2,12 @@ import { Column, Entity, Index, JoinColumn, ManyToOne, UpdateDateColumn } from '
 import { BaseEntity } from '../database/base.entity';
 import { Project } from '../projects/project.entity';
 
+export enum SuppressionReason {
+  BOUNCE = 'bounce',
+  COMPLAINT = 'complaint',
+  MANUAL = 'manual',
+}
+
 /**
  * A recipient of one project. `email` is stored trimmed and lower-cased, so the
  * unique index on (project_id, email) is the duplicate rule and the target of
@@ -12,6 +18,8 @@ import { Project } from '../projects/project.entity';
 // Keyset pagination (newest first by UUIDv7 id) within a project, with and without the subscribed filter.
 @Index('contacts_project_id_id_idx', ['projectId', 'id'])
 @Index('contacts_project_id_subscribed_id_idx', ['projectId', 'subscribed', 'id'])
+// GET /suppressions.
+@Index('contacts_suppressed_idx', ['projectId', 'id'], { where: 'suppressed' })
 export class Contact extends BaseEntity {
   @Column('uuid')
   projectId: string;
@@ -31,6 +39,17 @@ export class Contact extends BaseEntity {
   /** Set by delivery on a hard bounce or complaint; suppressed contacts are never sent to. */
   @Column({ type: 'boolean', default: false })
   suppressed: boolean;
+
+  @Column({
+    type: 'enum',
+    enum: SuppressionReason,
+    enumName: 'suppression_reason',
+    nullable: true,
+  })
+  suppressedReason: SuppressionReason | null;
+
+  @Column({ type: 'timestamptz', nullable: true })
+  suppressedAt: Date | null;
 
   /** GIN (jsonb_path_ops, hand-written in the migration) for segment conditions on data keys. */
   @Index('contacts_data_gin_idx', { synchronize: false })

@@ -4,6 +4,7 @@ import { newId } from '../database/id';
 import { containsPattern } from '../database/like-pattern';
 import { queryRows } from '../database/query-rows';
 import type { DataPatch } from './contact-data';
+import { SuppressionReason } from './contact.entity';
 import { CONTACT_COLUMNS, CONTACT_ROW_FIELDS, type ContactRow } from './contact.row';
 import { contactUpsertInput, type ContactUpsert } from './contact-upsert';
 
@@ -100,19 +101,27 @@ export class ContactsRepository {
   }
 
   /**
-   * A hard bounce: suppressed and unsubscribed. The row only when that changed
-   * something (null: already both, or no such contact).
+   * Suppressed and unsubscribed, with why and since when (a complaint
+   * outranks an earlier bounce as the reason; the time stays the first). The
+   * row only when that changed something (null: already so, or no such contact).
    */
   async suppress(
     manager: EntityManager,
     projectId: string,
     id: string,
+    reason: SuppressionReason,
   ): Promise<ContactRow | null> {
     const rows = await queryRows<ContactRow>(
       manager,
-      `UPDATE contacts SET suppressed = true, subscribed = false, updated_at = now()
-        WHERE project_id = $1 AND id = $2 AND (NOT suppressed OR subscribed) ${RETURNING_CONTACT}`,
-      [projectId, id],
+      `UPDATE contacts SET suppressed = true, subscribed = false,
+              suppressed_reason = CASE WHEN suppressed AND suppressed_reason = 'complaint' THEN suppressed_reason
+                                       ELSE $3::suppression_reason END,
+              suppressed_at = CASE WHEN suppressed THEN COALESCE(suppressed_at, now()) ELSE now() END,
+              updated_at = now()
+        WHERE project_id = $1 AND id = $2
+          AND (NOT suppressed OR subscribed
+               OR ($3 = 'complaint' AND suppressed_reason IS DISTINCT FROM 'complaint')) ${RETURNING_CONTACT}`,
+      [projectId, id, reason],
     );
     return rows[0] ?? null;
   }

@@ -11,6 +11,7 @@ import type { EventRow } from '../events/event.row';
 import { EventsService } from '../events/events.service';
 import { normalizeEmail } from '../common/validation/email';
 import { toDataPatch, toTrackedDataPatch } from './contact-data';
+import { SuppressionReason } from './contact.entity';
 import type { ContactRow } from './contact.row';
 import { ContactsRepository } from './contacts.repository';
 import { ContactResponse, toContactResponse } from './dto/contact.response';
@@ -133,12 +134,18 @@ export class ContactsService {
   }
 
   /**
-   * A hard bounce: the address is never mailed again (suppressed and
-   * unsubscribed), inside the caller's transaction. No event: the caller
-   * records the bounce itself. True when the contact's state changed.
+   * A hard bounce, a complaint or a manual suppression: the address is never
+   * mailed again (suppressed and unsubscribed), inside the caller's
+   * transaction. No event: the caller records the bounce itself. True when
+   * the contact's state changed.
    */
-  async suppress(manager: EntityManager, projectId: string, contactId: string): Promise<boolean> {
-    return (await this.contacts.suppress(manager, projectId, contactId)) !== null;
+  async suppress(
+    manager: EntityManager,
+    projectId: string,
+    contactId: string,
+    reason: SuppressionReason = SuppressionReason.BOUNCE,
+  ): Promise<boolean> {
+    return (await this.contacts.suppress(manager, projectId, contactId, reason)) !== null;
   }
 
   /**

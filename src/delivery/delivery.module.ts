@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { ContactsModule } from '../contacts/contacts.module';
+import { BouncesModule } from '../bounces/bounces.module';
 import { DomainsModule } from '../domains/domains.module';
 import { EngagementModule } from '../engagement/engagement.module';
 import { EventsModule } from '../events/events.module';
@@ -16,7 +16,7 @@ import { MailTransport } from './mail-transport';
  * records SendingModule accepts.
  */
 @Module({
-  imports: [SendingModule, ContactsModule, DomainsModule, EventsModule, EngagementModule],
+  imports: [SendingModule, BouncesModule, DomainsModule, EventsModule, EngagementModule],
   providers: [DeliveryService, DeliveryProcessor, DeliveryRecovery, MailTransport],
 })
 export class DeliveryModule {}

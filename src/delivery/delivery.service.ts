@@ -1,10 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
-import { ContactsService } from '../contacts/contacts.service';
+import { BouncePolicy } from '../bounces/bounce-policy';
+import type { BounceReport } from '../bounces/bounce-report';
 import { senderDomainOf } from '../domains/domain-name';
 import { DomainsService, SenderDomain } from '../domains/domains.service';
 import { EventsService } from '../events/events.service';
@@ -71,7 +72,7 @@ export class DeliveryService {
     private readonly transport: MailTransport,
     private readonly domains: DomainsService,
     private readonly events: EventsService,
-    private readonly contacts: ContactsService,
+    private readonly bounces: BouncePolicy,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly trackingLinks: TrackingLinks,
     private readonly templates: TemplatesService,
@@ -152,7 +153,7 @@ export class DeliveryService {
     } catch (error) {
       const description = describeFailure(error);
       if (classifyFailure(error) === 'permanent') {
-        await this.finishBounced(email, description, content.renderedSubject);
+        await this.finishBounced(email, error, description, content.renderedSubject);
         return 'bounced';
       }
       if (lastAttempt) {
@@ -277,17 +278,32 @@ export class DeliveryService {
     }
   }
 
-  private async finishBounced(email: ClaimedEmail, error: string, subject?: string): Promise<void> {
-    await this.finish(
-      email,
-      EmailStatus.BOUNCED,
-      { error, subject },
-      'email.bounced',
-      { error },
-      async (manager) => {
-        await this.contacts.suppress(manager, email.projectId, email.contactId);
-      },
-    );
+  /** A 5xx during the SMTP session: a hard bounce, through the one bounce policy (source `smtp`). */
+  private async finishBounced(
+    email: ClaimedEmail,
+    failure: unknown,
+    error: string,
+    subject?: string,
+  ): Promise<void> {
+    const report: BounceReport = {
+      kind: 'hard',
+      source: 'smtp',
+      emailId: email.id,
+      recipient: email.toEmail,
+      status: smtpStatusOf(failure),
+      diagnostic: error,
+      feedbackType: null,
+      // One synchronous bounce per email: its final attempt.
+      dedupeKey: `smtp-${email.id}`,
+      projectId: email.projectId,
+    };
+    const applied = await this.dataSource.transaction(async (manager) => {
+      const result = await this.bounces.applyWithin(manager, report, { error, subject });
+      if (result.outcome === 'applied')
+        await this.emailContents.releaseAttachments(manager, email.attachments);
+      return result;
+    });
+    await this.bounces.afterCommit(applied);
   }
 
   private async finishFailed(email: ClaimedEmail, error: string, subject?: string): Promise<void> {
@@ -296,11 +312,10 @@ export class DeliveryService {
 
   private async finish(
     email: ClaimedEmail,
-    status: EmailStatus.SENT | EmailStatus.FAILED | EmailStatus.BOUNCED,
+    status: EmailStatus.SENT | EmailStatus.FAILED,
     fields: FinishFields,
     eventName: string,
     eventData: Record<string, unknown>,
-    extra?: (manager: EntityManager) => Promise<void>,
   ): Promise<void> {
     const record = {
       projectId: email.projectId,
@@ -311,7 +326,7 @@ export class DeliveryService {
     };
     // Nothing else to write (the common case): the status and its event in one statement, one round trip.
     const event =
-      email.attachments.length === 0 && !extra
+      email.attachments.length === 0
         ? await this.repository.finishRecording(
             this.dataSource.manager,
             email.id,
@@ -322,9 +337,17 @@ export class DeliveryService {
         : await this.dataSource.transaction(async (manager): Promise<EventRow | null> => {
             if (!(await this.repository.finish(manager, email.id, status, fields))) return null;
             await this.emailContents.releaseAttachments(manager, email.attachments);
-            if (extra) await extra(manager);
             return this.events.record(manager, record);
           });
     if (event) await this.events.publish([{ ...event, email: email.toEmail }]);
   }
+}
+
+/** The enhanced status code (5.1.1) of an SMTP refusal, else its reply code, else null. */
+function smtpStatusOf(error: unknown): string | null {
+  const e = error as { responseCode?: unknown; response?: unknown };
+  const enhanced =
+    typeof e?.response === 'string' ? /\b[245]\.\d{1,3}\.\d{1,3}\b/.exec(e.response) : null;
+  if (enhanced) return enhanced[0];
+  return typeof e?.responseCode === 'number' ? String(e.responseCode) : null;
 }

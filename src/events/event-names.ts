@@ -13,6 +13,7 @@ export const RESERVED_EVENT_PREFIXES = [
   'domain.',
   'workflow.',
   'webhook.',
+  'project.',
 ] as const;
 
 export function isReservedEventName(name: string): boolean {
@@ -26,10 +27,15 @@ export const SYSTEM_EVENTS = {
   EMAIL_SENT: 'email.sent',
   EMAIL_FAILED: 'email.failed',
   EMAIL_BOUNCED: 'email.bounced',
+  EMAIL_COMPLAINED: 'email.complained',
+  EMAIL_DELAYED: 'email.delayed',
   EMAIL_OPENED: 'email.opened',
   EMAIL_CLICKED: 'email.clicked',
   CONTACT_SUBSCRIBED: 'contact.subscribed',
   CONTACT_UNSUBSCRIBED: 'contact.unsubscribed',
+  PROJECT_HEALTH_WARNING: 'project.health_warning',
+  PROJECT_SENDING_PAUSED: 'project.sending_paused',
+  PROJECT_SENDING_RESUMED: 'project.sending_resumed',
 } as const;
 
 export const MAX_EVENT_NAME_LENGTH = 100;

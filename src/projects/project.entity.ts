@@ -1,6 +1,13 @@
 import { Column, Entity, UpdateDateColumn } from 'typeorm';
 import { BaseEntity } from '../database/base.entity';
 
+/** Sender health (contract "Sender health"): PAUSED holds marketing mail until an operator resumes. */
+export enum SendingStatus {
+  HEALTHY = 'HEALTHY',
+  WARNING = 'WARNING',
+  PAUSED = 'PAUSED',
+}
+
 @Entity('projects')
 export class Project extends BaseEntity {
   @Column({ type: 'varchar', length: 200 })
@@ -15,6 +22,21 @@ export class Project extends BaseEntity {
 
   @Column({ type: 'varchar', length: 200, nullable: true })
   defaultFromName: string | null;
+
+  @Column({
+    type: 'enum',
+    enum: SendingStatus,
+    enumName: 'project_sending_status',
+    default: SendingStatus.HEALTHY,
+  })
+  sendingStatus: SendingStatus;
+
+  /** Why the status is WARNING or PAUSED (the rate that crossed its threshold). */
+  @Column({ type: 'varchar', length: 200, nullable: true })
+  sendingReason: string | null;
+
+  @Column({ type: 'timestamptz', nullable: true })
+  sendingPausedAt: Date | null;
 
   @UpdateDateColumn({ type: 'timestamptz' })
   updatedAt: Date;

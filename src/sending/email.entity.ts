@@ -12,6 +12,16 @@ export enum EmailStatus {
   SUPPRESSED = 'SUPPRESSED',
   /** Campaign mail not yet handed to SMTP when its campaign was cancelled: never sent. */
   CANCELLED = 'CANCELLED',
+  /** The recipient reported it as spam (a feedback report): after SENT or BOUNCED, never before. */
+  COMPLAINED = 'COMPLAINED',
+}
+
+/** The email's bounce as the policy recorded it (GET /emails/{id} `bounce`). */
+export interface EmailBounce {
+  type: 'hard' | 'soft';
+  status: string | null;
+  diagnostic: string | null;
+  source: string;
 }
 
 export enum EmailSource {
@@ -179,8 +189,17 @@ export class Email extends BaseEntity {
   @Column({ type: 'int', default: 0 })
   clicks: number;
 
+  /** Sender health's window (hand-written expression index on COALESCE(sent_at, bounced_at)). */
+  @Index('emails_project_id_outcome_at_idx', { synchronize: false })
   @Column({ type: 'timestamptz', nullable: true })
   bouncedAt: Date | null;
+
+  /** Hard, or soft while no hard bounce came (bounces/bounce-policy.ts). */
+  @Column({ type: 'jsonb', nullable: true })
+  bounce: EmailBounce | null;
+
+  @Column({ type: 'timestamptz', nullable: true })
+  complainedAt: Date | null;
 
   /** When the recipient unsubscribed through this message's link (a campaign's `unsubscribed` count). */
   @Column({ type: 'timestamptz', nullable: true })

@@ -11,7 +11,7 @@ import {
 } from '../domains/domains.repository';
 import type { EventRow } from '../events/event.row';
 import { insertEventFrom, NewEvent } from '../events/events.repository';
-import { Email, EmailAttachmentRef, EmailStatus } from './email.entity';
+import { Email, EmailAttachmentRef, EmailBounce, EmailStatus } from './email.entity';
 
 /** An email row claimed for delivery (the claim itself decided whether it may go out). */
 export interface ClaimedEmail {
@@ -97,6 +97,19 @@ export interface StaleEmail {
   status: EmailStatus;
 }
 
+/** The email a bounce or complaint report names, as the policy needs it. */
+export interface BouncedEmail {
+  id: string;
+  projectId: string;
+  contactId: string;
+  campaignId: string | null;
+  toEmail: string;
+  status: EmailStatus;
+}
+
+const BOUNCED_EMAIL_COLUMNS = `id, project_id AS "projectId", contact_id AS "contactId", campaign_id AS "campaignId",
+  to_email AS "toEmail", status`;
+
 /** GET /emails items: the record without its rendered content or headers. */
 const LIST_FIELDS = [
   'e.id',
@@ -118,6 +131,8 @@ const LIST_FIELDS = [
   'e.openedAt',
   'e.clickedAt',
   'e.bouncedAt',
+  'e.bounce',
+  'e.complainedAt',
   'e.createdAt',
   'e.trackOpens',
   'e.trackClicks',
@@ -450,6 +465,83 @@ export class EmailsRepository {
       [...params, ...insert.params],
     );
     return rows[0] ?? null;
+  }
+
+  /** The email a report names (no lock: the policy's updates below check the status they start from). */
+  async findForBounce(manager: EntityManager, emailId: string): Promise<BouncedEmail | null> {
+    const rows = await queryRows<BouncedEmail>(
+      manager,
+      `SELECT ${BOUNCED_EMAIL_COLUMNS} FROM emails WHERE id = $1`,
+      [emailId],
+    );
+    return rows[0] ?? null;
+  }
+
+  /**
+   * A hard bounce: SENDING (the 5xx during delivery, which also writes its
+   * error and rendered subject) or SENT → BOUNCED. Null when the email was
+   * in no such status (already bounced or complained, never sent).
+   */
+  async markHardBounced(
+    manager: EntityManager,
+    emailId: string,
+    bounce: EmailBounce,
+    delivery: { error?: string; subject?: string } = {},
+  ): Promise<BouncedEmail | null> {
+    const rows = await queryRows<BouncedEmail>(
+      manager,
+      `UPDATE emails SET status = 'BOUNCED', bounced_at = now(), bounce = $2::jsonb,
+              error = COALESCE($3, error), subject = COALESCE($4, subject), updated_at = now()
+        WHERE id = $1 AND status IN ('SENDING', 'SENT')
+       RETURNING ${BOUNCED_EMAIL_COLUMNS}`,
+      [emailId, JSON.stringify(bounce), delivery.error ?? null, delivery.subject ?? null],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** A complaint: SENDING, SENT or BOUNCED → COMPLAINED (never from COMPLAINED, never before sending). */
+  async markComplained(manager: EntityManager, emailId: string): Promise<BouncedEmail | null> {
+    const rows = await queryRows<BouncedEmail>(
+      manager,
+      `UPDATE emails SET status = 'COMPLAINED', complained_at = now(), updated_at = now()
+        WHERE id = $1 AND status IN ('SENDING', 'SENT', 'BOUNCED')
+       RETURNING ${BOUNCED_EMAIL_COLUMNS}`,
+      [emailId],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** A soft bounce of a sent email: recorded as its `bounce` unless a hard one is; the status stays. */
+  async markSoftBounced(
+    manager: EntityManager,
+    emailId: string,
+    bounce: EmailBounce,
+  ): Promise<BouncedEmail | null> {
+    const rows = await queryRows<BouncedEmail>(
+      manager,
+      `UPDATE emails SET bounce = $2::jsonb, updated_at = now()
+        WHERE id = $1 AND status IN ('SENDING', 'SENT') AND (bounce IS NULL OR bounce->>'type' = 'soft')
+       RETURNING ${BOUNCED_EMAIL_COLUMNS}`,
+      [emailId, JSON.stringify(bounce)],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** How many of the contact's last `last` emails that went out (or were refused) soft-bounced. */
+  async softBouncesOfLast(
+    manager: EntityManager,
+    contactId: string,
+    last: number,
+  ): Promise<number> {
+    const [row] = await queryRows<{ n: number }>(
+      manager,
+      `SELECT count(*) FILTER (WHERE bounce->>'type' = 'soft')::int AS n
+         FROM (SELECT bounce FROM emails
+                WHERE contact_id = $1 AND status IN ('SENDING', 'SENT', 'BOUNCED', 'COMPLAINED')
+                ORDER BY id DESC LIMIT $2) recent`,
+      [contactId, last],
+    );
+    return row.n;
   }
 
   /** A transient failure: back to QUEUED until BullMQ runs the next attempt. */

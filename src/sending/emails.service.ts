@@ -373,5 +373,7 @@ export function toEmailResponse(row: Email): EmailResponse {
     openedAt: iso(row.openedAt),
     clickedAt: iso(row.clickedAt),
     bouncedAt: iso(row.bouncedAt),
+    bounce: row.bounce ?? null,
+    complainedAt: iso(row.complainedAt),
   };
 }

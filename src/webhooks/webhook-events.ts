@@ -16,7 +16,12 @@ const DELIVERABLE_NAMES: ReadonlySet<string> = new Set([
 ]);
 
 export function isDeliverable(name: string): boolean {
-  return name.startsWith('email.') || name.startsWith('contact.') || DELIVERABLE_NAMES.has(name);
+  return (
+    name.startsWith('email.') ||
+    name.startsWith('contact.') ||
+    name.startsWith('project.') ||
+    DELIVERABLE_NAMES.has(name)
+  );
 }
 
 export function eventMatches(patterns: readonly string[], name: string): boolean {

@@ -1,6 +1,21 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { EmailSource, EmailStatus } from '../email.entity';
 
+export class EmailBounceResponse {
+  @ApiProperty({ enum: ['hard', 'soft'] }) type: 'hard' | 'soft';
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    description: 'Enhanced status code (5.1.1) or SMTP reply code',
+  })
+  status: string | null;
+  @ApiProperty({ nullable: true, type: String }) diagnostic: string | null;
+  @ApiProperty({
+    enum: ['smtp', 'dsn', 'arf', 'ses', 'postmark', 'mailgun', 'sendgrid', 'resend', 'api'],
+  })
+  source: string;
+}
+
 /** An email record (GET /emails, GET /emails/{id}); without its rendered content. */
 export class EmailResponse {
   @ApiProperty({ format: 'uuid' }) id: string;
@@ -45,4 +60,11 @@ export class EmailResponse {
   @ApiProperty({ format: 'date-time', nullable: true, type: String }) openedAt: string | null;
   @ApiProperty({ format: 'date-time', nullable: true, type: String }) clickedAt: string | null;
   @ApiProperty({ format: 'date-time', nullable: true, type: String }) bouncedAt: string | null;
+  @ApiProperty({
+    type: EmailBounceResponse,
+    nullable: true,
+    description: 'The hard bounce, or the last soft one while there is no hard one; null when none',
+  })
+  bounce: EmailBounceResponse | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String }) complainedAt: string | null;
 }
