@@ -4,6 +4,13 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
+import { SecretBox } from '../src/common/crypto/secret-box';
+import {
+  ProviderCredentials,
+  UnreadableProviderCredentialsError,
+} from '../src/provider-hooks/provider-credentials';
+import { PROVIDER_CREDENTIALS_BOX_LABEL } from '../src/provider-hooks/provider-hooks.constants';
+import { ProviderHooksRepository } from '../src/provider-hooks/provider-hooks.repository';
 import { signWebhook } from '../src/webhooks/webhook-signature';
 import { HttpReceiver } from './support/http-receiver';
 import {
@@ -16,6 +23,7 @@ import { verifyDomainForTest } from './support/domains';
 import { TestProject } from './support/test-app';
 
 const OTHER_DOMAIN = 'other-project.test';
+const NEW_SECRET = 'a-new-app-secret-a-new-app-secret-0123456789';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -179,6 +187,39 @@ describe('provider webhooks (e2e)', () => {
       const noKey = await t.app.request({ method: 'PUT', url: '/project/inbound/ses', body: {} });
       expect(noKey.status).toBe(401);
     });
+  });
+
+  it('`secrets rotate` re-seals the credentials under a new APP_SECRET, or writes nothing when one does not open', async () => {
+    const path = await configure('postmark', { username: 'rot', password: 'rotate-me' });
+    const sealedNow = async () =>
+      (
+        await db.query(
+          `SELECT credentials_sealed AS s FROM provider_hooks WHERE project_id = $1 AND provider = 'postmark'`,
+          [t.project.id],
+        )
+      )[0].s as string;
+    const rotator = (secret: string, previous: string[]) =>
+      new ProviderCredentials(
+        db,
+        SecretBox.fromSecret(secret, PROVIDER_CREDENTIALS_BOX_LABEL, previous),
+        t.app.app.get(ProviderHooksRepository),
+      );
+    const before = await sealedNow();
+    await expect(rotator(NEW_SECRET, []).rotate()).rejects.toThrow(
+      UnreadableProviderCredentialsError,
+    );
+    expect(await sealedNow()).toBe(before);
+
+    const rotated = await rotator(NEW_SECRET, [t.app.config.appSecret]).rotate();
+    expect(rotated.resealed).toBeGreaterThanOrEqual(1);
+    expect(await sealedNow()).not.toBe(before);
+    // The running app (the old secret alone) no longer opens them; rotating back restores them.
+    await rotator(t.app.config.appSecret, [NEW_SECRET]).rotate();
+    const auth = `Basic ${Buffer.from('rot:rotate-me').toString('base64')}`;
+    const res = await post(path, JSON.stringify({ RecordType: 'Delivery' }), {
+      authorization: auth,
+    });
+    expect(res.status).toBe(200);
   });
 
   describe('POST /inbound/{provider}/{inboundId}', () => {

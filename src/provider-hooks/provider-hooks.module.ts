@@ -1,15 +1,8 @@
 import { Module } from '@nestjs/common';
 import { BouncesModule } from '../bounces/bounces.module';
-import { SecretBox } from '../common/crypto/secret-box';
-import type { AppConfig } from '../config/config';
-import { APP_CONFIG } from '../config/config.module';
 import { SendingModule } from '../sending/sending.module';
+import { ProviderCredentialsModule } from './provider-credentials.module';
 import { ProviderHooksController } from './provider-hooks.controller';
-import {
-  PROVIDER_CREDENTIALS_BOX,
-  PROVIDER_CREDENTIALS_BOX_LABEL,
-} from './provider-hooks.constants';
-import { ProviderHooksRepository } from './provider-hooks.repository';
 import { ProviderHooksRoutes } from './provider-hooks.routes';
 import { ProviderHooksService } from './provider-hooks.service';
 import { SnsVerifier } from './sns-verifier';
@@ -20,23 +13,8 @@ import { SnsVerifier } from './sns-verifier';
  * Resend) feed the one bounce policy.
  */
 @Module({
-  imports: [SendingModule, BouncesModule],
+  imports: [SendingModule, BouncesModule, ProviderCredentialsModule],
   controllers: [ProviderHooksController],
-  providers: [
-    {
-      provide: PROVIDER_CREDENTIALS_BOX,
-      inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) =>
-        SecretBox.fromSecret(
-          config.appSecret,
-          PROVIDER_CREDENTIALS_BOX_LABEL,
-          config.appSecretPrevious,
-        ),
-    },
-    ProviderHooksRepository,
-    ProviderHooksService,
-    ProviderHooksRoutes,
-    SnsVerifier,
-  ],
+  providers: [ProviderHooksService, ProviderHooksRoutes, SnsVerifier],
 })
 export class ProviderHooksModule {}

@@ -4,7 +4,6 @@ import { randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { BouncePolicy, type BounceOutcome } from '../bounces/bounce-policy';
 import { ApiException, type FieldError } from '../common/errors/api-exception';
-import { SecretBox } from '../common/crypto/secret-box';
 import { normalizeEmail } from '../common/validation/email';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
@@ -21,7 +20,7 @@ import {
   sesEvents,
 } from './provider-events';
 import { PROVIDERS, type Provider } from './provider-hook.entity';
-import { credentialsAad, PROVIDER_CREDENTIALS_BOX } from './provider-hooks.constants';
+import { type Credentials, ProviderCredentials } from './provider-credentials';
 import { ProviderHooksRepository } from './provider-hooks.repository';
 import {
   type Headers,
@@ -42,8 +41,6 @@ const FIELDS: Record<Provider, ReadonlyArray<keyof ConfigureProviderDto>> = {
   sendgrid: ['publicKey'],
   resend: ['secret'],
 };
-
-type Credentials = Partial<Record<keyof ConfigureProviderDto, string>>;
 
 /** What one POST did with the reports it carried (bounce, complaint and delay events only). */
 export interface InboundOutcome {
@@ -101,7 +98,7 @@ export class ProviderHooksService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @Inject(PROVIDER_CREDENTIALS_BOX) private readonly box: SecretBox,
+    private readonly credentials: ProviderCredentials,
     private readonly hooks: ProviderHooksRepository,
     private readonly emails: EmailsRepository,
     private readonly policy: BouncePolicy,
@@ -119,9 +116,7 @@ export class ProviderHooksService {
     const sealed =
       FIELDS[provider].length === 0
         ? null
-        : this.box
-            .seal(JSON.stringify(credentials), credentialsAad(projectId, provider))
-            .toString('base64');
+        : this.credentials.seal(projectId, provider, credentials);
     const { inboundId } = await this.hooks.upsert(
       this.dataSource.manager,
       projectId,
@@ -160,12 +155,7 @@ export class ProviderHooksService {
       });
     }
     const credentials: Credentials = hook.credentialsSealed
-      ? (JSON.parse(
-          this.box.openString(
-            Buffer.from(hook.credentialsSealed, 'base64'),
-            credentialsAad(hook.projectId, provider),
-          ),
-        ) as Credentials)
+      ? this.credentials.open(hook.projectId, provider, hook.credentialsSealed)
       : {};
     const events = await this.verifiedEvents(provider, credentials, headers, body);
     const outcome: InboundOutcome = {
