@@ -11,6 +11,7 @@ import {
 } from '../src/provider-hooks/provider-credentials';
 import { PROVIDER_CREDENTIALS_BOX_LABEL } from '../src/provider-hooks/provider-hooks.constants';
 import { ProviderHooksRepository } from '../src/provider-hooks/provider-hooks.repository';
+import { ProjectsService } from '../src/projects/projects.service';
 import { signWebhook } from '../src/webhooks/webhook-signature';
 import { HttpReceiver } from './support/http-receiver';
 import {
@@ -184,6 +185,13 @@ describe('provider webhooks (e2e)', () => {
       expect(unknown.status).toBe(400);
       expect(unknown.body.error).toMatchObject({ code: 'BAD_REQUEST' });
       expect(unknown.body.error.errors[0].field).toBe('provider');
+      // ses needs nothing: a PUT without a body is fine.
+      const bare = await t.app.request({
+        method: 'PUT',
+        url: '/project/inbound/ses',
+        key: t.project.secretKey,
+      });
+      expect(bare.status).toBe(200);
       const noKey = await t.app.request({ method: 'PUT', url: '/project/inbound/ses', body: {} });
       expect(noKey.status).toBe(401);
     });
@@ -223,6 +231,21 @@ describe('provider webhooks (e2e)', () => {
   });
 
   describe('POST /inbound/{provider}/{inboundId}', () => {
+    it('a disabled project answers 403 PROJECT_DISABLED (the provider retries) and applies nothing', async () => {
+      const disabled = await t.app.createProject('Disabled later');
+      const path = await configure(
+        'postmark',
+        { username: 'd', password: 'disabled-pass' },
+        disabled,
+      );
+      await t.app.app.get(ProjectsService).setEnabled(disabled.id, false);
+      const res = await post(path, JSON.stringify({ RecordType: 'Delivery' }), {
+        authorization: `Basic ${Buffer.from('d:disabled-pass').toString('base64')}`,
+      });
+      expect(res.status).toBe(403);
+      expect(res.body.error.code).toBe('PROJECT_DISABLED');
+    });
+
     it('an unknown URL is 401 with the error envelope; an unknown provider 400', async () => {
       const res = await post('/inbound/postmark/not-a-real-inbound-id', '{}');
       expect(res.status).toBe(401);
