@@ -24,6 +24,8 @@ import {
 import { workerHealth } from './health/worker-health';
 import { ApiKeyType } from './common/auth/api-key.crypto';
 import { ProjectsModule } from './projects/projects.module';
+import { SenderHealthStatusModule } from './bounces/sender-health-status.module';
+import { SenderHealthStatus } from './bounces/sender-health-status';
 import { ProjectsService } from './projects/projects.service';
 import { RedisModule } from './queue/redis.module';
 import { errorMessage } from './common/errors/error-message';
@@ -36,6 +38,7 @@ Commands:
   projects list                             list projects
   projects disable <projectId>              refuse every request of the project (403)
   projects enable <projectId>               allow it again
+  projects resume-sending <projectId>       set sender health back to HEALTHY after a pause (paused campaigns stay PAUSED)
   keys create <projectId> --type secret|public
   keys revoke <keyId>
   keys list <projectId>
@@ -60,6 +63,7 @@ class CliModule {
         SealedKeysModule,
         WebhookSecretsModule,
         ProviderCredentialsModule,
+        SenderHealthStatusModule,
       ],
     };
   }
@@ -93,6 +97,7 @@ async function run(
       app.get(SealedKeysService),
       app.get(WebhookSecretsService),
       app.get(ProviderCredentials),
+      app.get(SenderHealthStatus),
       group,
       action,
       arg,
@@ -109,6 +114,7 @@ async function dispatch(
   sealedKeys: SealedKeysService,
   webhookSecrets: WebhookSecretsService,
   providerCredentials: ProviderCredentials,
+  senderHealth: SenderHealthStatus,
   group: string | undefined,
   action: string | undefined,
   arg: string | undefined,
@@ -143,6 +149,13 @@ async function dispatch(
       return {
         json: { project },
         text: `Project ${project.id} ${project.enabled ? 'enabled' : 'disabled'}`,
+      };
+    }
+    case 'projects resume-sending': {
+      const project = await senderHealth.resume(need(arg, '<projectId>'));
+      return {
+        json: { id: project.id, sendingStatus: project.sendingStatus },
+        text: `Project ${project.id} sending resumed (${project.sendingStatus})`,
       };
     }
     case 'keys create': {

@@ -1,8 +1,10 @@
 import Ajv, { ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
+import { DataSource } from 'typeorm';
 import { EmailsService } from '../src/sending/emails.service';
 import { TrackingLinks } from '../src/engagement/tracking-links';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
+import { pollUntil } from './support/poll';
 import { InjectResult, setupTestApp, TestApp, TestProject } from './support/test-app';
 
 /**
@@ -163,7 +165,11 @@ interface Fixtures {
   emailId: string;
   campaignId: string;
   newContact(): Promise<string>;
+  /** A contact suppressed by hand (POST /suppressions): its id. */
+  newSuppression(): Promise<string>;
   newCampaign(): Promise<string>;
+  /** A campaign that really started (content, counters), sent to nobody, set back to SENDING. */
+  newSendingCampaign(paused?: boolean): Promise<string>;
   schedule(campaignId: string): Promise<void>;
   webhookId: string;
   newWebhook(): Promise<string>;
@@ -442,6 +448,38 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
     { name: 'test', status: 202, params: { id: f.campaignId }, body: { emails: [f.contactEmail] } },
     { name: 'too many', status: 422, params: { id: f.campaignId }, body: { emails: [] } },
   ],
+  'POST /bounces': (f) => [
+    { name: 'by email id', status: 200, body: { emailId: f.emailId, type: 'soft' } },
+    { name: 'by address', status: 200, body: { email: 'nobody@example.com', type: 'hard' } },
+    { name: 'neither', status: 422, body: { type: 'hard' } },
+    { name: 'bad type', status: 422, body: { emailId: f.emailId, type: 'bounce' } },
+  ],
+  'GET /suppressions': () => [
+    { name: 'list', status: 200 },
+    { name: 'by reason', status: 200, query: 'reason=manual&limit=5' },
+    { name: 'bad reason', status: 400, query: 'reason=spam' },
+  ],
+  'POST /suppressions': () => [
+    { name: 'suppress', status: 201, body: { email: `${unique('s')}@example.com` } },
+    { name: 'bad email', status: 422, body: { email: 'nope' } },
+  ],
+  'DELETE /suppressions/{id}': async (f) => {
+    const contactId = await f.newSuppression();
+    return [
+      { name: 'lift', status: 200, params: { id: contactId } },
+      { name: 'not suppressed', status: 404, params: { id: f.contactId } },
+    ];
+  },
+  'POST /campaigns/{id}/pause': async (f) => [
+    { name: 'pause', status: 200, params: { id: await f.newSendingCampaign() } },
+    { name: 'pause a draft', status: 409, params: { id: f.campaignId } },
+  ],
+  'POST /campaigns/{id}/resume': async (f) => [
+    { name: 'resume', status: 200, params: { id: await f.newSendingCampaign(true) } },
+    { name: 'resume a draft', status: 409, params: { id: f.campaignId } },
+  ],
+  'GET /project/health': () => [{ name: 'health', status: 200 }],
+  'POST /project/health/resume': () => [{ name: 'resume', status: 200 }],
   'GET /campaigns/{id}/stats': (f) => [
     { name: 'stats', status: 200, params: { id: f.campaignId } },
   ],
@@ -931,7 +969,41 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
       emailId: sent.emails[0].id,
       campaignId: await newCampaign(),
       newContact,
+      newSuppression: async () =>
+        (
+          (await ok('POST', '/suppressions', {
+            email: `${unique('sup')}@example.com`,
+          })) as unknown as { contactId: string }
+        ).contactId,
       newCampaign,
+      newSendingCampaign: async (paused = false) => {
+        const id = (
+          await ok('POST', '/campaigns', {
+            name: unique('cmp'),
+            subject: 'S',
+            body: '<p>B</p>',
+            from: 'news@openapi-sender.test',
+            audienceType: 'FILTERED',
+            audienceFilter: {
+              logic: 'AND',
+              conditions: [{ field: 'email', operator: 'equals', value: 'nobody@none.invalid' }],
+            },
+          })
+        ).id;
+        await ok('POST', `/campaigns/${id}/send`, {});
+        await pollUntil(
+          async () => (await ok('GET', `/campaigns/${id}`)).status,
+          (status) => status === 'SENT',
+          20_000,
+        );
+        await app.app
+          .get(DataSource)
+          .query(`UPDATE campaigns SET status = $2 WHERE id = $1`, [
+            id,
+            paused ? 'PAUSED' : 'SENDING',
+          ]);
+        return id;
+      },
       webhookId,
       newWebhook,
       newDelivery: async () => (await ok('POST', `/webhooks/${webhookId}/test`)).id,

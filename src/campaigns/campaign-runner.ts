@@ -266,7 +266,7 @@ export class CampaignRunner {
     const until = Date.now() + FIRST_MESSAGE_WAIT_MS;
     while (Date.now() < until) {
       const c = await this.repository.counts(this.dataSource.manager, campaignId);
-      if (c.sent + c.failed + c.bounced + c.suppressed + c.cancelled > 0) return;
+      if (c.sent + c.failed + c.bounced + c.suppressed + c.cancelled + c.complained > 0) return;
       await sleep(FIRST_MESSAGE_POLL_MS);
     }
   }
@@ -280,8 +280,11 @@ function total(c: {
   bounced: number;
   suppressed: number;
   cancelled: number;
+  complained: number;
 }): number {
-  return c.queued + c.sending + c.sent + c.failed + c.bounced + c.suppressed + c.cancelled;
+  return (
+    c.queued + c.sending + c.sent + c.failed + c.bounced + c.suppressed + c.cancelled + c.complained
+  );
 }
 
 /** The campaign backlog kept at `ratePerSecond`: a second's worth, between FEED_LOW_WATER and FEED_HIGH_WATER. */
@@ -376,7 +379,7 @@ class Feed {
   /** The campaign's emails no longer QUEUED (handed to SMTP, ended, or cancelled). */
   private async leftQueued(): Promise<number> {
     const c = await this.repository.counts(this.manager, this.campaign.id);
-    return c.sending + c.sent + c.failed + c.bounced + c.suppressed + c.cancelled;
+    return c.sending + c.sent + c.failed + c.bounced + c.suppressed + c.cancelled + c.complained;
   }
 }
 

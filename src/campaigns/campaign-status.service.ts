@@ -6,6 +6,7 @@ import { DomainsService } from '../domains/domains.service';
 import type { EventRow } from '../events/event.row';
 import { EventsService } from '../events/events.service';
 import { DisabledProjects } from '../projects/disabled-projects';
+import { ProjectsService } from '../projects/projects.service';
 import { EmailsService } from '../sending/emails.service';
 import { Campaign, CampaignStatus } from './campaign.entity';
 import { CampaignJobs } from './campaign-jobs';
@@ -29,6 +30,7 @@ export const CAMPAIGN_EVENTS = {
  *   DRAFT → SCHEDULED (send with a future time) → SENDING (its time) → SENT
  *   DRAFT → SENDING (send now); SCHEDULED → DRAFT (PATCH scheduledAt:null, CampaignsService.update)
  *   SCHEDULED → CANCELLED; SENDING → CANCELLED (what is not yet sent)
+ *   SENDING ⇄ PAUSED (by hand, or → PAUSED by sender health); PAUSED → CANCELLED
  */
 @Injectable()
 export class CampaignStatusService {
@@ -43,6 +45,7 @@ export class CampaignStatusService {
     private readonly emails: EmailsService,
     private readonly events: EventsService,
     private readonly disabledProjects: DisabledProjects,
+    private readonly projects: ProjectsService,
   ) {}
 
   /**
@@ -62,6 +65,7 @@ export class CampaignStatusService {
           'A campaign is sent once; create a new campaign to send again.',
         );
       }
+      await this.projects.assertMarketingAllowed(projectId, manager);
       await this.domains.assertCanSend(projectId, current.fromEmail, manager);
       await this.resource.checkAudience(manager, projectId, current);
       if (at) {
@@ -95,7 +99,13 @@ export class CampaignStatusService {
         return { row: current, started: null };
       if (await this.disabledProjects.isDisabled(current.projectId))
         return { row: current, started: null };
-      return this.start(manager, current);
+      const started = await this.start(manager, current);
+      // Due while sender health is PAUSED: started (its audience fixed) but paused at once.
+      if (await this.projects.isSendingPaused(current.projectId, manager))
+        started.row = await this.campaigns.update(manager, current.id, {
+          status: CampaignStatus.PAUSED,
+        });
+      return started;
     });
     if (started) await this.events.publish([{ ...started, email: null }]);
     return row;
@@ -143,22 +153,23 @@ export class CampaignStatusService {
         const current = await this.resource.lockOrFail(manager, projectId, id);
         if (
           current.status !== CampaignStatus.SCHEDULED &&
-          current.status !== CampaignStatus.SENDING
+          current.status !== CampaignStatus.SENDING &&
+          current.status !== CampaignStatus.PAUSED
         ) {
           throw illegal(
             current,
             'be cancelled',
-            'Only SCHEDULED and SENDING campaigns can be cancelled.',
+            'Only SCHEDULED, SENDING and PAUSED campaigns can be cancelled.',
           );
         }
-        const cancelled =
-          current.status === CampaignStatus.SENDING
-            ? await this.emails.cancelQueuedOfCampaign(manager, current.id)
-            : 0;
+        const started = current.status !== CampaignStatus.SCHEDULED;
+        const cancelled = started
+          ? await this.emails.cancelQueuedOfCampaign(manager, current.id)
+          : 0;
         const row = await this.campaigns.update(manager, current.id, {
           status: CampaignStatus.CANCELLED,
           cancelledAt: () => 'now()',
-          ...(current.status === CampaignStatus.SENDING ? { finishedAt: () => 'now()' } : {}),
+          ...(started ? { finishedAt: () => 'now()' } : {}),
         });
         const event = await this.events.record(manager, {
           projectId: row.projectId,
@@ -172,6 +183,39 @@ export class CampaignStatusService {
     await this.events.publish([{ ...event, email: null }]);
     if (row.startedAt === null) await this.jobs.removeJob(row.id);
     return toCampaignResponse(row);
+  }
+
+  /**
+   * SENDING → PAUSED: the fan-out stops at its next batch and nothing more is
+   * handed to SMTP (delivery holds the jobs already queued: EmailsRepository.claim).
+   */
+  async pause(projectId: string, id: string): Promise<CampaignResponse> {
+    const row = await this.dataSource.transaction(async (manager) => {
+      const current = await this.resource.lockOrFail(manager, projectId, id);
+      if (current.status !== CampaignStatus.SENDING)
+        throw illegal(current, 'be paused', 'Only a SENDING campaign can be paused.');
+      return this.campaigns.update(manager, current.id, { status: CampaignStatus.PAUSED });
+    });
+    return toCampaignResponse(row);
+  }
+
+  /** PAUSED → SENDING (403 SENDING_PAUSED while the project's sender health is PAUSED); its RUN job resumes where it stopped. */
+  async resume(projectId: string, id: string): Promise<CampaignResponse> {
+    const row = await this.dataSource.transaction(async (manager) => {
+      const current = await this.resource.lockOrFail(manager, projectId, id);
+      if (current.status !== CampaignStatus.PAUSED)
+        throw illegal(current, 'be resumed', 'Only a PAUSED campaign can be resumed.');
+      await this.projects.assertMarketingAllowed(projectId, manager);
+      return this.campaigns.update(manager, current.id, { status: CampaignStatus.SENDING });
+    });
+    await this.jobs.removeJob(row.id);
+    await this.jobs.addRunJob(row.id, 0);
+    return toCampaignResponse(row);
+  }
+
+  /** Sender health PAUSED, in its transaction: every SENDING campaign of the project → PAUSED. */
+  pauseSendingOfProject(manager: EntityManager, projectId: string): Promise<string[]> {
+    return this.campaigns.pauseSendingOfProject(manager, projectId);
   }
 
   /**

@@ -126,6 +126,33 @@ export class CampaignsController {
     return this.status.cancel(project.id, params.id);
   }
 
+  @Post(':id/pause')
+  @HttpCode(200)
+  @ApiOp('campaigns_pause', 'Pause a SENDING campaign: nothing more of it is handed to SMTP')
+  @ApiSuccess(200, CampaignResponse)
+  @ApiErrorResponses([400, 404, 409], { 409: 'CONFLICT: the campaign is not SENDING' })
+  pause(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<CampaignResponse> {
+    return this.status.pause(project.id, params.id);
+  }
+
+  @Post(':id/resume')
+  @HttpCode(200)
+  @ApiOp('campaigns_resume', 'Resume a PAUSED campaign where it stopped')
+  @ApiSuccess(200, CampaignResponse)
+  @ApiErrorResponses([400, 403, 404, 409], {
+    403: 'SENDING_PAUSED: the project’s sender health is PAUSED',
+    409: 'CONFLICT: the campaign is not PAUSED',
+  })
+  resume(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<CampaignResponse> {
+    return this.status.resume(project.id, params.id);
+  }
+
   @Post(':id/test')
   @HttpCode(202)
   @ApiOp(

@@ -3,6 +3,7 @@ import { ConditionsModule } from '../conditions/conditions.module';
 import { ContactsModule } from '../contacts/contacts.module';
 import { DomainsModule } from '../domains/domains.module';
 import { DisabledProjectsModule } from '../projects/disabled-projects.module';
+import { ProjectsModule } from '../projects/projects.module';
 import { EventsModule } from '../events/events.module';
 import { SendingModule } from '../sending/sending.module';
 import { TemplatesModule } from '../templates/templates.module';
@@ -26,6 +27,7 @@ import { CampaignsService } from './campaigns.service';
     DomainsModule,
     EventsModule,
     DisabledProjectsModule,
+    ProjectsModule,
   ],
   controllers: [CampaignsController],
   providers: [
@@ -38,5 +40,6 @@ import { CampaignsService } from './campaigns.service';
     CampaignsProcessor,
     CampaignsRecovery,
   ],
+  exports: [CampaignStatusService],
 })
 export class CampaignsModule {}

@@ -25,6 +25,9 @@ export interface CampaignCounts {
   opened: number;
   clicked: number;
   unsubscribed: number;
+  complained: number;
+  /** Accepted by a server (late bounces and complaints included): the stats' `sent`. */
+  accepted: number;
 }
 
 /** A campaign the recovery sweep looks at. */
@@ -51,6 +54,8 @@ const COUNT_COLUMNS = [
   'opened',
   'clicked',
   'unsubscribed',
+  'complained',
+  'accepted',
 ] as const;
 
 /**
@@ -115,6 +120,17 @@ export class CampaignsRepository {
       .where('id = :id', { id })
       .execute();
     return (await manager.findOne(Campaign, { where: { id } })) as Campaign;
+  }
+
+  /** Sender health PAUSED: every SENDING campaign of the project → PAUSED; answers their ids. */
+  async pauseSendingOfProject(manager: EntityManager, projectId: string): Promise<string[]> {
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      `UPDATE campaigns SET status = 'PAUSED', updated_at = now()
+        WHERE project_id = $1 AND status = 'SENDING' RETURNING id`,
+      [projectId],
+    );
+    return rows.map((row) => row.id);
   }
 
   async delete(manager: EntityManager, id: string): Promise<void> {

@@ -297,15 +297,19 @@ export function toStats(
   recipients: number,
   counts: CampaignCounts,
 ): CampaignStatsResponse {
-  const rate = (n: number) => (counts.sent > 0 ? Math.min(1, n / counts.sent) : 0);
+  // `sent` counts every message a server accepted, also those that bounced or were reported later.
+  const { accepted: sent, ...byStatus } = counts;
+  const rate = (n: number) => (sent > 0 ? Math.min(1, n / sent) : 0);
   return {
     status,
     recipients,
-    ...counts,
+    ...byStatus,
+    sent,
     openRate: rate(counts.opened),
     clickRate: rate(counts.clicked),
     bounceRate: rate(counts.bounced),
     unsubscribeRate: rate(counts.unsubscribed),
+    complaintRate: rate(counts.complained),
   };
 }
 

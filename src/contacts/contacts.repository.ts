@@ -5,6 +5,15 @@ import { containsPattern } from '../database/like-pattern';
 import { queryRows } from '../database/query-rows';
 import type { DataPatch } from './contact-data';
 import { SuppressionReason } from './contact.entity';
+
+/** A suppressed contact as GET /suppressions lists it. */
+export interface SuppressedContact {
+  id: string;
+  email: string;
+  reason: SuppressionReason | null;
+  suppressedAt: Date | null;
+  subscribed: boolean;
+}
 import { CONTACT_COLUMNS, CONTACT_ROW_FIELDS, type ContactRow } from './contact.row';
 import { contactUpsertInput, type ContactUpsert } from './contact-upsert';
 
@@ -124,6 +133,55 @@ export class ContactsRepository {
       [projectId, id, reason],
     );
     return rows[0] ?? null;
+  }
+
+  /** Lifts a suppression (the contact stays unsubscribed); false when it was not suppressed. */
+  async unsuppress(manager: EntityManager, projectId: string, id: string): Promise<boolean> {
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      `UPDATE contacts SET suppressed = false, suppressed_reason = NULL, suppressed_at = NULL, updated_at = now()
+        WHERE project_id = $1 AND id = $2 AND suppressed RETURNING id`,
+      [projectId, id],
+    );
+    return rows.length > 0;
+  }
+
+  async findSuppressed(
+    manager: EntityManager,
+    projectId: string,
+    id: string,
+  ): Promise<SuppressedContact | null> {
+    const rows = await queryRows<SuppressedContact>(
+      manager,
+      `SELECT id, email, suppressed_reason AS reason, suppressed_at AS "suppressedAt", subscribed FROM contacts
+        WHERE project_id = $1 AND id = $2 AND suppressed`,
+      [projectId, id],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** GET /suppressions: suppressed contacts, newest first, keyset after `afterId` (the partial index on suppressed). */
+  async listSuppressed(
+    manager: EntityManager,
+    projectId: string,
+    reason: SuppressionReason | undefined,
+    afterId: string | null,
+    limit: number,
+  ): Promise<{ rows: SuppressedContact[]; total: number }> {
+    const params: unknown[] = [projectId, reason ?? null];
+    const where = `project_id = $1 AND suppressed AND ($2::suppression_reason IS NULL OR suppressed_reason = $2)`;
+    const [{ total }] = await queryRows<{ total: number }>(
+      manager,
+      `SELECT count(*)::int AS total FROM contacts WHERE ${where}`,
+      params,
+    );
+    const rows = await queryRows<SuppressedContact>(
+      manager,
+      `SELECT id, email, suppressed_reason AS reason, suppressed_at AS "suppressedAt", subscribed FROM contacts
+        WHERE ${where} AND ($3::uuid IS NULL OR id < $3) ORDER BY id DESC LIMIT $4`,
+      [...params, afterId, limit + 1],
+    );
+    return { rows, total };
   }
 
   /**

@@ -13,7 +13,7 @@ import { normalizeEmail } from '../common/validation/email';
 import { toDataPatch, toTrackedDataPatch } from './contact-data';
 import { SuppressionReason } from './contact.entity';
 import type { ContactRow } from './contact.row';
-import { ContactsRepository } from './contacts.repository';
+import { ContactsRepository, type SuppressedContact } from './contacts.repository';
 import { ContactResponse, toContactResponse } from './dto/contact.response';
 import type { CreateContactDto } from './dto/create-contact.dto';
 import type { ListContactsQueryDto } from './dto/list-contacts.query';
@@ -146,6 +146,52 @@ export class ContactsService {
     reason: SuppressionReason = SuppressionReason.BOUNCE,
   ): Promise<boolean> {
     return (await this.contacts.suppress(manager, projectId, contactId, reason)) !== null;
+  }
+
+  /** Lifts a suppression; the contact stays unsubscribed until it subscribes again. */
+  async unsuppress(projectId: string, contactId: string): Promise<DeletedResponse> {
+    if (!(await this.contacts.unsuppress(this.dataSource.manager, projectId, contactId)))
+      throw ApiException.notFound('contact', contactId);
+    return { id: contactId, deleted: true };
+  }
+
+  /** POST /suppressions: the contact of `email` (created unsubscribed if missing) suppressed by hand. */
+  async suppressByEmail(projectId: string, email: string): Promise<SuppressedContact> {
+    return this.dataSource.transaction(async (manager) => {
+      const { contact } = await this.upsertByEmail(manager, projectId, email, {
+        defaultSubscribed: false,
+      });
+      await this.contacts.suppress(manager, projectId, contact.id, SuppressionReason.MANUAL);
+      return (await this.contacts.findSuppressed(
+        manager,
+        projectId,
+        contact.id,
+      )) as SuppressedContact;
+    });
+  }
+
+  /** Suppressed contacts of the project (GET /suppressions), newest first. */
+  async listSuppressed(
+    projectId: string,
+    reason: SuppressionReason | undefined,
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<Page<SuppressedContact>> {
+    const afterId = cursor ? decodeCursor(cursor) : null;
+    const { rows, total } = await this.contacts.listSuppressed(
+      this.dataSource.manager,
+      projectId,
+      reason,
+      afterId,
+      limit,
+    );
+    return pageOf(
+      rows,
+      limit,
+      total,
+      (row) => row,
+      (row) => row.id,
+    );
   }
 
   /**

@@ -6,6 +6,7 @@ import { APP_CONFIG } from '../config/config.module';
 import { DELIVERY_JOBS, DeliveryQueueJob } from '../queue/jobs';
 import { isPaused, ParkedJobs } from '../queue/parked-jobs';
 import { QUEUES } from '../queue/queue.constants';
+import { handBackJob } from '../queue/worker-shutdown';
 import { DeliveryRecovery } from './delivery-recovery';
 import { DeliveryOutcome, DeliveryService, TransientDeliveryError } from './delivery.service';
 import { SMTP_POOL_CONNECTIONS } from './mail-transport';
@@ -63,6 +64,11 @@ export class DeliveryProcessor extends WorkerHost implements OnModuleInit {
     // The project is disabled: the job waits, parked, for its enable (no attempt counted).
     if (isPaused(outcome)) {
       if (token) return this.parked.park(job, token, outcome.pausedFor);
+      return 'skipped';
+    }
+    // Marketing mail held by sender health or a paused campaign: it looks again later.
+    if (typeof outcome === 'object') {
+      if (token) return handBackJob(job, token, outcome.heldUntil);
       return 'skipped';
     }
     return outcome;

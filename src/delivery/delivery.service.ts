@@ -46,6 +46,17 @@ export class TransientDeliveryError extends Error {
 
 const MARK_SENT_TRIES = 5;
 
+/**
+ * Marketing mail held while its project's sender health or its campaign is
+ * PAUSED: the job goes back to the queue for this long, no attempt counted.
+ */
+export const HOLD_MS = 15_000;
+
+/** The email may not go yet (held marketing mail): its job waits until then. */
+export interface Held {
+  heldUntil: number;
+}
+
 /** The message cannot be built (its shared content is gone or does not render for this contact): FAILED, no retry. */
 class ContentError extends Error {}
 
@@ -83,12 +94,16 @@ export class DeliveryService {
   private readonly contents = new Map<string, StoredContent>();
 
   /** `pausedFor`: the email's project is disabled; the row was not touched (the processor parks the job). */
-  async deliver(emailId: string, lastJobAttempt: boolean): Promise<DeliveryOutcome | Paused> {
+  async deliver(
+    emailId: string,
+    lastJobAttempt: boolean,
+  ): Promise<DeliveryOutcome | Paused | Held> {
     const email = await this.repository.claim(this.dataSource.manager, emailId);
     if (!email) {
-      // Rare (a repeated job, or a disabled project): only then the second look.
-      const pausedFor = await this.repository.pausedProjectOf(this.dataSource.manager, emailId);
-      return pausedFor ? { pausedFor } : 'skipped';
+      // Rare (a repeated job, a disabled project, held marketing mail): only then the second look.
+      const why = await this.repository.whyNotClaimed(this.dataSource.manager, emailId);
+      if (!why) return 'skipped';
+      return why.disabled ? { pausedFor: why.projectId } : { heldUntil: Date.now() + HOLD_MS };
     }
     // The row counts attempts across jobs: a job re-added by the recovery does not get a fresh budget.
     const lastAttempt = lastJobAttempt || email.attempts >= this.config.deliveryAttempts;

@@ -38,6 +38,10 @@ export class Project extends BaseEntity {
   @Column({ type: 'timestamptz', nullable: true })
   sendingPausedAt: Date | null;
 
+  /** The last resume: thresholds count mail from then on, so a resume is not undone by the next bounce. */
+  @Column({ type: 'timestamptz', nullable: true })
+  sendingWindowFrom: Date | null;
+
   @UpdateDateColumn({ type: 'timestamptz' })
   updatedAt: Date;
 }

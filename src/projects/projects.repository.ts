@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { keysetRows } from '../database/keyset-rows';
 import { queryRows } from '../database/query-rows';
 import { ApiKey } from './api-key.entity';
-import { Project } from './project.entity';
+import { Project, SendingStatus } from './project.entity';
 
 /** The stored fields of a new API key (createdAt is the database's). */
 export type NewApiKey = Pick<ApiKey, 'id' | 'projectId' | 'type' | 'prefix' | 'hash' | 'revokedAt'>;
@@ -34,6 +34,26 @@ export class ProjectsRepository {
       'SELECT id FROM projects WHERE NOT enabled',
     );
     return rows.map((row) => row.id);
+  }
+
+  /** The project's sender health status (null: no such project). Plain SQL: marketing sends read it. */
+  async findSendingStatus(manager: EntityManager, id: string): Promise<SendingStatus | null> {
+    const rows = await queryRows<{ status: SendingStatus }>(
+      manager,
+      'SELECT sending_status AS status FROM projects WHERE id = $1',
+      [id],
+    );
+    return rows[0]?.status ?? null;
+  }
+
+  /** Writes the sender health fields of a locked row. */
+  async setSendingHealth(
+    manager: EntityManager,
+    id: string,
+    fields: Pick<Project, 'sendingStatus' | 'sendingReason' | 'sendingPausedAt'> &
+      Partial<Pick<Project, 'sendingWindowFrom'>>,
+  ): Promise<void> {
+    await manager.update(Project, { id }, fields);
   }
 
   findById(manager: EntityManager, id: string): Promise<Project | null> {

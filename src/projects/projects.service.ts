@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { decodeCursor, Page, pageOf, PaginationQueryDto } from '../common/pagination/pagination';
 import { isUuid, newId } from '../database/id';
@@ -14,7 +14,7 @@ import { ApiKeyCache } from '../common/auth/api-key-cache';
 import { ApiKey } from './api-key.entity';
 import { ApiKeyResponse } from './dto/api-key.response';
 import { ProjectResponse, SenderResponse } from './dto/project.response';
-import { Project } from './project.entity';
+import { Project, SendingStatus } from './project.entity';
 import { NewApiKey, ProjectsRepository } from './projects.repository';
 
 @Injectable()
@@ -78,6 +78,42 @@ export class ProjectsService {
     });
     if (changes.name !== undefined) await this.cache.invalidate();
     return toProjectResponse(project);
+  }
+
+  /**
+   * 403 SENDING_PAUSED while the project's sender health is PAUSED: marketing
+   * mail and campaigns wait for an operator's resume; transactional mail goes on.
+   */
+  async assertMarketingAllowed(
+    projectId: string,
+    manager: EntityManager = this.dataSource.manager,
+  ): Promise<void> {
+    if (await this.isSendingPaused(projectId, manager)) throw sendingPaused();
+  }
+
+  async isSendingPaused(
+    projectId: string,
+    manager: EntityManager = this.dataSource.manager,
+  ): Promise<boolean> {
+    return (await this.projects.findSendingStatus(manager, projectId)) === SendingStatus.PAUSED;
+  }
+
+  /** The project row (sender health reads), null when there is none. */
+  findRow(projectId: string): Promise<Project | null> {
+    return this.projects.findById(this.dataSource.manager, projectId);
+  }
+
+  /** The project row locked for a sender health change (null: no such project). */
+  lockForHealth(manager: EntityManager, projectId: string): Promise<Project | null> {
+    return this.projects.lockById(manager, projectId);
+  }
+
+  async setSendingHealth(
+    manager: EntityManager,
+    projectId: string,
+    fields: Parameters<ProjectsRepository['setSendingHealth']>[2],
+  ): Promise<void> {
+    await this.projects.setSendingHealth(manager, projectId, fields);
   }
 
   /** The project's default sender, read when a send names no sender of its own. */
@@ -179,4 +215,16 @@ function toApiKeyResponse(k: ApiKey): ApiKeyResponse {
     createdAt: k.createdAt.toISOString(),
     revokedAt: k.revokedAt ? k.revokedAt.toISOString() : null,
   };
+}
+
+export function sendingPaused(): ApiException {
+  return new ApiException(
+    403,
+    'SENDING_PAUSED',
+    'Sending is paused for this project: its bounce or complaint rate crossed the sender health threshold',
+    {
+      suggestion:
+        'Check GET /project/health, clean the list (GET /suppressions), then POST /project/health/resume. Transactional mail still goes.',
+    },
+  );
 }

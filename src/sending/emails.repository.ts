@@ -110,6 +110,14 @@ export interface BouncedEmail {
 const BOUNCED_EMAIL_COLUMNS = `id, project_id AS "projectId", contact_id AS "contactId", campaign_id AS "campaignId",
   to_email AS "toEmail", status`;
 
+/**
+ * Marketing mail of `emails e` that waits (with `projects p` joined): its
+ * project's sender health is PAUSED, or its campaign is PAUSED (contract:
+ * "Sender health"). Transactional mail is never held.
+ */
+const MARKETING_HELD = `(p.sending_status = 'PAUSED'
+  OR (e.campaign_id IS NOT NULL AND EXISTS (SELECT 1 FROM campaigns k WHERE k.id = e.campaign_id AND k.status = 'PAUSED')))`;
+
 /** GET /emails items: the record without its rendered content or headers. */
 const LIST_FIELDS = [
   'e.id',
@@ -292,7 +300,7 @@ export class EmailsRepository {
               updated_at = now()
          FROM contacts c, projects p
         WHERE e.id = $1 AND c.id = e.contact_id AND e.status IN ('QUEUED', 'SENDING')
-          AND p.id = e.project_id AND p.enabled
+          AND p.id = e.project_id AND p.enabled AND NOT (e.marketing AND ${MARKETING_HELD})
        RETURNING e.id, e.project_id AS "projectId", e.contact_id AS "contactId", e.status,
                  e.to_email AS "toEmail", e.to_name AS "toName", e.from_email AS "fromEmail", e.from_name AS "fromName",
                  e.reply_to AS "replyTo", e.subject, e.html, e.text, e.headers, e.attachments, e.attempts,
@@ -325,15 +333,24 @@ export class EmailsRepository {
     };
   }
 
-  /** The project of an open email whose claim found nothing because the project is disabled; else null. */
-  async pausedProjectOf(manager: EntityManager, emailId: string): Promise<string | null> {
-    const rows = await queryRows<{ projectId: string }>(
+  /**
+   * Why an open email's claim found nothing: its project is disabled
+   * (`disabled`), or it is marketing mail held by sender health or a paused
+   * campaign (`held`); null when it is not open (a repeated job).
+   */
+  async whyNotClaimed(
+    manager: EntityManager,
+    emailId: string,
+  ): Promise<{ projectId: string; disabled: boolean } | null> {
+    const rows = await queryRows<{ projectId: string; disabled: boolean }>(
       manager,
-      `SELECT e.project_id AS "projectId" FROM emails e JOIN projects p ON p.id = e.project_id
-        WHERE e.id = $1 AND e.status IN ('QUEUED', 'SENDING') AND NOT p.enabled`,
+      `SELECT e.project_id AS "projectId", NOT p.enabled AS disabled
+         FROM emails e JOIN projects p ON p.id = e.project_id
+        WHERE e.id = $1 AND e.status IN ('QUEUED', 'SENDING')
+          AND (NOT p.enabled OR (e.marketing AND ${MARKETING_HELD}))`,
       [emailId],
     );
-    return rows[0]?.projectId ?? null;
+    return rows[0] ?? null;
   }
 
   /**
@@ -475,6 +492,47 @@ export class EmailsRepository {
       [emailId],
     );
     return rows[0] ?? null;
+  }
+
+  /**
+   * Sender health's counts: the project's messages handed to a server in the
+   * last `days` days (accepted, or refused with a 5xx), not before `from`
+   * when given, with those now BOUNCED and COMPLAINED. The expression index
+   * emails_project_id_outcome_at_idx serves it.
+   */
+  async outcomesSince(
+    manager: EntityManager,
+    projectId: string,
+    days: number,
+    from: Date | null,
+  ): Promise<{ sent: number; bounced: number; complained: number }> {
+    const [row] = await queryRows<{ sent: number; bounced: number; complained: number }>(
+      manager,
+      `SELECT count(*)::int AS sent,
+              count(*) FILTER (WHERE status = 'BOUNCED')::int AS bounced,
+              count(*) FILTER (WHERE status = 'COMPLAINED')::int AS complained
+         FROM emails
+        WHERE project_id = $1 AND (sent_at IS NOT NULL OR bounced_at IS NOT NULL)
+          AND COALESCE(sent_at, bounced_at) >= GREATEST(now() - make_interval(days => $2), COALESCE($3::timestamptz, '-infinity'))`,
+      [projectId, days, from],
+    );
+    return row;
+  }
+
+  /** The latest email of the project to this (normalised) address that went out or was refused. */
+  async latestSentTo(
+    manager: EntityManager,
+    projectId: string,
+    address: string,
+  ): Promise<string | null> {
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      `SELECT e.id FROM contacts c JOIN emails e ON e.contact_id = c.id
+        WHERE c.project_id = $1 AND c.email = $2 AND e.status IN ('SENDING', 'SENT', 'BOUNCED', 'COMPLAINED')
+        ORDER BY e.id DESC LIMIT 1`,
+      [projectId, address],
+    );
+    return rows[0]?.id ?? null;
   }
 
   /**

@@ -68,6 +68,7 @@ export class SendService {
     const resolved = await this.resolve(projectId, dto);
     const attachments = decodeAttachments(dto);
     await this.domains.assertCanSend(projectId, resolved.from.email);
+    if (resolved.marketing) await this.projects.assertMarketingAllowed(projectId);
     if (idempotency) {
       // A replay is answered before anything is rendered; the claim in the transaction settles races.
       const answered = await this.idempotencyKeys.findAnsweredIdempotencyKey(

@@ -53,9 +53,22 @@ export class CampaignStatsResponse {
   recipients: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) queued: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) sending: number;
-  @ApiProperty({ type: 'integer', minimum: 0 }) sent: number;
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    description:
+      'Accepted by the receiving server, including those that bounced or complained later',
+  })
+  sent: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) failed: number;
-  @ApiProperty({ type: 'integer', minimum: 0 }) bounced: number;
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    description: 'Hard bounces: refused during delivery or reported later (DSN, provider, API)',
+  })
+  bounced: number;
+  @ApiProperty({ type: 'integer', minimum: 0, description: 'Spam complaints (COMPLAINED)' })
+  complained: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) suppressed: number;
   @ApiProperty({ type: 'integer', minimum: 0 }) cancelled: number;
   @ApiProperty({
@@ -78,6 +91,8 @@ export class CampaignStatsResponse {
   unsubscribed: number;
   @ApiProperty({ minimum: 0, maximum: 1, description: 'opened / sent (0 when nothing is sent)' })
   openRate: number;
+  @ApiProperty({ minimum: 0, maximum: 1, description: 'complained / sent' })
+  complaintRate: number;
   @ApiProperty({ minimum: 0, maximum: 1 }) clickRate: number;
   @ApiProperty({ minimum: 0, maximum: 1 }) bounceRate: number;
   @ApiProperty({ minimum: 0, maximum: 1 }) unsubscribeRate: number;

@@ -10,6 +10,8 @@ export const DEFAULT_SUGGESTIONS: Record<string, string> = {
     'This project is disabled; an operator can enable it with "projects enable <id>".',
   DOMAIN_NOT_VERIFIED:
     'Add the sender domain with POST /domains and publish its DNS records until it is VERIFIED.',
+  SENDING_PAUSED:
+    'Sender health is PAUSED: check GET /project/health, clean the list, then POST /project/health/resume. Transactional mail still goes.',
   ROUTE_NOT_FOUND: 'Check the method and path against the API reference at /docs.',
   CONFLICT: 'The resource already exists or its current state does not allow this operation.',
   IDEMPOTENCY_KEY_REUSED: 'Use a new Idempotency-Key for a different request body.',

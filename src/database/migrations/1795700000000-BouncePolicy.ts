@@ -51,6 +51,9 @@ export class BouncePolicy1795700000000 implements MigrationInterface {
     await queryRunner.query(
       `ALTER TABLE "projects" ADD "sending_paused_at" TIMESTAMP WITH TIME ZONE`,
     );
+    await queryRunner.query(
+      `ALTER TABLE "projects" ADD "sending_window_from" TIMESTAMP WITH TIME ZONE`,
+    );
 
     await queryRunner.query(`
       CREATE TABLE "bounce_reports" (
@@ -117,6 +120,7 @@ export class BouncePolicy1795700000000 implements MigrationInterface {
     await queryRunner.query(`ALTER TABLE "campaign_counters" DROP COLUMN "accepted"`);
     await queryRunner.query(`ALTER TABLE "campaign_counters" DROP COLUMN "complained"`);
     await queryRunner.query(`DROP TABLE "bounce_reports"`);
+    await queryRunner.query(`ALTER TABLE "projects" DROP COLUMN "sending_window_from"`);
     await queryRunner.query(`ALTER TABLE "projects" DROP COLUMN "sending_paused_at"`);
     await queryRunner.query(`ALTER TABLE "projects" DROP COLUMN "sending_reason"`);
     await queryRunner.query(`ALTER TABLE "projects" DROP COLUMN "sending_status"`);
