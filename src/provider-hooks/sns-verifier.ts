@@ -59,7 +59,7 @@ export function hostMatches(host: string, patterns: readonly string[]): boolean 
  */
 @Injectable()
 export class SnsVerifier {
-  private readonly certificates = new LruMap<string, Promise<KeyObject | null>>(100);
+  private readonly certificates = new LruMap<string, Promise<X509Certificate | null>>(100);
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
@@ -90,8 +90,16 @@ export class SnsVerifier {
     const url = this.allowedUrl(message.SigningCertURL);
     if (!algorithm || !url || !url.pathname.endsWith('.pem')) return false;
     if (typeof message.Signature !== 'string') return false;
-    const key = await this.certificate(url.href);
-    if (!key) return false;
+    const certificate = await this.certificate(url.href);
+    // Checked at each use: a cached certificate may expire while the process runs.
+    const now = Date.now();
+    if (
+      !certificate ||
+      Date.parse(certificate.validFrom) > now ||
+      Date.parse(certificate.validTo) < now
+    )
+      return false;
+    const key: KeyObject = certificate.publicKey;
     try {
       return verify(
         algorithm,
@@ -123,7 +131,7 @@ export class SnsVerifier {
     }
   }
 
-  private certificate(url: string): Promise<KeyObject | null> {
+  private certificate(url: string): Promise<X509Certificate | null> {
     const cached = this.certificates.get(url);
     if (cached) return cached;
     const loading = this.fetchCertificate(url);
@@ -135,7 +143,7 @@ export class SnsVerifier {
     return loading;
   }
 
-  private async fetchCertificate(url: string): Promise<KeyObject | null> {
+  private async fetchCertificate(url: string): Promise<X509Certificate | null> {
     try {
       const response = await sendOutbound({
         url,
@@ -146,11 +154,7 @@ export class SnsVerifier {
         maxBodyBytes: MAX_CERTIFICATE_BYTES,
       });
       if (response.status !== 200) return null;
-      const certificate = new X509Certificate(response.body);
-      const now = Date.now();
-      if (Date.parse(certificate.validFrom) > now || Date.parse(certificate.validTo) < now)
-        return null;
-      return certificate.publicKey;
+      return new X509Certificate(response.body);
     } catch {
       return null;
     }
