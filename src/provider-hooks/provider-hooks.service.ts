@@ -148,16 +148,17 @@ export class ProviderHooksService {
         ? await this.hooks.findInbound(this.dataSource.manager, provider, inboundId)
         : null;
     if (!hook) throw unauthorized();
+    const credentials: Credentials = hook.credentialsSealed
+      ? this.credentials.open(hook.projectId, provider, hook.credentialsSealed)
+      : {};
+    const events = await this.verifiedEvents(provider, credentials, headers, body);
+    // Only a verified caller learns that the project is disabled.
     if (!hook.projectEnabled) {
       throw new ApiException(403, 'PROJECT_DISABLED', 'The project of this webhook is disabled', {
         suggestion:
           'The provider retries later; an operator can enable the project with "projects enable <id>".',
       });
     }
-    const credentials: Credentials = hook.credentialsSealed
-      ? this.credentials.open(hook.projectId, provider, hook.credentialsSealed)
-      : {};
-    const events = await this.verifiedEvents(provider, credentials, headers, body);
     const outcome: InboundOutcome = {
       received: events.length,
       applied: 0,
