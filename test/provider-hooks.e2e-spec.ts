@@ -12,6 +12,7 @@ import {
 import { PROVIDER_CREDENTIALS_BOX_LABEL } from '../src/provider-hooks/provider-hooks.constants';
 import { ProviderHooksRepository } from '../src/provider-hooks/provider-hooks.repository';
 import { ProjectsService } from '../src/projects/projects.service';
+import { ReturnPathTokens } from '../src/sending/return-path';
 import { signWebhook } from '../src/webhooks/webhook-signature';
 import { HttpReceiver } from './support/http-receiver';
 import {
@@ -618,6 +619,32 @@ describe('provider webhooks (e2e)', () => {
         expect(res).toMatchObject({ status: 200, body: { data: { received: 1, unmatched: 1 } } });
         expect((await email(theirs.id, other.secretKey)).status).toBe('SENT');
         expect(await t.contact(theirs.contactId)).toBeUndefined();
+      });
+
+      it('finds the email by its return path (mail.source) before the recipient’s latest email', async () => {
+        const older = await delivered('ses-rp@example.org');
+        const latest = await delivered('ses-rp@example.org');
+        const returnPath = new ReturnPathTokens(t.app.config.appSecret).address(
+          older.id,
+          `bounces.${SENDER_DOMAIN}`,
+        );
+        const res = await postSns(
+          snsMessage({
+            Type: 'Notification',
+            Message: JSON.stringify({
+              notificationType: 'Bounce',
+              bounce: {
+                bounceType: 'Permanent',
+                bouncedRecipients: [{ emailAddress: 'ses-rp@example.org', status: '5.1.1' }],
+                feedbackId: `0100-${randomUUID()}`,
+              },
+              mail: { source: returnPath, messageId: '0100018c-ses' },
+            }),
+          }),
+        );
+        expect(res.body.data).toMatchObject({ applied: 1 });
+        expect((await email(older.id)).status).toBe('BOUNCED');
+        expect((await email(latest.id)).status).toBe('SENT');
       });
 
       it('Transient → soft, DeliveryDelay → email.delayed, Delivery → ignored', async () => {
