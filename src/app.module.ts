@@ -20,6 +20,8 @@ import { EngagementModule } from './engagement/engagement.module';
 import { HealthModule } from './health/health.module';
 import { InboundModule } from './inbound/inbound.module';
 import { ProjectSettingsModule } from './project-settings/project-settings.module';
+import { PROVIDER_HOOKS_OPENAPI_PATHS } from './provider-hooks/provider-hooks.routes';
+import { ProviderHooksModule } from './provider-hooks/provider-hooks.module';
 import { QueueModule } from './queue/queue.module';
 import { RedisModule } from './queue/redis.module';
 import { SegmentsModule } from './segments/segments.module';
@@ -39,6 +41,7 @@ export const FEATURE_MODULES: Type[] = [
   SendingModule,
   DeliveryModule,
   BouncesModule,
+  ProviderHooksModule,
   EngagementModule,
   CampaignsModule,
   WorkflowsModule,
@@ -48,7 +51,10 @@ export const FEATURE_MODULES: Type[] = [
 ];
 
 /** OpenAPI path items of the routes registered on Fastify directly (no controller decorators to read). */
-export const RAW_ROUTE_OPENAPI_PATHS = { ...EMAIL_TRACKING_OPENAPI_PATHS };
+export const RAW_ROUTE_OPENAPI_PATHS = {
+  ...EMAIL_TRACKING_OPENAPI_PATHS,
+  ...PROVIDER_HOOKS_OPENAPI_PATHS,
+};
 
 @Module({})
 export class AppModule {

@@ -16,6 +16,11 @@ import { WebhookSecretsModule } from './webhooks/webhook-secrets.module';
 import { WebhookSecretsService } from './webhooks/webhook-secrets.service';
 import { SealedKeysModule } from './domains/sealed-keys.module';
 import { SealedKeysService, UnreadableSealedKeysError } from './domains/sealed-keys.service';
+import { ProviderCredentialsModule } from './provider-hooks/provider-credentials.module';
+import {
+  ProviderCredentials,
+  UnreadableProviderCredentialsError,
+} from './provider-hooks/provider-credentials';
 import { workerHealth } from './health/worker-health';
 import { ApiKeyType } from './common/auth/api-key.crypto';
 import { ProjectsModule } from './projects/projects.module';
@@ -44,7 +49,7 @@ Commands:
   inbound list [--status <status>] [--limit <n>]
                                             messages the inbound listener stored, newest first (default 20; status
                                             RECEIVED, PROCESSED, UNMATCHED, IGNORED or FAILED): unmatched bounces show here
-  secrets rotate                            re-seal stored secrets (DKIM keys, webhook and workflow signing secrets) under the current APP_SECRET;
+  secrets rotate                            re-seal stored secrets (DKIM keys, webhook and workflow signing secrets, provider webhook credentials) under the current APP_SECRET;
                                             earlier secrets are read from APP_SECRET_PREVIOUS
 
 --json prints one JSON document on stdout. API keys are shown once, on creation.`;
@@ -69,6 +74,7 @@ class CliModule {
         SealedKeysModule,
         WebhookSecretsModule,
         InboundListingModule,
+        ProviderCredentialsModule,
         SenderHealthStatusModule,
       ],
     };
@@ -104,6 +110,7 @@ async function run(
       app.get(SealedKeysService),
       app.get(WebhookSecretsService),
       app.get(InboundListing),
+      app.get(ProviderCredentials),
       app.get(SenderHealthStatus),
       group,
       action,
@@ -122,6 +129,7 @@ async function dispatch(
   sealedKeys: SealedKeysService,
   webhookSecrets: WebhookSecretsService,
   inbound: InboundListing,
+  providerCredentials: ProviderCredentials,
   senderHealth: SenderHealthStatus,
   group: string | undefined,
   action: string | undefined,
@@ -227,18 +235,21 @@ async function dispatch(
     case 'secrets rotate': {
       const rotated = await sealedKeys.rotate();
       const signing = await webhookSecrets.rotate();
+      const providers = await providerCredentials.rotate();
       return {
         json: {
           ...rotated,
           webhookSecrets: signing.endpoints,
           workflowSecrets: signing.workflows,
           webhookCredentials: signing.credentials,
+          providerCredentials: providers,
         },
         text:
           `Re-sealed ${rotated.resealed} DKIM key(s) under the current APP_SECRET; ${rotated.alreadyCurrent} already were.\n` +
           `Re-sealed ${signing.endpoints.resealed} webhook signing secret(s); ${signing.endpoints.alreadyCurrent} already were.\n` +
           `Re-sealed ${signing.workflows.resealed} workflow signing secret(s); ${signing.workflows.alreadyCurrent} already were.\n` +
           `Re-sealed ${signing.credentials.resealed} set(s) of webhook URL or WEBHOOK step credentials; ${signing.credentials.alreadyCurrent} already were; sealed ${signing.credentials.sealed} endpoint URL(s) saved with clear credentials.\n` +
+          `Re-sealed ${providers.resealed} set(s) of provider webhook credentials; ${providers.alreadyCurrent} already were.\n` +
           'Stored keys no longer need APP_SECRET_PREVIOUS; keep it set while unsubscribe links signed with an earlier secret should keep working.',
       };
     }
@@ -292,7 +303,9 @@ async function main(): Promise<number> {
       return 2;
     }
     const code =
-      error instanceof ApiException || error instanceof UnreadableSealedKeysError
+      error instanceof ApiException ||
+      error instanceof UnreadableSealedKeysError ||
+      error instanceof UnreadableProviderCredentialsError
         ? error.code
         : error instanceof ConfigValidationError
           ? 'CONFIG'

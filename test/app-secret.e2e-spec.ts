@@ -329,6 +329,7 @@ describe('APP_SECRET: a wrong secret refuses to boot; APP_SECRET_PREVIOUS and `s
       webhookSecrets: { resealed: 1, alreadyCurrent: 0 },
       workflowSecrets: { resealed: 1, alreadyCurrent: 0 },
       webhookCredentials: { resealed: 0, alreadyCurrent: 0, sealed: 1 },
+      providerCredentials: { resealed: 0, alreadyCurrent: 0 },
     });
     const [endpoint] = await sql('SELECT url, url_sealed FROM webhook_endpoints');
     expect(endpoint).toEqual({

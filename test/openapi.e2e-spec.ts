@@ -183,11 +183,17 @@ interface Fixtures {
   newTemplate(): Promise<string>;
   newDomain(): Promise<string>;
   unsubscribeToken(): string;
+  /** The inbound id of the project's postmark webhook, whose basic-auth credentials are POSTMARK_AUTH. */
+  postmarkInboundId(): Promise<string>;
   openToken(): string;
   clickToken(): string;
 }
 
 const UNKNOWN_ID = '01900000-0000-7000-8000-000000000000';
+const POSTMARK_AUTH = { username: 'openapi', password: 'openapi-password' };
+const basicAuth = (user: string, password: string) => ({
+  authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`,
+});
 const CONDITION = {
   logic: 'AND',
   conditions: [{ field: 'email', operator: 'contains', value: '@' }],
@@ -216,6 +222,47 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
     { name: 'empty body', status: 422, body: {} },
   ],
   'GET /project/keys': () => [{ name: 'list', status: 200, query: 'limit=1' }],
+  'PUT /project/inbound/{provider}': () => [
+    { name: 'postmark', status: 200, params: { provider: 'postmark' }, body: POSTMARK_AUTH },
+    { name: 'ses', status: 200, params: { provider: 'ses' }, body: {} },
+    { name: 'missing secret', status: 422, params: { provider: 'mailgun' }, body: {} },
+    { name: 'unknown provider', status: 400, params: { provider: 'sparkpost' }, body: {} },
+  ],
+  'POST /inbound/{provider}/{inboundId}': async (f) => {
+    const params = { provider: 'postmark', inboundId: await f.postmarkInboundId() };
+    const bounce = {
+      RecordType: 'Bounce',
+      ID: 1,
+      Type: 'HardBounce',
+      Email: 'nobody-sent-here@example.com',
+      Details: 'smtp;550 5.1.1 unknown',
+    };
+    return [
+      {
+        name: 'bounce',
+        status: 200,
+        key: 'none',
+        params,
+        body: bounce,
+        headers: basicAuth(POSTMARK_AUTH.username, POSTMARK_AUTH.password),
+      },
+      {
+        name: 'wrong credentials',
+        status: 401,
+        key: 'none',
+        params,
+        body: bounce,
+        headers: basicAuth(POSTMARK_AUTH.username, 'wrong'),
+      },
+      {
+        name: 'unknown provider',
+        status: 400,
+        key: 'none',
+        params: { ...params, provider: 'sparkpost' },
+        body: bounce,
+      },
+    ];
+  },
 
   'GET /contacts': (f) => [
     { name: 'list', status: 200 },
@@ -672,8 +719,11 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
 function derivedProbes(op: OperationDoc, success: Case): Case[] {
   const documented = (status: number) => String(status) in op.responses;
   const probes: Case[] = [];
-  if (documented(401)) probes.push({ ...success, name: 'no key', status: 401, key: 'none' });
-  if (documented(403) && op.operationId !== 'events_track') {
+  // Keyless operations (security: []) authenticate otherwise (provider webhooks' signatures): no key probes.
+  const keyed = op.security === undefined;
+  if (documented(401) && keyed)
+    probes.push({ ...success, name: 'no key', status: 401, key: 'none' });
+  if (documented(403) && keyed && op.operationId !== 'events_track') {
     probes.push({ ...success, name: 'public key', status: 403, key: 'public' });
   }
   if (success.params?.id) {
@@ -957,6 +1007,12 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
       webhookId,
       newWebhook,
       newDelivery: async () => (await ok('POST', `/webhooks/${webhookId}/test`)).id,
+      postmarkInboundId: async () => {
+        const hook = (await ok('PUT', '/project/inbound/postmark', POSTMARK_AUTH)) as unknown as {
+          url: string;
+        };
+        return new URL(hook.url).pathname.split('/').pop()!;
+      },
       workflowId,
       newWorkflow,
       newExecution: async () =>

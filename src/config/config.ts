@@ -86,6 +86,13 @@ export interface AppConfig {
   inboundLmtp: boolean;
   /** Largest inbound message accepted (552 beyond). */
   inboundMaxBytes: number;
+  /**
+   * Hosts SNS certificate and subscribe URLs may be on (SES_SNS_HOST_PATTERN): `*` stands for one
+   * DNS label; comma-separated patterns.
+   */
+  sesSnsHostPatterns: string[];
+  /** Let SNS certificate and subscribe URLs be plain http (SES_SNS_ALLOW_HTTP; for tests on loopback). */
+  sesSnsAllowHttp: boolean;
 }
 
 export class ConfigValidationError extends Error {
@@ -302,6 +309,10 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     inboundSmtpHost: '',
     inboundLmtp: r.bool('INBOUND_LMTP', false),
     inboundMaxBytes: r.int('INBOUND_MAX_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    sesSnsHostPatterns: parseList(r.string('SES_SNS_HOST_PATTERN', 'sns.*.amazonaws.com')).map(
+      (pattern) => pattern.toLowerCase(),
+    ),
+    sesSnsAllowHttp: r.bool('SES_SNS_ALLOW_HTTP', false),
     importBatchSize: r.int('IMPORT_BATCH_SIZE', 1000, 1, 10_000),
     recoveryEveryMs: r.int('RECOVERY_EVERY_MS', 60_000, 100, 24 * 3_600_000),
     authFailureLimitPerMinute: r.int('AUTH_FAILURE_LIMIT_PER_MINUTE', 30, 1, 10_000_000),
@@ -338,6 +349,14 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     )
   ) {
     r.problems.push(`RETURN_PATH_DOMAIN: expected a domain name, got "${config.returnPathDomain}"`);
+  }
+  for (const pattern of config.sesSnsHostPatterns) {
+    if (
+      !/^(\*|[a-z0-9]([a-z0-9-]*[a-z0-9])?)(\.(\*|[a-z0-9]([a-z0-9-]*[a-z0-9])?))*$/.test(pattern)
+    )
+      r.problems.push(
+        `SES_SNS_HOST_PATTERN: "${pattern}" is not a host name with "*" for whole labels`,
+      );
   }
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(config.queuePrefix)) {
     r.problems.push('QUEUE_PREFIX: 1..64 characters of letters, digits, "_" or "-"');

@@ -707,4 +707,29 @@ export class EmailsRepository {
       [minutes, limit, maxAttempts],
     );
   }
+
+  /**
+   * The project's latest email to `recipient` that went out at or before
+   * `before`, within `withinDays` of it: a provider report that carries no
+   * identifier of ours names only the recipient (provider webhooks).
+   */
+  async findLatestSentTo(
+    manager: EntityManager,
+    projectId: string,
+    recipient: string,
+    before: Date,
+    withinDays: number,
+  ): Promise<string | null> {
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      `SELECT e.id FROM contacts c JOIN emails e ON e.project_id = c.project_id AND e.contact_id = c.id
+        WHERE c.project_id = $1 AND c.email = $2
+          AND e.status IN ('SENDING', 'SENT', 'BOUNCED', 'COMPLAINED')
+          AND COALESCE(e.sent_at, e.updated_at) <= $3
+          AND COALESCE(e.sent_at, e.updated_at) > $3::timestamptz - make_interval(days => $4)
+        ORDER BY e.id DESC LIMIT 1`,
+      [projectId, recipient, before, withinDays],
+    );
+    return rows[0]?.id ?? null;
+  }
 }

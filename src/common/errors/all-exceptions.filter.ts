@@ -89,7 +89,7 @@ function fromFramework(error: FrameworkError): Rendered | null {
   }
 }
 
-function render(exception: unknown): Rendered | null {
+export function render(exception: unknown): Rendered | null {
   if (exception instanceof ApiException) {
     return {
       status: exception.getStatus(),

@@ -131,7 +131,7 @@ export function requestChildLogger(
   return child;
 }
 
-/** Capability tokens in paths (unsubscribe, tracking links) stay out of logs. */
+/** Capability tokens in paths (unsubscribe, tracking links, provider webhook URLs) stay out of logs. */
 export function loggableUrl(url: string): string {
-  return url.replace(/\/(unsubscribe|t\/[a-z])\/[^/?]+/, '/$1/[token]');
+  return url.replace(/\/(unsubscribe|t\/[a-z]|inbound\/[a-z]+)\/[^/?]+/, '/$1/[token]');
 }
