@@ -18,6 +18,7 @@ import { InboundMessagesService } from './inbound-messages.service';
 import { InboundMetrics } from './inbound-metrics';
 
 /** Longest wait at shutdown for clients still connected (they are then told 421 and dropped). */
+const MAX_CLIENTS = 200;
 const CLOSE_TIMEOUT_MS = 5_000;
 
 function smtpError(code: number, message: string): Error {
@@ -67,6 +68,9 @@ export class InboundListener implements OnApplicationBootstrap, BeforeApplicatio
       // The client's name is not used, and a reverse lookup delays every greeting by a DNS round trip.
       disableReverseLookup: true,
       closeTimeout: CLOSE_TIMEOUT_MS,
+      // A public port 25: beyond this many connections at once, new ones are told 421 (try later)
+      // rather than each holding a socket and a storage slot.
+      maxClients: MAX_CLIENTS,
       banner: 'Mailwright bounce and complaint listener',
       onRcptTo: (address, _session, callback) => callback(this.checkRecipient(address)),
       onData: (stream, session, callback) => this.receive(stream, session, callback),
