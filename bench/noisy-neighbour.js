@@ -29,6 +29,7 @@
  *
  *   npm run bench:noisy-neighbour
  *   BENCH_PART=latency|memory ...     (one part only)
+ *   BENCH_A_KINDS=segment ...         (A runs only these of template,deep-html,segment)
  */
 const { Client } = require('pg');
 const {
@@ -47,6 +48,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS || 20);
 const A_LOOPS = Number(process.env.BENCH_A_LOOPS || 2);
 const CAMPAIGNS = Number(process.env.BENCH_CAMPAIGNS || 200);
 const PART = process.env.BENCH_PART || 'both';
+/** A's kinds of pathological request (a subset shows which one hurts). */
+const A_KINDS = new Set((process.env.BENCH_A_KINDS || 'template,deep-html,segment').split(','));
 const PREFIX = `mwbenchnoisy${process.pid}`;
 const HEAP_CAP_MB = 256;
 
@@ -151,6 +154,7 @@ function tenantA(base, key, state) {
   const answers = {};
   const count = (kind, status) => (answers[`${kind} ${status}`] = (answers[`${kind} ${status}`] ?? 0) + 1);
   const loop = async (kind, fn) => {
+    if (!A_KINDS.has(kind)) return;
     while (!state.stop) {
       const t0 = performance.now();
       try {

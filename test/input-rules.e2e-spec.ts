@@ -248,9 +248,15 @@ describe('Input rules (e2e): path ids, early refusals, null, blank text, duplica
   }
 
   const paramsOf = (path: string) => [...path.matchAll(/:(\w+)/g)].map((m) => m[1]);
-  /** `/segments/:id/contacts` → SEGMENT: the collection just before the first id, singular. */
-  const resourceOf = (path: string) =>
-    path.split('/:')[0].split('/').pop()!.replace(/s$/, '').toUpperCase();
+  /**
+   * `/segments/:id/contacts` → SEGMENT: the collection just before the first id, singular; a
+   * first parameter named `<resource>Id` names it (`/suppressions/:contactId` → CONTACT).
+   */
+  const resourceOf = (path: string) => {
+    const named = /^[^:]*:(\w+)Id\b/.exec(path);
+    if (named) return named[1].toUpperCase();
+    return path.split('/:')[0].split('/').pop()!.replace(/s$/, '').toUpperCase();
+  };
   const withParams = (path: string, values: Record<string, string>) =>
     path.replace(/:(\w+)/g, (_, name: string) => values[name]);
 

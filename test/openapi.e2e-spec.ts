@@ -463,11 +463,11 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
     { name: 'suppress', status: 201, body: { email: `${unique('s')}@example.com` } },
     { name: 'bad email', status: 422, body: { email: 'nope' } },
   ],
-  'DELETE /suppressions/{id}': async (f) => {
+  'DELETE /suppressions/{contactId}': async (f) => {
     const contactId = await f.newSuppression();
     return [
-      { name: 'lift', status: 200, params: { id: contactId } },
-      { name: 'not suppressed', status: 404, params: { id: f.contactId } },
+      { name: 'lift', status: 200, params: { contactId } },
+      { name: 'not suppressed', status: 404, params: { contactId: f.contactId } },
     ];
   },
   'POST /campaigns/{id}/pause': async (f) => [

@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, Param, Post, Query } from '@nestjs/common';
-import { ApiTags } from '@nestjs/swagger';
+import { ApiProperty, ApiTags } from '@nestjs/swagger';
+import { IsUUID } from 'class-validator';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
 import {
   ApiDeletedSuccess,
@@ -11,11 +12,20 @@ import {
 } from '../common/openapi/decorators';
 import { DeletedResponse } from '../common/openapi/error-envelope.response';
 import { Page } from '../common/pagination/pagination';
-import { IdParamDto } from '../common/validation/id.param';
 import { BouncesService } from './bounces.service';
 import { CreateSuppressionDto } from './dto/create-suppression.dto';
 import { ListSuppressionsQueryDto } from './dto/list-suppressions.query';
 import { SuppressionResponse } from './dto/suppression.response';
+
+/** `DELETE /suppressions/{contactId}` (the contract's name): the suppressed contact's id. */
+class ContactIdParamDto {
+  @ApiProperty({
+    format: 'uuid',
+    description: 'A UUID; anything else is a 400 naming the parameter',
+  })
+  @IsUUID('all')
+  contactId: string;
+}
 
 @ApiTags('suppressions')
 @ApiKeyProtected()
@@ -45,7 +55,7 @@ export class SuppressionsController {
     return this.bounces.suppress(project.id, dto.email);
   }
 
-  @Delete(':id')
+  @Delete(':contactId')
   @ApiOp(
     'suppressions_delete',
     'Lift a contact’s suppression (it stays unsubscribed until it subscribes again)',
@@ -54,8 +64,8 @@ export class SuppressionsController {
   @ApiErrorResponses([400, 404])
   remove(
     @CurrentProject() project: CurrentProjectInfo,
-    @Param() params: IdParamDto,
+    @Param() params: ContactIdParamDto,
   ): Promise<DeletedResponse> {
-    return this.bounces.unsuppress(project.id, params.id);
+    return this.bounces.unsuppress(project.id, params.contactId);
   }
 }

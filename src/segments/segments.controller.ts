@@ -1,4 +1,15 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Param,
+  Patch,
+  Post,
+  Query,
+  UseInterceptors,
+} from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
 import {
@@ -11,6 +22,7 @@ import {
 } from '../common/openapi/decorators';
 import { DeletedResponse } from '../common/openapi/error-envelope.response';
 import { Page, PaginationQueryDto } from '../common/pagination/pagination';
+import { ExpensiveWorkGate } from '../common/rate-limit/expensive-work.interceptor';
 import { IdParamDto } from '../common/validation/id.param';
 import { ContactResponse } from '../contacts/dto/contact.response';
 import { CreateSegmentDto } from './dto/create-segment.dto';
@@ -58,6 +70,7 @@ export class SegmentsController {
   )
   @ApiSuccess(200, SegmentPreviewResponse)
   @ApiErrorResponses([400, 413, 422])
+  @UseInterceptors(ExpensiveWorkGate)
   preview(
     @CurrentProject() project: CurrentProjectInfo,
     @Body() dto: PreviewSegmentDto,

@@ -240,8 +240,11 @@ export class TemplateRenderer implements OnApplicationShutdown {
       throw new Error(`${WORKER_FILE} is missing: run npm run build (npm test does)`);
     this.pool ??= new Piscina({
       filename: WORKER_FILE,
-      minThreads: 1,
-      maxThreads: this.threads,
+      // One thread more than renders run at once (the semaphore), all kept up: while a thread
+      // stopped at a deadline is replaced (a start takes a few hundred ms on a busy machine), the
+      // spare takes the next render, which otherwise waited for the start (bench:noisy-neighbour).
+      minThreads: this.threads + 1,
+      maxThreads: this.threads + 1,
       // Threads stay: starting one costs tens of milliseconds (liquidjs, html-to-text, markdown-it).
       idleTimeout: 60_000,
       resourceLimits: { maxOldGenerationSizeMb: this.options.threadHeapMb ?? 128 },

@@ -73,6 +73,15 @@ export class ExpensiveWork {
   }
 
   /**
+   * 429 now when the project's budget is spent: a refused request then costs no validation or
+   * compilation either (run() checks again in the project's turn).
+   */
+  async assertBudget(projectId: string): Promise<void> {
+    const wait = await this.bucket(projectId, 0);
+    if (wait > 0) throw overBudget(wait, this.budgetMs);
+  }
+
+  /**
    * The same turn and charge, never refused: for work that completes a change already made (the
    * count of a segment just saved), where a 429 would report a failure that did not happen.
    */
