@@ -1,8 +1,7 @@
 import { Module } from '@nestjs/common';
-import { AppConfig } from '../config/config';
-import { APP_CONFIG } from '../config/config.module';
 import { BouncesModule } from '../bounces/bounces.module';
 import { ReturnPathTokens } from '../sending/return-path';
+import { ReturnPaths } from '../sending/return-paths';
 import { SendingModule } from '../sending/sending.module';
 import { InboundListener } from './inbound-listener';
 import { InboundMessagesRepository } from './inbound-messages.repository';
@@ -20,11 +19,11 @@ import { InboundRecovery } from './inbound.recovery';
 @Module({
   imports: [SendingModule, BouncesModule],
   providers: [
+    // The tokens delivery signs return paths with (sending's ReturnPaths), not a second copy.
     {
       provide: ReturnPathTokens,
-      inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) =>
-        new ReturnPathTokens(config.appSecret, config.appSecretPrevious),
+      inject: [ReturnPaths],
+      useFactory: (paths: ReturnPaths) => paths.tokens,
     },
     InboundMessagesRepository,
     InboundMessagesService,

@@ -8,7 +8,7 @@ import { normalizeEmail } from '../common/validation/email';
 import type { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { EmailsRepository } from '../sending/emails.repository';
-import { ReturnPathTokens } from '../sending/return-path';
+import { ReturnPaths } from '../sending/return-paths';
 import type { ConfigureProviderDto } from './dto/configure-provider.dto';
 import type { ProviderHookResponse } from './dto/provider-hook.response';
 import {
@@ -93,8 +93,6 @@ function isObject(value: unknown): value is Record<string, unknown> {
  */
 @Injectable()
 export class ProviderHooksService {
-  private readonly returnPaths: ReturnPathTokens;
-
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -103,9 +101,8 @@ export class ProviderHooksService {
     private readonly emails: EmailsRepository,
     private readonly policy: BouncePolicy,
     private readonly sns: SnsVerifier,
-  ) {
-    this.returnPaths = new ReturnPathTokens(config.appSecret, config.appSecretPrevious);
-  }
+    private readonly returnPaths: ReturnPaths,
+  ) {}
 
   async configure(
     projectId: string,
@@ -269,7 +266,7 @@ export class ProviderHooksService {
   private async emailOf(projectId: string, event: ProviderEvent): Promise<string | null> {
     const manager = this.dataSource.manager;
     const named = [
-      event.returnPath ? this.returnPaths.verifyAddress(event.returnPath) : null,
+      event.returnPath ? this.returnPaths.tokens.verifyAddress(event.returnPath) : null,
       ...event.messageIds.map((id) => OUR_MESSAGE_ID.exec(id.trim())?.[1]?.toLowerCase() ?? null),
     ];
     for (const emailId of named) {
