@@ -514,7 +514,7 @@ describe('workflows across crashes (e2e)', () => {
       }
       await receiver.waitFor(WEBHOOK_RUNS_IN_FLIGHT, 20_000);
       const stoppingAt = Date.now();
-      const exit = await cluster.stop(first, 'SIGTERM');
+      const exit = await cluster.stopWithin(first, 'SIGTERM', 30_000);
       const stopMs = Date.now() - stoppingAt;
       expect([0, 'SIGTERM']).toContain(exit);
       // The calls in progress were answered and recorded; the jobs still waiting for their turn made no call.
@@ -558,13 +558,14 @@ describe('workflows across crashes (e2e)', () => {
         await left.close();
       }
 
-      await cluster.startWorker(env);
+      const second = await cluster.startWorker(env);
       const done = await pollUntil(
         () => executionsByStatus(workflowId),
         (st) => st.COMPLETED === total,
         60_000,
         200,
       );
+      if (done.COMPLETED !== total) console.error(second.output().slice(-4000));
       expect(done).toEqual({ COMPLETED: total });
       // Every contact's call made exactly once across the two workers.
       const called = receiver.requests.map((r) => JSON.parse(r.body).email as string).sort();

@@ -97,6 +97,8 @@ const ENGINE_LOCK = `SELECT ${EXECUTION_COLUMNS}, (extract(epoch FROM w.updated_
  * ($1-$7, in the order given) of the executions moved: a step's first visit
  * numbers it after the execution's last (those of one execution in this
  * statement in their order), a later write updates it. Answers the ids moved.
+ * An end is never earlier than the records' start (now()): the JS clock the
+ * interpreter read is whole milliseconds.
  */
 const WRITE_STEPS = `WITH moved AS (
     UPDATE workflow_executions x
@@ -105,7 +107,7 @@ const WRITE_STEPS = `WITH moved AS (
            wait_event = CASE WHEN t.set_wait THEN t.wait_event ELSE x.wait_event END,
            resume_event_id = CASE WHEN t.clear_resume THEN NULL ELSE x.resume_event_id END,
            step_attempts = CASE WHEN t.set_attempts THEN t.attempts ELSE x.step_attempts END,
-           finished_at = CASE WHEN t.set_finished THEN t.finished_at ELSE x.finished_at END,
+           finished_at = CASE WHEN NOT t.set_finished THEN x.finished_at WHEN t.finished_at IS NOT NULL THEN greatest(t.finished_at, now()) END,
            exit_reason = CASE WHEN t.set_exit THEN t.exit_reason ELSE x.exit_reason END,
            version = t.version, updated_at = now()
       FROM unnest($8::uuid[], $9::workflow_execution_status[], $10::timestamptz[], $11::boolean[], $12::varchar[], $13::boolean[],
@@ -161,7 +163,11 @@ export class WorkflowExecutionsRepository {
     }
   }
 
-  /** Open executions at a step no longer in the definition end EXITED (step_removed). */
+  /**
+   * Open executions at a step no longer in the definition end EXITED (step_removed).
+   * Ended at the statement's time, not the transaction's: a batch may have
+   * stepped an execution while this transaction was locking earlier ones.
+   */
   async exitRemovedSteps(
     manager: EntityManager,
     workflowId: string,
@@ -169,7 +175,7 @@ export class WorkflowExecutionsRepository {
   ): Promise<number> {
     const rows = await queryRows(
       manager,
-      `UPDATE workflow_executions SET status = 'EXITED', exit_reason = 'step_removed', finished_at = now(), due_at = NULL,
+      `UPDATE workflow_executions SET status = 'EXITED', exit_reason = 'step_removed', finished_at = clock_timestamp(), due_at = NULL,
               wait_event = NULL, version = version + 1, updated_at = now()
         WHERE workflow_id = $1 AND status IN ('RUNNING', 'WAITING') AND current_step_id IS NOT NULL
           AND NOT (current_step_id = ANY($2::text[])) RETURNING id`,
@@ -397,7 +403,7 @@ export class WorkflowExecutionsRepository {
     return new Set(moved.map((row) => row.id));
   }
 
-  /** Cancels every open execution of a workflow (delete); answers them. */
+  /** Cancels every open execution of a workflow (delete), ended at the statement's time (see exitRemovedSteps); answers them. */
   cancelOpenOfWorkflow(
     manager: EntityManager,
     workflowId: string,
@@ -405,7 +411,7 @@ export class WorkflowExecutionsRepository {
   ): Promise<DueExecution[]> {
     return queryRows<DueExecution>(
       manager,
-      `UPDATE workflow_executions SET status = 'CANCELLED', finished_at = now(), due_at = NULL, wait_event = NULL,
+      `UPDATE workflow_executions SET status = 'CANCELLED', finished_at = clock_timestamp(), due_at = NULL, wait_event = NULL,
               exit_reason = $2, version = version + 1, updated_at = now()
         WHERE workflow_id = $1 AND status IN ('RUNNING', 'WAITING') RETURNING id, version, due_at AS "dueAt"`,
       [workflowId, reason],

@@ -89,6 +89,36 @@ export class ServiceCluster {
     return proc.exited;
   }
 
+  /**
+   * stop(), bounded: a process that has not ended within `timeoutMs` fails the
+   * test with its last output (a hang at shutdown says where it hung).
+   */
+  async stopWithin(
+    proc: ServiceProcess,
+    signal: NodeJS.Signals,
+    timeoutMs: number,
+  ): Promise<number | string | null> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        this.stop(proc, signal),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () =>
+              reject(
+                new Error(
+                  `process still running ${timeoutMs} ms after ${signal}: ${proc.output().slice(-4000)}`,
+                ),
+              ),
+            timeoutMs,
+          );
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** SIGKILLs every process this cluster started that still runs. */
   async killAll(): Promise<void> {
     const procs = this.running.splice(0);
