@@ -172,6 +172,34 @@ describe('POST /bounces, suppressions and campaign stats (e2e)', () => {
     expect(again.status).toBe('SENT');
   });
 
+  it('suppressions: newest suppression first whatever the contacts’ age, and the cursor walks them in that order', async () => {
+    const ids: Record<string, string> = {};
+    for (const name of ['o1', 'o2', 'o3']) {
+      const res = await req('POST', '/contacts', { email: `${name}@order.example` });
+      ids[name] = res.body.data.id;
+    }
+    // Suppressed in another order than created (and ids are time-ordered).
+    for (const name of ['o3', 'o1', 'o2'])
+      expect((await req('POST', '/suppressions', { email: `${name}@order.example` })).status).toBe(
+        201,
+      );
+    const all = (await req('GET', '/suppressions?reason=manual')).body.data as Json;
+    expect(all.items.map((i: Json) => i.contactId)).toEqual([ids.o2, ids.o1, ids.o3]);
+    const walked: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await req(
+        'GET',
+        `/suppressions?reason=manual&limit=1${cursor ? `&cursor=${cursor}` : ''}`,
+      );
+      expect(res.status).toBe(200);
+      walked.push(...res.body.data.items.map((i: Json) => i.contactId as string));
+      cursor = res.body.data.nextCursor;
+    } while (cursor);
+    expect(walked).toEqual([ids.o2, ids.o1, ids.o3]);
+    expect((await req('GET', '/suppressions?cursor=bm9wZQ')).status).toBe(400);
+  });
+
   it('campaign stats: complained and complaintRate over sent; bounced counts late hard bounces; sent keeps them', async () => {
     for (const name of ['s1', 's2', 's3', 's4'])
       await req('POST', '/contacts', { email: `${name}@stats.example`, data: { tag: 'stats' } });
