@@ -3,6 +3,7 @@ import { Queue, QueueEvents } from 'bullmq';
 import { parseDocument } from 'htmlparser2';
 import { DataSource } from 'typeorm';
 import { ContactsService } from '../src/contacts/contacts.service';
+import { DOMAIN_CHECK_SCHEDULE, DomainCheckSchedule } from '../src/domains/domains.constants';
 import { DOMAIN_JOBS } from '../src/queue/jobs';
 import { QUEUES } from '../src/queue/queue.constants';
 import { redisConnectionOptions } from '../src/queue/redis';
@@ -103,7 +104,7 @@ describe('Tracking domain (e2e, DNS from a loopback test server)', () => {
   }
 
   async function received(to: string, before: number) {
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 20_000;
     while (t.smtp.messagesTo(to).length <= before && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 50));
     const message = t.smtp.messagesTo(to)[before];
@@ -245,6 +246,44 @@ describe('Tracking domain (e2e, DNS from a loopback test server)', () => {
     expectLinksOn(await received('early@example.org', before), `https://${HOST}`, PUBLIC);
   });
 
+  it('campaign mail, rendered at delivery, has all its links on the tracking domain', async () => {
+    const to = 'campaign@example.org';
+    const contact = await t.app.request({
+      method: 'POST',
+      url: '/contacts',
+      key: t.project.secretKey,
+      body: { email: to, subscribed: true },
+    });
+    expect(contact.status).toBe(201);
+    const created = await t.app.request({
+      method: 'POST',
+      url: '/campaigns',
+      key: t.project.secretKey,
+      body: {
+        name: 'Links',
+        subject: 'Links',
+        body: BODY,
+        from: 'news@acme.test',
+        audienceType: 'FILTERED',
+        audienceFilter: {
+          logic: 'AND',
+          conditions: [{ field: 'email', operator: 'equals', value: to }],
+        },
+      },
+    });
+    expect(created.status).toBe(201);
+    const started = await t.app.request({
+      method: 'POST',
+      url: `/campaigns/${created.body.data.id}/send`,
+      key: t.project.secretKey,
+      body: {},
+    });
+    expect(started.status).toBeLessThan(300);
+    const message = await received(to, 0);
+    expectLinksOn(message, `https://${HOST}`);
+    expect(message.raw).not.toContain(PUBLIC);
+  });
+
   it('answers pixel, click and unsubscribe on the tracking host for valid tokens only (a forged token is 404)', async () => {
     const message = await sendAndReceive('host@example.org');
     const links = linksOf(message.html);
@@ -303,7 +342,7 @@ describe('Tracking domain (e2e, DNS from a loopback test server)', () => {
     );
   });
 
-  it('the sweep verifies a pending one; a CNAME that another project verified stays unverified for a second one', async () => {
+  it('the sweep verifies a pending one and fails one whose CNAME is gone; a name another project verified stays unverified for a second one', async () => {
     const sweepHost = 'sweep.other.test';
     expect((await patch({ trackingDomain: sweepHost }, other.secretKey)).status).toBe(200);
     await runSweep();
@@ -319,6 +358,33 @@ describe('Tracking domain (e2e, DNS from a loopback test server)', () => {
       status: 'VERIFIED',
       record: { status: 'VERIFIED' },
     });
+
+    // Re-checked when due: a CNAME that is gone fails the domain, and new mail leaves it.
+    const schedule = t.app.app.get<DomainCheckSchedule>(DOMAIN_CHECK_SCHEDULE);
+    const { verifiedEveryMs, pendingWindowMs } = schedule;
+    try {
+      schedule.verifiedEveryMs = 0;
+      t.dns.removeCname(sweepHost);
+      expect((await runSweep()).failed).toBeGreaterThanOrEqual(1);
+      expect((await project(other.secretKey)).trackingDomain).toMatchObject({
+        status: 'FAILED',
+        record: { status: 'FAILED', error: 'NXDOMAIN' },
+      });
+      expect((await ask(sweepHost)).status).toBe(404);
+      // A pending one not found within the pending window fails too.
+      schedule.pendingWindowMs = 0;
+      expect((await patch({ trackingDomain: 'late.other.test' }, other.secretKey)).status).toBe(
+        200,
+      );
+      await runSweep();
+      expect((await project(other.secretKey)).trackingDomain).toMatchObject({
+        domain: 'late.other.test',
+        status: 'FAILED',
+      });
+    } finally {
+      schedule.verifiedEveryMs = verifiedEveryMs;
+      schedule.pendingWindowMs = pendingWindowMs;
+    }
 
     // A third project that sets it before the first verification could not win it after.
     const third = await t.app.createProject('Third');

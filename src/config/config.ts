@@ -354,7 +354,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   config.trackingCnameTarget = r
     .string('TRACKING_CNAME_TARGET', new URL(config.publicUrl).hostname)
     .toLowerCase();
-  // Checked when set: a PUBLIC_URL on an address (a local setup) has no name to point a CNAME at anyway.
+  // Checked when set: the default is whatever host PUBLIC_URL has (an address in a local setup).
   if (r.optional('TRACKING_CNAME_TARGET') && !HOST_NAME.test(config.trackingCnameTarget)) {
     r.problems.push(
       `TRACKING_CNAME_TARGET: expected a host name, got "${config.trackingCnameTarget}"`,
