@@ -3,14 +3,16 @@ import { DomainsModule } from '../domains/domains.module';
 import { ProjectSettingsService } from './project-settings.service';
 import { ProjectsModule } from '../projects/projects.module';
 import { ProjectSettingsController } from './project-settings.controller';
+import { TemplatesModule } from '../templates/templates.module';
 
 /**
  * The calling key's own project over HTTP (GET/PATCH /project, GET /project/keys).
  * Apart from projects/ (administration, also the CLI's), because the default
- * sender is checked against the project's domains.
+ * sender is checked against the project's domains and the confirmation
+ * template of double opt-in against its templates.
  */
 @Module({
-  imports: [DomainsModule, ProjectsModule],
+  imports: [DomainsModule, ProjectsModule, TemplatesModule],
   controllers: [ProjectSettingsController],
   providers: [ProjectSettingsService],
 })

@@ -13,9 +13,18 @@ import {
 import { ApiKeyCache } from '../common/auth/api-key-cache';
 import { ApiKey } from './api-key.entity';
 import { ApiKeyResponse } from './dto/api-key.response';
-import { ProjectResponse, SenderResponse } from './dto/project.response';
+import { DoubleOptInChange, ProjectResponse, SenderResponse } from './dto/project.response';
 import { Project, SendingStatus } from './project.entity';
 import { NewApiKey, ProjectsRepository } from './projects.repository';
+
+/** What POST /v1/subscribe and GET /confirm read of a project. */
+export interface OptInSettings {
+  name: string;
+  enabled: boolean;
+  templateId: string | null;
+  confirmRedirectUrl: string | null;
+  defaultFrom: SenderResponse | null;
+}
 
 @Injectable()
 export class ProjectsService {
@@ -64,16 +73,48 @@ export class ProjectsService {
     return toProjectResponse(project);
   }
 
-  /** PATCH /project: a new name and/or default sender (null removes it); absent fields stay. */
+  /**
+   * PATCH /project: a new name, default sender (null removes it) and/or double
+   * opt-in setting; absent fields stay. Double opt-in needs a default sender
+   * (its built-in email is sent from it), checked on the locked row as the
+   * change leaves it, so concurrent PATCHes cannot end with one and not the other.
+   */
   async updateProject(
     projectId: string,
-    changes: { name?: string; defaultFrom?: SenderResponse | null },
+    changes: {
+      name?: string;
+      defaultFrom?: SenderResponse | null;
+      doubleOptIn?: DoubleOptInChange;
+    },
   ): Promise<ProjectResponse> {
     const project = await this.change(projectId, (row) => {
       if (changes.name !== undefined) row.name = changes.name.trim();
       if (changes.defaultFrom !== undefined) {
         row.defaultFromEmail = changes.defaultFrom?.email ?? null;
         row.defaultFromName = changes.defaultFrom?.name ?? null;
+      }
+      const optIn = changes.doubleOptIn;
+      if (optIn) {
+        row.doubleOptInEnabled = optIn.enabled;
+        if (optIn.templateId !== undefined) row.doubleOptInTemplateId = optIn.templateId;
+        if (optIn.confirmRedirectUrl !== undefined)
+          row.confirmRedirectUrl = optIn.confirmRedirectUrl;
+      }
+      if (row.doubleOptInEnabled && !row.defaultFromEmail) {
+        throw ApiException.validation([
+          optIn?.enabled
+            ? {
+                field: 'doubleOptIn.enabled',
+                message:
+                  "double opt-in needs the project's defaultFrom (the confirmation email is sent from it): set defaultFrom first or in the same request",
+                code: 'custom',
+              }
+            : {
+                field: 'defaultFrom',
+                message: 'defaultFrom cannot be removed while double opt-in is enabled',
+                code: 'custom',
+              },
+        ]);
       }
     });
     if (changes.name !== undefined) await this.cache.invalidate();
@@ -114,6 +155,22 @@ export class ProjectsService {
     fields: Parameters<ProjectsRepository['setSendingHealth']>[2],
   ): Promise<void> {
     await this.projects.setSendingHealth(manager, projectId, fields);
+  }
+
+  /** The project's double opt-in setting and default sender (POST /v1/subscribe, GET /confirm); null: no such project. */
+  async optInSettings(projectId: string): Promise<OptInSettings | null> {
+    const row = await this.projects.findById(this.dataSource.manager, projectId);
+    return row
+      ? {
+          name: row.name,
+          enabled: row.doubleOptInEnabled,
+          templateId: row.doubleOptInTemplateId,
+          confirmRedirectUrl: row.confirmRedirectUrl,
+          defaultFrom: row.defaultFromEmail
+            ? { email: row.defaultFromEmail, name: row.defaultFromName }
+            : null,
+        }
+      : null;
   }
 
   /** The project's default sender, read when a send names no sender of its own. */
@@ -201,6 +258,11 @@ function toProjectResponse(p: Project): ProjectResponse {
     name: p.name,
     enabled: p.enabled,
     defaultFrom: p.defaultFromEmail ? { email: p.defaultFromEmail, name: p.defaultFromName } : null,
+    doubleOptIn: {
+      enabled: p.doubleOptInEnabled,
+      templateId: p.doubleOptInTemplateId,
+      confirmRedirectUrl: p.confirmRedirectUrl,
+    },
     createdAt: p.createdAt.toISOString(),
   };
 }
