@@ -164,7 +164,10 @@ export class DeliveryService {
         // Pixel and tracked links are added here, never stored (tracking-links.ts).
         html: this.trackingLinks.deliveredHtml({ ...email, html: content.html }),
         text: content.text,
-        headers: content.headers,
+        headers: this.unsubscribeLinks.withMailto(
+          content.headers,
+          this.returnPaths.unsubscribeAddress(email.id, returnPath),
+        ),
         attachments: email.attachments.map((a) => ({
           filename: a.filename,
           contentType: a.contentType,

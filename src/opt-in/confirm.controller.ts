@@ -24,14 +24,12 @@ export class ConfirmController {
     'The first use subscribes the contact and records contact.confirmed then contact.subscribed; later uses show the same page and record nothing. Links last 30 days.',
   )
   @ApiParam({ name: 'token', description: 'The signed token of the link in the email' })
+  // One documented success per operation: the redirect, a project setting, is described with the page.
   @ApiResponse({
     status: 200,
-    description: 'The confirmation page',
+    description:
+      'The confirmation page; when the project sets doubleOptIn.confirmRedirectUrl, a 302 to that URL instead (no body)',
     content: { 'text/html': { schema: { type: 'string' } } },
-  })
-  @ApiResponse({
-    status: 302,
-    description: "Redirect to the project's doubleOptIn.confirmRedirectUrl",
   })
   @ApiResponse({
     status: 404,
