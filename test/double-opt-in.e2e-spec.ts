@@ -3,7 +3,7 @@ import { ConfirmationTokens } from '../src/opt-in/confirmation-token';
 import { pollUntil } from './support/poll';
 import { SendingTest, startSendingTest } from './support/sending';
 import { ReceivedMessage } from './support/smtp-server';
-import { TestProject } from './support/test-app';
+import { setupTestApp, TestProject } from './support/test-app';
 
 /**
  * Double opt-in (contract "Double opt-in", issue 27 item 3): POST /v1/subscribe
@@ -353,5 +353,32 @@ describe('double opt-in (e2e)', () => {
     const extra = await subscribe({ email: 'x@example.org', subscribed: true });
     expect(extra.status).toBe(422);
     expect(extra.body.error.errors[0].code).toBe('unrecognized_keys');
+  });
+});
+
+describe('POST /v1/subscribe and the pk_ budget (e2e)', () => {
+  let env: Awaited<ReturnType<typeof setupTestApp>>;
+
+  beforeAll(async () => {
+    env = await setupTestApp({ APP_ROLE: 'api', PUBLIC_RATE_LIMIT_PER_MINUTE: '2' });
+  });
+  afterAll(async () => env?.close());
+
+  it('counts public-key subscribes in PUBLIC_RATE_LIMIT_PER_MINUTE, apart from the secret keys', async () => {
+    const p = await env.app.createProject('Budget');
+    const subscribe = (key: string, n: number) =>
+      env.app.request({
+        method: 'POST',
+        url: '/v1/subscribe',
+        key,
+        body: { email: `budget-${n}@example.org` },
+      });
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await subscribe(p.publicKey, i));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 429]);
+    expect(answers[0].headers['ratelimit-limit']).toBe('2');
+    expect(answers[2].body.error.code).toBe('RATE_LIMIT_EXCEEDED');
+    expect(answers[2].headers['retry-after']).toBeDefined();
+    expect((await subscribe(p.secretKey, 9)).status).toBe(200);
   });
 });
