@@ -10,7 +10,12 @@ import {
   ValidateIf,
   ValidateNested,
 } from 'class-validator';
-import { IsSenderAddress, NameField, NoLineBreaks } from '../../common/validation/validators';
+import {
+  IsSenderAddress,
+  NameField,
+  NoLineBreaks,
+  OptionalNotNull,
+} from '../../common/validation/validators';
 import { MailboxDto } from '../../sending/dto/send-email.dto';
 
 /** PATCH /project {doubleOptIn}: `templateId` and `confirmRedirectUrl` stay as they are when absent; null clears. */
@@ -73,7 +78,7 @@ export class UpdateProjectDto {
   defaultFrom?: MailboxDto | null;
 
   @ApiPropertyOptional({ type: DoubleOptInDto })
-  @ValidateIf((_, value) => value !== undefined)
+  @OptionalNotNull()
   @IsObject({ message: 'doubleOptIn must be {enabled, templateId?, confirmRedirectUrl?}' })
   @ValidateNested()
   @Type(() => DoubleOptInDto)
