@@ -25,6 +25,7 @@ import { ProviderHooksModule } from './provider-hooks/provider-hooks.module';
 import { QueueModule } from './queue/queue.module';
 import { RedisModule } from './queue/redis.module';
 import { SegmentsModule } from './segments/segments.module';
+import { OptInModule } from './opt-in/opt-in.module';
 import { SendingModule } from './sending/sending.module';
 import { TemplatesModule } from './templates/templates.module';
 
@@ -39,6 +40,7 @@ export const FEATURE_MODULES: Type[] = [
   SegmentsModule,
   TemplatesModule,
   SendingModule,
+  OptInModule,
   DeliveryModule,
   BouncesModule,
   ProviderHooksModule,

@@ -380,11 +380,15 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     const message = t.smtp.messages[0].parsed!;
     const raw = t.smtp.messages[0].raw;
     const listUnsubscribe = rawHeader(raw, 'List-Unsubscribe');
-    expect(listUnsubscribe).toMatch(
-      /^<https:\/\/mail\.example\.test\/unsubscribe\/[A-Za-z0-9_-]+>$/,
-    );
+    // The HTTPS link, then the mailto: on the return path's domain (contract "Unsubscribe by mail").
+    const parts =
+      /^<(https:\/\/mail\.example\.test\/unsubscribe\/[A-Za-z0-9_-]+)>, <mailto:u-[a-z0-9]{53}@([^>]+)>$/.exec(
+        listUnsubscribe ?? '',
+      );
+    expect(parts).not.toBeNull();
+    expect(t.smtp.messages[0].from.split('@')[1]).toBe(parts![2]);
     expect(rawHeader(raw, 'List-Unsubscribe-Post')).toBe('List-Unsubscribe=One-Click');
-    const url = listUnsubscribe!.slice(1, -1);
+    const url = parts![1];
     // The link in the body is the same signed link, and DKIM covers both headers.
     expect(message.html).toContain(`href="${url}"`);
     const dkim = await verifyDkim(raw, t.dns);

@@ -3,6 +3,7 @@ import addFormats from 'ajv-formats';
 import { DataSource } from 'typeorm';
 import { EmailsService } from '../src/sending/emails.service';
 import { TrackingLinks } from '../src/engagement/tracking-links';
+import { ConfirmationTokens } from '../src/opt-in/confirmation-token';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
 import { pollUntil } from './support/poll';
 import { InjectResult, setupTestApp, TestApp, TestProject } from './support/test-app';
@@ -183,6 +184,8 @@ interface Fixtures {
   newTemplate(): Promise<string>;
   newDomain(): Promise<string>;
   unsubscribeToken(): string;
+  /** A genuine confirmation link's token for contactId (double opt-in). */
+  confirmToken(): string;
   /** The inbound id of the project's postmark webhook, whose basic-auth credentials are POSTMARK_AUTH. */
   postmarkInboundId(): Promise<string>;
   openToken(): string;
@@ -224,6 +227,17 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
     { name: 'tracking domain', status: 200, body: { trackingDomain: 'links.openapi.test' } },
     { name: 'clear tracking domain', status: 200, body: { trackingDomain: null } },
     { name: 'tracking domain on an address', status: 422, body: { trackingDomain: '10.0.0.1' } },
+    { name: 'double opt-in off', status: 200, body: { doubleOptIn: { enabled: false } } },
+    {
+      name: 'double opt-in without defaultFrom',
+      status: 422,
+      body: { doubleOptIn: { enabled: true } },
+    },
+    {
+      name: 'confirmation template of another project',
+      status: 404,
+      body: { doubleOptIn: { enabled: false, templateId: UNKNOWN_ID } },
+    },
     { name: 'empty body', status: 422, body: {} },
   ],
   'POST /project/tracking-domain/verify': async (f) => {
@@ -347,6 +361,20 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
       body: { email: `${unique('t')}@example.com`, event: 'visit' },
     },
     { name: 'reserved event', status: 422, body: { email: f.contactEmail, event: 'email.sent' } },
+  ],
+  'POST /v1/subscribe': () => [
+    {
+      name: 'secret key',
+      status: 200,
+      body: { email: `${unique('s')}@example.com`, data: { plan: 'pro' } },
+    },
+    {
+      name: 'public key',
+      status: 200,
+      key: 'public',
+      body: { email: `${unique('s')}@example.com` },
+    },
+    { name: 'bad address', status: 422, body: { email: 'not-an-address' } },
   ],
   'GET /events': (f) => [
     { name: 'list', status: 200 },
@@ -705,6 +733,10 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
     { name: 'page', status: 200, key: 'none', params: { token: f.unsubscribeToken() } },
     { name: 'forged', status: 404, key: 'none', params: { token: 'forged-token' } },
   ],
+  'GET /confirm/{token}': (f) => [
+    { name: 'page', status: 200, key: 'none', params: { token: f.confirmToken() } },
+    { name: 'forged', status: 404, key: 'none', params: { token: 'forged-token' } },
+  ],
   'POST /unsubscribe/{token}': (f) => [
     {
       name: 'one-click',
@@ -740,7 +772,10 @@ function derivedProbes(op: OperationDoc, success: Case): Case[] {
   const keyed = op.security === undefined;
   if (documented(401) && keyed)
     probes.push({ ...success, name: 'no key', status: 401, key: 'none' });
-  if (documented(403) && keyed && op.operationId !== 'events_track') {
+  // The two routes a public key may call.
+  const publicAllowed =
+    op.operationId === 'events_track' || op.operationId === 'contacts_subscribe';
+  if (documented(403) && keyed && !publicAllowed) {
     probes.push({ ...success, name: 'public key', status: 403, key: 'public' });
   }
   if (success.params?.id) {
@@ -1056,6 +1091,12 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
         const url = app.app.get(EmailsService).unsubscribeUrl(project.id, contactId, null);
         return decodeURIComponent(new URL(url).pathname.split('/').pop()!);
       },
+      confirmToken: () =>
+        new ConfirmationTokens(app.config.appSecret).sign({
+          projectId: project.id,
+          contactId,
+          issuedAt: new Date(),
+        }),
       openToken: () =>
         new URL(app.app.get(TrackingLinks).openUrl(sent.emails[0].id)).pathname.split('/').pop()!,
       clickToken: () =>

@@ -60,7 +60,7 @@ export interface AppConfig {
   appSecretPrevious: string[];
   /** Whether a sender must be on a verified domain of the project (default: only when mail leaves by SMTP). */
   requireVerifiedSender: boolean;
-  /** Origins allowed to call secret-key endpoints from a browser (POST /v1/track allows any). */
+  /** Origins allowed to call secret-key endpoints from a browser (POST /v1/track and POST /v1/subscribe allow any). */
   corsOrigins: string[];
   logLevel: LogLevel;
   /**

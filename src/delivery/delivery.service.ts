@@ -169,7 +169,10 @@ export class DeliveryService {
           linkBase: this.linkBase(email),
         }),
         text: content.text,
-        headers: content.headers,
+        headers: this.unsubscribeLinks.withMailto(
+          content.headers,
+          this.returnPaths.unsubscribeAddress(email.id, returnPath),
+        ),
         attachments: email.attachments.map((a) => ({
           filename: a.filename,
           contentType: a.contentType,

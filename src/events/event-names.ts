@@ -33,6 +33,7 @@ export const SYSTEM_EVENTS = {
   EMAIL_CLICKED: 'email.clicked',
   CONTACT_SUBSCRIBED: 'contact.subscribed',
   CONTACT_UNSUBSCRIBED: 'contact.unsubscribed',
+  CONTACT_CONFIRMED: 'contact.confirmed',
   PROJECT_HEALTH_WARNING: 'project.health_warning',
   PROJECT_SENDING_PAUSED: 'project.sending_paused',
   PROJECT_SENDING_RESUMED: 'project.sending_resumed',

@@ -16,6 +16,7 @@ import { APP_CONFIG } from '../config/config.module';
 import { ReturnPathTokens } from '../sending/return-path';
 import { InboundMessagesService } from './inbound-messages.service';
 import { InboundMetrics } from './inbound-metrics';
+import { InboundUnsubscribes } from './inbound-unsubscribes';
 
 /** Longest wait at shutdown for clients still connected (they are then told 421 and dropped). */
 const MAX_CLIENTS = 200;
@@ -28,7 +29,8 @@ function smtpError(code: number, message: string): Error {
 /**
  * The inbound SMTP (or LMTP) listener for bounces and complaints, in worker
  * processes when INBOUND_SMTP_PORT is set. It accepts mail only for a return
- * path whose token verifies and for the complaint-loop address, so it is
+ * path whose token verifies, for the complaint-loop address and for
+ * List-Unsubscribe's `mailto:` address whose token verifies, so it is
  * neither an open relay nor a source of backscatter, and answers 250 only
  * once the raw message is committed to Postgres; parsing runs on the inbound
  * queue (InboundReports).
@@ -45,6 +47,7 @@ export class InboundListener implements OnApplicationBootstrap, BeforeApplicatio
     private readonly messages: InboundMessagesService,
     private readonly tokens: ReturnPathTokens,
     private readonly metrics: InboundMetrics,
+    private readonly unsubscribes: InboundUnsubscribes,
   ) {
     this.complaintAddress = `fbl@${config.returnPathDomain}`.toLowerCase();
   }
@@ -106,6 +109,8 @@ export class InboundListener implements OnApplicationBootstrap, BeforeApplicatio
     if (recipient === this.complaintAddress || this.tokens.verifyAddress(recipient) !== null) {
       return undefined;
     }
+    // List-Unsubscribe's mailto: address (inbound-unsubscribes.ts).
+    if (this.unsubscribes.emailOf(recipient) !== null) return undefined;
     this.metrics.count('refused_recipient');
     return smtpError(550, '5.1.1 No such recipient here');
   }

@@ -8,6 +8,7 @@ import { emailCandidates, pickEmail, reportsOf } from './inbound-correlation';
 import { InboundResult, InboundStatus } from './inbound-message.entity';
 import { InboundMessagesRepository } from './inbound-messages.repository';
 import { InboundMetrics } from './inbound-metrics';
+import { InboundUnsubscribes } from './inbound-unsubscribes';
 import { parseInbound } from './parsers';
 
 const OUTCOME_OF = {
@@ -37,6 +38,7 @@ export class InboundReports {
     private readonly tokens: ReturnPathTokens,
     private readonly policy: BouncePolicy,
     private readonly metrics: InboundMetrics,
+    private readonly unsubscribes: InboundUnsubscribes,
   ) {}
 
   async process(id: string): Promise<ProcessOutcome> {
@@ -44,6 +46,8 @@ export class InboundReports {
     const message = await this.messages.load(manager, id);
     if (!message) return 'missing';
     if (message.status !== InboundStatus.RECEIVED) return 'already-done';
+    const unsubscribeOf = this.unsubscribes.emailOfMessage(message);
+    if (unsubscribeOf) return this.unsubscribes.process(message, unsubscribeOf);
 
     const parsed = await parseInbound(message.raw);
     const candidates = emailCandidates(message.rcptTo, parsed, this.tokens);

@@ -8,6 +8,7 @@ import { InboundMessagesRepository } from './inbound-messages.repository';
 import { InboundMessagesService } from './inbound-messages.service';
 import { InboundMetrics } from './inbound-metrics';
 import { InboundReports } from './inbound-reports';
+import { InboundUnsubscribes } from './inbound-unsubscribes';
 import { InboundProcessor } from './inbound.processor';
 import { InboundRecovery } from './inbound.recovery';
 
@@ -30,6 +31,7 @@ import { InboundRecovery } from './inbound.recovery';
     InboundMetrics,
     InboundListener,
     InboundReports,
+    InboundUnsubscribes,
     InboundRecovery,
     InboundProcessor,
   ],

@@ -35,10 +35,12 @@ export class ProjectSettingsController {
   @Patch()
   @ApiOp(
     'project_update',
-    'Rename the project, set its default sender (defaultFrom: {email, name?} or null) or its tracking domain (trackingDomain: a host name or null)',
+    'Rename the project, set its default sender (defaultFrom: {email, name?} or null), its tracking domain (trackingDomain: a host name or null) or its double opt-in (doubleOptIn: {enabled, templateId?, confirmRedirectUrl?})',
   )
   @ApiSuccess(200, ProjectResponse)
-  @ApiErrorResponses([400, 403, 409, 413, 422], {
+  @ApiErrorResponses([400, 403, 404, 409, 413, 422], {
+    404: 'TEMPLATE_NOT_FOUND (doubleOptIn.templateId is not a template of this project)',
+    422: 'VALIDATION_ERROR, also doubleOptIn enabled without a defaultFrom',
     403: 'DOMAIN_NOT_VERIFIED (defaultFrom on a domain that is not verified while REQUIRE_VERIFIED_SENDER holds), PROJECT_DISABLED, or FORBIDDEN (a pk_ key)',
     409: 'TRACKING_DOMAIN_TAKEN: the trackingDomain is the verified tracking domain of another project',
   })

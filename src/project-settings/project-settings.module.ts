@@ -4,15 +4,17 @@ import { ProjectSettingsService } from './project-settings.service';
 import { ProjectsModule } from '../projects/projects.module';
 import { ProjectSettingsController } from './project-settings.controller';
 import { TrackingDomainsController } from './tracking-domains.controller';
+import { TemplatesModule } from '../templates/templates.module';
 
 /**
  * The calling key's own project over HTTP (GET/PATCH /project, GET /project/keys,
  * POST /project/tracking-domain/verify), and GET /tracking-domains/check.
  * Apart from projects/ (administration, also the CLI's), because the default
- * sender is checked against the project's domains.
+ * sender is checked against the project's domains and the confirmation
+ * template of double opt-in against its templates.
  */
 @Module({
-  imports: [DomainsModule, ProjectsModule],
+  imports: [DomainsModule, ProjectsModule, TemplatesModule],
   controllers: [ProjectSettingsController, TrackingDomainsController],
   providers: [ProjectSettingsService],
 })

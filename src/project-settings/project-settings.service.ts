@@ -6,12 +6,14 @@ import { TrackingDomainVerifier } from '../domains/tracking-domain-verifier';
 import { UpdateProjectDto } from './dto/update-project.dto';
 import { ProjectResponse } from '../projects/dto/project.response';
 import { ProjectsService } from '../projects/projects.service';
+import { TemplatesService } from '../templates/templates.service';
 
 /**
  * A key's own project settings (PATCH /project). Apart from ProjectsService
- * because the default sender is checked against the project's domains and
- * the tracking domain by the domains' DNS checks, and the CLI and the
- * API-key guard, which use ProjectsService, need no domains.
+ * because the default sender is checked against the project's domains, the
+ * tracking domain by the domains' DNS checks and the confirmation template of
+ * double opt-in against its templates, and the CLI and the API-key guard,
+ * which use ProjectsService, need none of them.
  */
 @Injectable()
 export class ProjectSettingsService {
@@ -19,18 +21,20 @@ export class ProjectSettingsService {
     private readonly projects: ProjectsService,
     private readonly domains: DomainsService,
     private readonly trackingDomains: TrackingDomainVerifier,
+    private readonly templates: TemplatesService,
   ) {}
 
   async update(projectId: string, dto: UpdateProjectDto): Promise<ProjectResponse> {
     if (
       dto.name === undefined &&
       dto.defaultFrom === undefined &&
-      dto.trackingDomain === undefined
+      dto.trackingDomain === undefined &&
+      dto.doubleOptIn === undefined
     ) {
       throw ApiException.validation([
         {
           field: 'name',
-          message: 'give name, defaultFrom, trackingDomain or several',
+          message: 'give at least one of name, defaultFrom, trackingDomain and doubleOptIn',
           code: 'required',
         },
       ]);
@@ -52,6 +56,9 @@ export class ProjectSettingsService {
     }
     // The same rule as a send's sender: 403 DOMAIN_NOT_VERIFIED while REQUIRE_VERIFIED_SENDER holds.
     if (dto.defaultFrom) await this.domains.assertCanSend(projectId, dto.defaultFrom.email);
+    // Another project's template is not found, as everywhere else.
+    const templateId = dto.doubleOptIn?.templateId;
+    if (templateId) await this.templates.findOrFail(projectId, templateId);
     return this.projects.updateProject(projectId, {
       name: dto.name,
       defaultFrom:
@@ -59,6 +66,11 @@ export class ProjectSettingsService {
           ? undefined
           : dto.defaultFrom && { email: dto.defaultFrom.email, name: dto.defaultFrom.name ?? null },
       trackingDomain,
+      doubleOptIn: dto.doubleOptIn && {
+        enabled: dto.doubleOptIn.enabled,
+        templateId: dto.doubleOptIn.templateId,
+        confirmRedirectUrl: dto.doubleOptIn.confirmRedirectUrl,
+      },
     });
   }
 

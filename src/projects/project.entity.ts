@@ -82,6 +82,20 @@ export class Project extends BaseEntity {
 
   @Column({ type: 'timestamptz', nullable: true })
   trackingDomainCheckedAt: Date | null;
+  /** Double opt-in (PATCH /project {doubleOptIn}): POST /v1/subscribe asks the address to confirm. */
+  @Column({ type: 'boolean', default: false })
+  doubleOptInEnabled: boolean;
+
+  /**
+   * The confirmation template; null (or a template since deleted) sends the
+   * built-in one. No foreign key, so deleting the template is never refused.
+   */
+  @Column({ type: 'uuid', nullable: true })
+  doubleOptInTemplateId: string | null;
+
+  /** Where GET /confirm/{token} redirects (302) instead of showing its page. */
+  @Column({ type: 'varchar', length: 2048, nullable: true })
+  confirmRedirectUrl: string | null;
 
   @UpdateDateColumn({ type: 'timestamptz' })
   updatedAt: Date;

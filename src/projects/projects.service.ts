@@ -16,7 +16,12 @@ import { APP_CONFIG } from '../config/config.module';
 import { SQLSTATE, sqlState } from '../database/postgres-errors';
 import { ApiKey } from './api-key.entity';
 import { ApiKeyResponse } from './dto/api-key.response';
-import { ProjectResponse, SenderResponse, TrackingDomainResponse } from './dto/project.response';
+import {
+  DoubleOptInChange,
+  ProjectResponse,
+  SenderResponse,
+  TrackingDomainResponse,
+} from './dto/project.response';
 import { Project, SendingStatus, TrackingDomainStatus } from './project.entity';
 import {
   NewApiKey,
@@ -25,6 +30,15 @@ import {
   TrackingDomainRow,
 } from './projects.repository';
 import { TrackingHosts } from './tracking-hosts';
+
+/** What POST /v1/subscribe and GET /confirm read of a project. */
+export interface OptInSettings {
+  name: string;
+  enabled: boolean;
+  templateId: string | null;
+  confirmRedirectUrl: string | null;
+  defaultFrom: SenderResponse | null;
+}
 
 @Injectable()
 export class ProjectsService {
@@ -76,14 +90,22 @@ export class ProjectsService {
   }
 
   /**
-   * PATCH /project: a new name, default sender and/or tracking domain (null
-   * removes either); absent fields stay. A new tracking domain starts
-   * PENDING: links keep PUBLIC_URL's host until it is verified.
-   * `trackingDomain` comes normalised (domains/domain-name.ts).
+   * PATCH /project: a new name, default sender, tracking domain (null
+   * removes either) and/or double opt-in setting; absent fields stay. A new
+   * tracking domain starts PENDING: links keep PUBLIC_URL's host until it is
+   * verified. `trackingDomain` comes normalised (domains/domain-name.ts).
+   * Double opt-in needs a default sender (its built-in email is sent from
+   * it), checked on the locked row as the change leaves it, so concurrent
+   * PATCHes cannot end with one and not the other.
    */
   async updateProject(
     projectId: string,
-    changes: { name?: string; defaultFrom?: SenderResponse | null; trackingDomain?: string | null },
+    changes: {
+      name?: string;
+      defaultFrom?: SenderResponse | null;
+      trackingDomain?: string | null;
+      doubleOptIn?: DoubleOptInChange;
+    },
   ): Promise<ProjectResponse> {
     let trackingChanged = false;
     const project = await this.change(projectId, async (row, manager) => {
@@ -91,6 +113,29 @@ export class ProjectsService {
       if (changes.defaultFrom !== undefined) {
         row.defaultFromEmail = changes.defaultFrom?.email ?? null;
         row.defaultFromName = changes.defaultFrom?.name ?? null;
+      }
+      const optIn = changes.doubleOptIn;
+      if (optIn) {
+        row.doubleOptInEnabled = optIn.enabled;
+        if (optIn.templateId !== undefined) row.doubleOptInTemplateId = optIn.templateId;
+        if (optIn.confirmRedirectUrl !== undefined)
+          row.confirmRedirectUrl = optIn.confirmRedirectUrl;
+      }
+      if (row.doubleOptInEnabled && !row.defaultFromEmail) {
+        throw ApiException.validation([
+          optIn?.enabled
+            ? {
+                field: 'doubleOptIn.enabled',
+                message:
+                  "double opt-in needs the project's defaultFrom (the confirmation email is sent from it): set defaultFrom first or in the same request",
+                code: 'custom',
+              }
+            : {
+                field: 'defaultFrom',
+                message: 'defaultFrom cannot be removed while double opt-in is enabled',
+                code: 'custom',
+              },
+        ]);
       }
       const domain = changes.trackingDomain;
       if (domain === undefined || domain === row.trackingDomain) return;
@@ -198,6 +243,22 @@ export class ProjectsService {
     await this.projects.setSendingHealth(manager, projectId, fields);
   }
 
+  /** The project's double opt-in setting and default sender (POST /v1/subscribe, GET /confirm); null: no such project. */
+  async optInSettings(projectId: string): Promise<OptInSettings | null> {
+    const row = await this.projects.findById(this.dataSource.manager, projectId);
+    return row
+      ? {
+          name: row.name,
+          enabled: row.doubleOptInEnabled,
+          templateId: row.doubleOptInTemplateId,
+          confirmRedirectUrl: row.confirmRedirectUrl,
+          defaultFrom: row.defaultFromEmail
+            ? { email: row.defaultFromEmail, name: row.defaultFromName }
+            : null,
+        }
+      : null;
+  }
+
   /** The project's default sender, read when a send names no sender of its own. */
   async defaultSender(projectId: string): Promise<SenderResponse | null> {
     const row = await this.projects.findDefaultSender(this.dataSource.manager, projectId);
@@ -273,6 +334,11 @@ export class ProjectsService {
         ? { email: p.defaultFromEmail, name: p.defaultFromName }
         : null,
       trackingDomain: this.trackingDomainResponse(p),
+      doubleOptIn: {
+        enabled: p.doubleOptInEnabled,
+        templateId: p.doubleOptInTemplateId,
+        confirmRedirectUrl: p.confirmRedirectUrl,
+      },
       createdAt: p.createdAt.toISOString(),
     };
   }

@@ -1,4 +1,4 @@
-import { ReturnPathTokens } from './return-path';
+import { ReturnPathTokens, UNSUBSCRIBE_KIND } from './return-path';
 
 describe('ReturnPathTokens', () => {
   const tokens = new ReturnPathTokens('a-secret-that-is-long-enough-for-the-tests-0001');
@@ -31,6 +31,21 @@ describe('ReturnPathTokens', () => {
     expect(tokens.verifyAddress(`u-${token}@x.org`)).toBeNull();
     expect(
       new ReturnPathTokens('another-secret-that-is-long-enough-for-tests-02').verify(token),
+    ).toBeNull();
+  });
+
+  it('keeps unsubscribe addresses and return paths apart', () => {
+    const secret = 'a-secret-that-is-long-enough-for-the-tests-0001';
+    const unsubscribe = new ReturnPathTokens(secret, [], UNSUBSCRIBE_KIND);
+    const address = unsubscribe.address(emailId, 'bounces.example.com');
+    expect(address).toMatch(/^u-[a-z0-9]{53}@bounces\.example\.com$/);
+    expect(unsubscribe.verifyAddress(address)).toBe(emailId);
+    // Neither passes as the other, with its own prefix or with the other's.
+    expect(tokens.verifyAddress(address)).toBeNull();
+    expect(tokens.verifyAddress(address.replace(/^u-/, 'b-'))).toBeNull();
+    expect(unsubscribe.verifyAddress(tokens.address(emailId, 'x.org'))).toBeNull();
+    expect(
+      unsubscribe.verifyAddress(tokens.address(emailId, 'x.org').replace(/^b-/, 'u-')),
     ).toBeNull();
   });
 

@@ -5,7 +5,17 @@ const VERSION = '1';
 const MAC_BYTES = 10;
 /** Version digit + 16 id bytes + 10 MAC bytes, hex: 53 characters, within the contract's 60. */
 const TOKEN = /^1[0-9a-f]{52}$/;
-const LOCAL_PREFIX = 'b-';
+
+/** What a VERP-style address is for: its key's label and its local part's prefix. */
+export interface AddressKind {
+  label: string;
+  prefix: string;
+}
+
+/** The envelope sender of every message: `b-<token>`. */
+export const RETURN_PATH_KIND: AddressKind = { label: 'return-path', prefix: 'b-' };
+/** The `mailto:` of List-Unsubscribe: `u-<token>`, a key of its own so a return path never unsubscribes. */
+export const UNSUBSCRIBE_KIND: AddressKind = { label: 'unsubscribe-mail', prefix: 'u-' };
 
 /**
  * The envelope sender of every message (VERP): `b-<token>@<domain>`, the token
@@ -17,10 +27,17 @@ const LOCAL_PREFIX = 'b-';
  */
 export class ReturnPathTokens {
   private readonly keys: Buffer[];
+  private readonly prefix: string;
 
-  constructor(appSecret: string, previousSecrets: readonly string[] = []) {
+  /** `kind`: the return path by default; UNSUBSCRIBE_KIND for List-Unsubscribe's mailto address. */
+  constructor(
+    appSecret: string,
+    previousSecrets: readonly string[] = [],
+    kind: AddressKind = RETURN_PATH_KIND,
+  ) {
+    this.prefix = kind.prefix;
     this.keys = [appSecret, ...previousSecrets].map((secret) =>
-      createHmac('sha256', secret).update('mailwright:return-path:v1').digest(),
+      createHmac('sha256', secret).update(`mailwright:${kind.label}:v1`).digest(),
     );
   }
 
@@ -39,14 +56,14 @@ export class ReturnPathTokens {
   }
 
   address(emailId: string, domain: string): string {
-    return `${LOCAL_PREFIX}${this.token(emailId)}@${domain}`;
+    return `${this.prefix}${this.token(emailId)}@${domain}`;
   }
 
-  /** The email named by a return-path address (`b-<token>@any.domain`, any case), or null. */
+  /** The email named by an address of this kind (`b-<token>@any.domain`, any case), or null. */
   verifyAddress(address: string): string | null {
     const at = address.lastIndexOf('@');
     const local = (at < 0 ? address : address.slice(0, at)).toLowerCase();
-    return local.startsWith(LOCAL_PREFIX) ? this.verify(local.slice(LOCAL_PREFIX.length)) : null;
+    return local.startsWith(this.prefix) ? this.verify(local.slice(this.prefix.length)) : null;
   }
 }
 

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
-import { ReturnPathTokens } from './return-path';
+import { ReturnPathTokens, UNSUBSCRIBE_KIND } from './return-path';
 
 /** An email's envelope sender and the DSN envelope id (ENVID) that goes with it. */
 export interface EmailEnvelope {
@@ -21,9 +21,27 @@ export interface EmailEnvelope {
 @Injectable()
 export class ReturnPaths {
   readonly tokens: ReturnPathTokens;
+  /** List-Unsubscribe's `mailto:` addresses (`u-<token>`), which the inbound listener accepts too. */
+  readonly unsubscribeTokens: ReturnPathTokens;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
     this.tokens = new ReturnPathTokens(config.appSecret, config.appSecretPrevious);
+    this.unsubscribeTokens = new ReturnPathTokens(
+      config.appSecret,
+      config.appSecretPrevious,
+      UNSUBSCRIBE_KIND,
+    );
+  }
+
+  /**
+   * The unsubscribe-by-mail address of an email, `u-<token>@<domain>`, on the
+   * domain of its return path, so it reaches the same inbound listener.
+   */
+  unsubscribeAddress(emailId: string, returnPath: string): string {
+    return this.unsubscribeTokens.address(
+      emailId,
+      returnPath.slice(returnPath.lastIndexOf('@') + 1),
+    );
   }
 
   /**

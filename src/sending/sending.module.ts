@@ -43,6 +43,7 @@ import { UnsubscribeService } from './unsubscribe.service';
     EmailContentsRepository,
     IdempotencyKeysRepository,
     UnsubscribeLinks,
+    UnsubscribeService,
     ReturnPaths,
   ],
 })

@@ -26,6 +26,17 @@ export class UnsubscribeLinks {
     return `${base}/unsubscribe/${this.tokens.sign({ projectId, contactId, emailId })}`;
   }
 
+  /**
+   * Adds the `mailto:` beside the HTTPS link of a List-Unsubscribe header
+   * (RFC 2369 lists both); delivery calls it once the return path's domain is
+   * known. Headers without List-Unsubscribe (not marketing) are returned as they are.
+   */
+  withMailto(headers: Record<string, string>, address: string): Record<string, string> {
+    const value = headers['List-Unsubscribe'];
+    if (!value || value.includes('<mailto:')) return headers;
+    return { ...headers, 'List-Unsubscribe': `${value}, <mailto:${address}>` };
+  }
+
   /** RFC 2369 / RFC 8058 headers of marketing mail. */
   headers(url: string): Record<string, string> {
     return {

@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
-import { ContactsService } from '../contacts/contacts.service';
+import { ContactsService, UnsubscribeResult } from '../contacts/contacts.service';
 import { EventsService } from '../events/events.service';
 import { EmailsRepository } from './emails.repository';
 import { UnsubscribeTarget, UnsubscribeTokens } from './unsubscribe-token';
@@ -14,7 +14,10 @@ export interface UnsubscribePage {
   subscribed: boolean;
 }
 
-/** The two halves of RFC 8058: a confirmation page (GET) and the unsubscribe itself (POST). */
+/**
+ * The two halves of RFC 8058, a confirmation page (GET) and the unsubscribe
+ * itself (POST), and the same unsubscribe by mail (RFC 2369 `mailto:`).
+ */
 @Injectable()
 export class UnsubscribeService {
   private readonly tokens: UnsubscribeTokens;
@@ -45,12 +48,29 @@ export class UnsubscribeService {
    * recorded once, on the actual change, so repeated clicks are harmless.
    */
   async unsubscribe(token: string): Promise<UnsubscribePage> {
-    const target = this.verify(token);
+    const outcome = await this.apply(this.verify(token), 'unsubscribe-link');
+    if (!outcome.contact) throw notFound();
+    return { email: outcome.contact.email, subscribed: false };
+  }
+
+  /**
+   * Unsubscribe by mail (List-Unsubscribe's `mailto:`): the recipient of the
+   * email is unsubscribed as by the one-click POST, with the same event and
+   * campaign count. False when the email or its contact no longer exists.
+   */
+  async unsubscribeRecipientOf(emailId: string): Promise<boolean> {
+    const email = await this.emails.findForBounce(this.dataSource.manager, emailId);
+    if (!email) return false;
+    const target = { projectId: email.projectId, contactId: email.contactId, emailId };
+    return (await this.apply(target, 'unsubscribe-mail')).contact !== null;
+  }
+
+  private async apply(target: UnsubscribeTarget, source: string): Promise<UnsubscribeResult> {
     const outcome = await this.dataSource.transaction(async (manager) => {
       const result = await this.contacts.unsubscribe(manager, target.projectId, target.contactId, {
         emailId: target.emailId,
         data: {
-          source: 'unsubscribe-link',
+          source,
           ...(target.emailId ? { emailId: target.emailId } : {}),
         },
       });
@@ -59,10 +79,9 @@ export class UnsubscribeService {
         await this.emails.markUnsubscribed(manager, target.emailId);
       return result;
     });
-    if (!outcome.contact) throw notFound();
-    if (outcome.event)
+    if (outcome.contact && outcome.event)
       await this.events.publish([{ ...outcome.event, email: outcome.contact.email }]);
-    return { email: outcome.contact.email, subscribed: false };
+    return outcome;
   }
 
   private verify(token: string): UnsubscribeTarget {

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** The two kinds of key: secret keys work everywhere, public keys only on POST /v1/track. */
+/** The two kinds of key: secret keys work everywhere, public keys only on POST /v1/track and POST /v1/subscribe. */
 export enum ApiKeyType {
   SECRET = 'SECRET',
   PUBLIC = 'PUBLIC',

@@ -68,7 +68,11 @@ export class ApiKeyGuard implements CanActivate {
       throw new ApiException(403, 'PROJECT_DISABLED', 'The project of this API key is disabled');
     }
     if (auth.keyType === ApiKeyType.PUBLIC && mode !== 'public-allowed') {
-      throw new ApiException(403, 'FORBIDDEN', 'A public key may only be used on POST /v1/track');
+      throw new ApiException(
+        403,
+        'FORBIDDEN',
+        'A public key may only be used on POST /v1/track and POST /v1/subscribe',
+      );
     }
 
     const budget =

@@ -9,7 +9,7 @@ export type AuthMode = 'secret' | 'public-allowed' | 'none';
 /** The route needs no key at all (health, docs, unsubscribe, tracking links). */
 export const NoApiKey = () => SetMetadata(AUTH_MODE_KEY, 'none' satisfies AuthMode);
 
-/** The route accepts a public `pk_` key as well as a secret one (POST /v1/track). */
+/** The route accepts a public `pk_` key as well as a secret one (POST /v1/track, POST /v1/subscribe). */
 export const AllowPublicKey = () => SetMetadata(AUTH_MODE_KEY, 'public-allowed' satisfies AuthMode);
 
 /** The project of the calling key, as resolved by the API-key guard. */

@@ -5,7 +5,8 @@ export const DEFAULT_SUGGESTIONS: Record<string, string> = {
   MISSING_API_KEY: 'Send the header "Authorization: Bearer <API key>".',
   INVALID_API_KEY:
     'Check the API key; it may have been revoked. Create a new one with the CLI if needed.',
-  FORBIDDEN: 'Public (pk_) keys may only call POST /v1/track; use a secret (sk_) key.',
+  FORBIDDEN:
+    'Public (pk_) keys may only call POST /v1/track and POST /v1/subscribe; use a secret (sk_) key.',
   PROJECT_DISABLED:
     'This project is disabled; an operator can enable it with "projects enable <id>".',
   DOMAIN_NOT_VERIFIED:

@@ -6,8 +6,8 @@ import type {
   HookHandlerDoneFunction,
 } from 'fastify';
 
-/** Paths a browser may call from any origin: public (`pk_`) keys exist for exactly this. */
-const PUBLIC_BROWSER_PATHS: ReadonlySet<string> = new Set(['/v1/track']);
+/** Paths a browser may call from any origin: public (`pk_`) keys exist for exactly these. */
+const PUBLIC_BROWSER_PATHS: ReadonlySet<string> = new Set(['/v1/track', '/v1/subscribe']);
 
 /** Headers a browser script may read from our answers (request id, rate-limit state). */
 const EXPOSED_HEADERS = [
@@ -22,7 +22,7 @@ const EXPOSED_HEADERS = [
 const PREFLIGHT_MAX_AGE_SECONDS = 86_400;
 
 /**
- * CORS per request: `POST /v1/track` allows every origin without credentials,
+ * CORS per request: `POST /v1/track` and `POST /v1/subscribe` allow every origin without credentials,
  * so `pk_` keys work from any page; secret-key endpoints answer browsers only
  * from the CORS_ORIGINS list (none by default: no CORS headers, and a
  * preflight is a 404). Keys travel in the Authorization header, never in

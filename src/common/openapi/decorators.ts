@@ -107,7 +107,7 @@ export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 422 | 429 | 500 | 
 const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   400: 'BAD_REQUEST: malformed JSON, unsupported content type, or a bad query or path parameter (error.errors names it)',
   401: 'MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key)',
-  403: 'PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track)',
+  403: 'PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track and POST /v1/subscribe)',
   404: '<RESOURCE>_NOT_FOUND: no such id in this project',
   409: 'CONFLICT: a duplicate, or the resource is in a state that forbids the operation',
   413: 'PAYLOAD_TOO_LARGE: the body is over the limit (10 MB on /v1/send and /contacts/import, 1 MB elsewhere)',

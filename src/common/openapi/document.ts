@@ -23,7 +23,7 @@ const DESCRIPTION = [
 
 const KEY_DESCRIPTION =
   'An API key as `Authorization: Bearer <key>`. Secret keys (`sk_…`) work on every endpoint; public keys (`pk_…`) ' +
-  'only on `POST /v1/track` (anything else answers 403 FORBIDDEN), so they may be shipped to browsers. Keys are ' +
+  'only on `POST /v1/track` and `POST /v1/subscribe` (anything else answers 403 FORBIDDEN), so they may be shipped to browsers. Keys are ' +
   'opaque random strings, not JWTs; create them with `node dist/cli.js keys create <projectId> --type secret|public`.';
 
 const TAGS: Array<[string, string]> = [

@@ -1,8 +1,64 @@
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsObject, IsString, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
-import { IsSenderAddress, NameField } from '../../common/validation/validators';
+import {
+  IsBoolean,
+  IsObject,
+  IsString,
+  IsUrl,
+  IsUUID,
+  MaxLength,
+  ValidateIf,
+  ValidateNested,
+} from 'class-validator';
+import {
+  IsSenderAddress,
+  NameField,
+  NoLineBreaks,
+  OptionalNotNull,
+} from '../../common/validation/validators';
 import { MailboxDto } from '../../sending/dto/send-email.dto';
+
+/** PATCH /project {doubleOptIn}: `templateId` and `confirmRedirectUrl` stay as they are when absent; null clears. */
+export class DoubleOptInDto {
+  @ApiProperty({
+    description:
+      "POST /v1/subscribe asks for confirmation by email before subscribing; enabling needs the project's defaultFrom (422 otherwise)",
+  })
+  @IsBoolean()
+  enabled: boolean;
+
+  @ApiPropertyOptional({
+    type: String,
+    format: 'uuid',
+    nullable: true,
+    description:
+      'A template of this project (404 TEMPLATE_NOT_FOUND otherwise) sent as the confirmation; its render context adds confirmUrl. null: the built-in email',
+  })
+  @ValidateIf((_, value) => value !== undefined && value !== null)
+  @IsUUID()
+  templateId?: string | null;
+
+  @ApiPropertyOptional({
+    type: String,
+    format: 'uri',
+    maxLength: 2048,
+    nullable: true,
+    example: 'https://example.com/welcome',
+    description:
+      'http(s) URL GET /confirm/{token} redirects to (302) instead of showing its page. null: the page',
+  })
+  @ValidateIf((_, value) => value !== undefined && value !== null)
+  @IsString()
+  @MaxLength(2048)
+  @NoLineBreaks()
+  @IsUrl({
+    protocols: ['http', 'https'],
+    require_protocol: true,
+    require_tld: false,
+    allow_underscores: true,
+  })
+  confirmRedirectUrl?: string | null;
+}
 
 export class UpdateProjectDto {
   @NameField({ optional: true })
@@ -12,7 +68,7 @@ export class UpdateProjectDto {
     type: MailboxDto,
     nullable: true,
     description:
-      'Sender of mail whose request and template name none ({email, name?}); on a verified domain of the project while REQUIRE_VERIFIED_SENDER holds. null removes it.',
+      'Sender of mail whose request and template name none ({email, name?}); on a verified domain of the project while REQUIRE_VERIFIED_SENDER holds. null removes it (422 while double opt-in is enabled).',
   })
   @ValidateIf((_, value) => value !== undefined && value !== null)
   @IsObject({ message: 'defaultFrom must be {email, name?} or null' })
@@ -33,4 +89,10 @@ export class UpdateProjectDto {
   @IsString({ message: 'trackingDomain must be a host name or null' })
   @MaxLength(253)
   trackingDomain?: string | null;
+  @ApiPropertyOptional({ type: DoubleOptInDto })
+  @OptionalNotNull()
+  @IsObject({ message: 'doubleOptIn must be {enabled, templateId?, confirmRedirectUrl?}' })
+  @ValidateNested()
+  @Type(() => DoubleOptInDto)
+  doubleOptIn?: DoubleOptInDto;
 }
