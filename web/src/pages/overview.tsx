@@ -21,10 +21,7 @@ export function OverviewPage() {
       <Show state={state}>
         {({ health, contacts, emails, events }) => (
           <>
-            <section aria-labelledby="health-title" className="cards">
-              <h2 id="health-title" className="visually-hidden">
-                Sender health
-              </h2>
+            <section aria-label="Key figures" className="cards">
               <div className="card">
                 <h3>Sender health</h3>
                 <p className="big">
