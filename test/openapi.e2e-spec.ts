@@ -187,6 +187,8 @@ interface Fixtures {
   postmarkInboundId(): Promise<string>;
   openToken(): string;
   clickToken(): string;
+  /** A dashboard session of the project (POST /session): its Cookie header and CSRF token. */
+  newSession(): Promise<{ cookie: string; csrfToken: string }>;
 }
 
 const UNKNOWN_ID = '01900000-0000-7000-8000-000000000000';
@@ -209,6 +211,39 @@ const unique = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++cou
 const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
   'GET /health/live': () => [{ name: 'live', status: 200, key: 'none' }],
   'GET /health/ready': () => [{ name: 'ready', status: 200, key: 'none' }],
+
+  'POST /session': (f) => [
+    { name: 'secret key', status: 200, key: 'none', body: { key: f.project.secretKey } },
+    { name: 'public key', status: 401, key: 'none', body: { key: f.project.publicKey } },
+    { name: 'no key', status: 422, key: 'none', body: {} },
+  ],
+  'GET /session': async (f) => [
+    {
+      name: 'signed in',
+      status: 200,
+      key: 'none',
+      headers: { cookie: (await f.newSession()).cookie },
+    },
+    { name: 'with a key', status: 400 },
+    { name: 'signed out', status: 401, key: 'none' },
+  ],
+  'DELETE /session': async (f): Promise<Case[]> => {
+    const session = await f.newSession();
+    return [
+      {
+        name: 'sign out',
+        status: 200,
+        key: 'none',
+        headers: { cookie: session.cookie, 'x-csrf-token': session.csrfToken },
+      },
+      {
+        name: 'no CSRF token',
+        status: 403,
+        key: 'none',
+        headers: { cookie: (await f.newSession()).cookie },
+      },
+    ];
+  },
 
   'GET /project': () => [{ name: 'get', status: 200 }],
   'PATCH /project': () => [
@@ -721,8 +756,13 @@ function derivedProbes(op: OperationDoc, success: Case): Case[] {
   const probes: Case[] = [];
   // Keyless operations (security: []) authenticate otherwise (provider webhooks' signatures): no key probes.
   const keyed = op.security === undefined;
-  if (documented(401) && keyed)
-    probes.push({ ...success, name: 'no key', status: 401, key: 'none' });
+  if (documented(401) && keyed) {
+    // No credential at all: neither a key nor the dashboard's session cookie.
+    const headers = Object.fromEntries(
+      Object.entries(success.headers ?? {}).filter(([name]) => name !== 'cookie'),
+    );
+    probes.push({ ...success, name: 'no key', status: 401, key: 'none', headers });
+  }
   if (documented(403) && keyed && op.operationId !== 'events_track') {
     probes.push({ ...success, name: 'public key', status: 403, key: 'public' });
   }
@@ -969,6 +1009,15 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
       emailId: sent.emails[0].id,
       campaignId: await newCampaign(),
       newContact,
+      newSession: async () => {
+        const res = await app.request({
+          method: 'POST',
+          url: '/session',
+          body: { key: project.secretKey },
+        });
+        const cookie = String(res.headers['set-cookie']).split(';')[0];
+        return { cookie, csrfToken: (res.body as { data: { csrfToken: string } }).data.csrfToken };
+      },
       newSuppression: async () =>
         (
           (await ok('POST', '/suppressions', {
