@@ -66,6 +66,9 @@ describe('dashboard in Chromium', () => {
     expect(await accessibilityViolations(page)).toEqual([]);
   }
 
+  /** Waits until no part of the page is loading (the app marks it aria-busy). */
+  const idle = () => page.locator('[aria-busy="true"]').first().waitFor({ state: 'detached' });
+
   async function signIn(): Promise<void> {
     await page.goto(`${base}/app/`);
     await page.getByLabel('Secret key').fill(project.secretKey);
@@ -141,6 +144,7 @@ describe('dashboard in Chromium', () => {
 
     await page.getByRole('button', { name: 'Next' }).click();
     await page.getByText('Page 2').waitFor();
+    await idle();
     expect(await rows.count()).toBe(CONTACTS - 50);
     await page.getByRole('button', { name: 'Previous' }).click();
     await page.getByText('Page 1').waitFor();
@@ -179,7 +183,10 @@ describe('dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Copy DKIM record name' }).waitFor();
     await page.getByRole('button', { name: 'Verify' }).click();
     // Nothing is published yet: the reason per record.
-    await page.getByText(/does not exist|No such record/).first().waitFor();
+    await page
+      .getByText(/does not exist|No such record/)
+      .first()
+      .waitFor();
     await expectAccessible();
 
     const list = await callApi(base, project.secretKey, 'GET', '/domains');
@@ -212,7 +219,7 @@ describe('dashboard in Chromium', () => {
     ]) {
       await nav.getByRole('link', { name }).click();
       await page.getByRole('heading', { name, level: 1 }).waitFor();
-      await page.locator('[aria-busy="true"]').waitFor({ state: 'detached' });
+      await idle();
       expect(await page.getByRole('alert').count()).toBe(0);
       await expectAccessible();
     }

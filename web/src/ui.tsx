@@ -9,25 +9,27 @@ export interface Loaded<T> {
   reload: () => void;
 }
 
-/** Runs `load` on mount and whenever `deps` change; a later answer replaces an earlier one. */
+/**
+ * Runs `load` on mount and whenever `deps` change; a later answer replaces an earlier one. While a
+ * new answer is awaited the previous data stays on screen, marked busy from the very render that
+ * asked for it (the key of the deps it answers differs from the current one).
+ */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
-  const [state, setState] = useState<{ data?: T; error?: ApiError; loading: boolean }>({
-    loading: true,
-  });
   const [round, setRound] = useState(0);
+  const key = JSON.stringify([...deps, round]);
+  const [state, setState] = useState<{ data?: T; error?: ApiError; key?: string }>({});
   useEffect(() => {
     let current = true;
-    setState((s) => ({ ...s, loading: true }));
     load().then(
-      (data) => current && setState({ data, loading: false }),
-      (error: unknown) => current && setState({ error: asApiError(error), loading: false }),
+      (data) => current && setState({ data, key }),
+      (error: unknown) => current && setState((s) => ({ data: s.data, error: asApiError(error), key })),
     );
     return () => {
       current = false;
     };
-  }, [...deps, round]);
+  }, [key]);
   const reload = useCallback(() => setRound((r) => r + 1), []);
-  return { ...state, reload };
+  return { data: state.data, error: state.error, loading: state.key !== key, reload };
 }
 
 export function asApiError(error: unknown): ApiError {
@@ -56,9 +58,15 @@ export function ErrorMessage({ error }: { error: ApiError | undefined }) {
 
 /** The page's data, a loading note, or its error. */
 export function Show<T>({ state, children }: { state: Loaded<T>; children: (data: T) => ReactNode }) {
-  if (state.error) return <ErrorMessage error={state.error} />;
-  if (state.data === undefined) return <p aria-busy="true">Loading…</p>;
-  return <>{children(state.data)}</>;
+  if (state.data === undefined) {
+    return state.error ? <ErrorMessage error={state.error} /> : <p aria-busy="true">Loading…</p>;
+  }
+  return (
+    <div aria-busy={state.loading}>
+      <ErrorMessage error={state.error} />
+      {children(state.data)}
+    </div>
+  );
 }
 
 export function PageTitle({ children, actions }: { children: ReactNode; actions?: ReactNode }) {

@@ -925,6 +925,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed-in project and the CSRF token of the session cookie
+         * @description Slides the idle expiry like any request made with the session.
+         */
+        get: operations["session_get"];
+        put?: never;
+        /**
+         * Sign in to the dashboard: a secret key for a session cookie
+         * @description Sets the `mw_session` cookie (HttpOnly, SameSite=Strict, Path=/, Secure when PUBLIC_URL is https). Without an Authorization header, a request with the cookie acts as this secret key on every endpoint; POST, PUT, PATCH and DELETE made with it must carry `X-CSRF-Token`. A pk_ or unknown key is 401.
+         */
+        post: operations["session_create"];
+        /** Sign out: ends the session on the server and removes its cookie */
+        delete: operations["session_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/t/o/{token}": {
         parameters: {
             query?: never;
@@ -2156,6 +2181,32 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
         };
+        SessionProjectResponse: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+        };
+        SessionResponse: {
+            project: components["schemas"]["SessionProjectResponse"];
+            /** @description Send as the X-CSRF-Token header on every POST, PUT, PATCH and DELETE made with the session cookie */
+            csrfToken: string;
+            /**
+             * Format: date-time
+             * @description When the session ends if it is not used (idle expiry: 12 hours, slid by each request)
+             */
+            expiresAt: string;
+        };
+        CreateSessionDto: {
+            /**
+             * @description A project's secret key (sk_…); it is exchanged for the session cookie and not kept
+             * @example sk_…
+             */
+            key: string;
+        };
+        SessionEndedResponse: {
+            /** @description Always true: the session is ended on the server and its cookie removed */
+            signedOut: boolean;
+        };
     };
     responses: never;
     parameters: never;
@@ -2263,6 +2314,10 @@ export type SchemaCreateWebhookDto = components['schemas']['CreateWebhookDto'];
 export type SchemaUpdateWebhookDto = components['schemas']['UpdateWebhookDto'];
 export type SchemaWebhookDeliveryStatus = components['schemas']['WebhookDeliveryStatus'];
 export type SchemaWebhookDeliveryResponse = components['schemas']['WebhookDeliveryResponse'];
+export type SchemaSessionProjectResponse = components['schemas']['SessionProjectResponse'];
+export type SchemaSessionResponse = components['schemas']['SessionResponse'];
+export type SchemaCreateSessionDto = components['schemas']['CreateSessionDto'];
+export type SchemaSessionEndedResponse = components['schemas']['SessionEndedResponse'];
 export type HeaderXRequestId = components['headers']['X-Request-Id'];
 export type HeaderRateLimitLimit = components['headers']['RateLimit-Limit'];
 export type HeaderRateLimitRemaining = components['headers']['RateLimit-Remaining'];
@@ -10311,6 +10366,312 @@ export interface operations {
             };
             /** @description <RESOURCE>_NOT_FOUND: no such id in this project */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members) the project's budget of segment evaluation time is spent; see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INTERNAL_ERROR: an unexpected error; report error.requestId */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    session_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["SessionResponse"];
+                    };
+                };
+            };
+            /** @description BAD_REQUEST: the request was made with an API key (Authorization header), not the session cookie */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /**
+             * @description MISSING_API_KEY (no session cookie) or INVALID_API_KEY (the session has ended, idle for 12 hours, signed out, or its key revoked)
+             *
+             *     MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key)
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /**
+             * @description PROJECT_DISABLED, or FORBIDDEN (DELETE without the X-CSRF-Token header of the session)
+             *
+             *     PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track)
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members) the project's budget of segment evaluation time is spent; see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INTERNAL_ERROR: an unexpected error; report error.requestId */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    session_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSessionDto"];
+            };
+        };
+        responses: {
+            /** @description Signed in; the session cookie is set */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["SessionResponse"];
+                    };
+                };
+            };
+            /** @description BAD_REQUEST: malformed JSON, unsupported content type, or a bad query or path parameter (error.errors names it) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INVALID_API_KEY: unknown or revoked key, or a public pk_ key */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PROJECT_DISABLED */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over the limit (10 MB on /v1/send and /contacts/import, 1 MB elsewhere) */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description VALIDATION_ERROR: the body is invalid; error.errors lists each field {field, message, code} */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members) the project's budget of segment evaluation time is spent; see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INTERNAL_ERROR: an unexpected error; report error.requestId */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    session_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["SessionEndedResponse"];
+                    };
+                };
+            };
+            /** @description BAD_REQUEST: the request was made with an API key (Authorization header), not the session cookie */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /**
+             * @description MISSING_API_KEY (no session cookie) or INVALID_API_KEY (the session has ended, idle for 12 hours, signed out, or its key revoked)
+             *
+             *     MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key)
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /**
+             * @description PROJECT_DISABLED, or FORBIDDEN (DELETE without the X-CSRF-Token header of the session)
+             *
+             *     PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track)
+             */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
