@@ -18,6 +18,43 @@ import type { ApiError } from '../api/client';
 
 const PAGE_SIZE = 50;
 
+/** One contact by email: POST /contacts, then its page. */
+function AddContact() {
+  const [email, setEmail] = useState('');
+  const [error, setError] = useState<ApiError>();
+  const [, navigate] = useLocation();
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setError(undefined);
+    try {
+      const created = await unwrap(api.POST('/contacts', { body: { email: email.trim() } }));
+      navigate(`/contacts/${created.data.id}`);
+    } catch (err) {
+      setError(asApiError(err));
+    }
+  };
+  return (
+    <details className="add">
+      <summary>Add a contact</summary>
+      <form className="filters" onSubmit={submit}>
+        <Field label="Email address">
+          {(id) => (
+            <input
+              id={id}
+              type="email"
+              required
+              value={email}
+              onChange={(e) => setEmail(e.target.value)}
+            />
+          )}
+        </Field>
+        <button type="submit">Add contact</button>
+      </form>
+      <ErrorMessage error={error} />
+    </details>
+  );
+}
+
 export function ContactsPage() {
   const [search, setSearch] = useState('');
   const [applied, setApplied] = useState('');
@@ -48,6 +85,7 @@ export function ContactsPage() {
   return (
     <>
       <PageTitle>Contacts</PageTitle>
+      <AddContact />
       <form className="filters" role="search" onSubmit={submit}>
         <Field label="Search by email">
           {(id) => (
