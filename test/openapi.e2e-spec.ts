@@ -189,6 +189,8 @@ interface Fixtures {
   clickToken(): string;
   /** A dashboard session of the project (POST /session): its Cookie header and CSRF token. */
   newSession(): Promise<{ cookie: string; csrfToken: string }>;
+  /** Sets the project's tracking domain, its CNAME published and verified when `verified`. */
+  trackingDomain(name: string, verified: boolean): Promise<void>;
 }
 
 const UNKNOWN_ID = '01900000-0000-7000-8000-000000000000';
@@ -254,8 +256,23 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
       body: { defaultFrom: { email: 'hello@openapi-sender.test', name: 'Hello' } },
     },
     { name: 'clear default sender', status: 200, body: { defaultFrom: null } },
+    { name: 'tracking domain', status: 200, body: { trackingDomain: 'links.openapi.test' } },
+    { name: 'clear tracking domain', status: 200, body: { trackingDomain: null } },
+    { name: 'tracking domain on an address', status: 422, body: { trackingDomain: '10.0.0.1' } },
     { name: 'empty body', status: 422, body: {} },
   ],
+  'POST /project/tracking-domain/verify': async (f) => {
+    await f.trackingDomain('verify.openapi.test', false);
+    return [{ name: 'verify', status: 200 }];
+  },
+  'GET /tracking-domains/check': async (f) => {
+    await f.trackingDomain('ask.openapi.test', true);
+    return [
+      { name: 'verified', status: 200, key: 'none', query: 'domain=ask.openapi.test' },
+      { name: 'unknown', status: 404, key: 'none', query: 'domain=nope.openapi.test' },
+      { name: 'missing domain', status: 400, key: 'none' },
+    ];
+  },
   'GET /project/keys': () => [{ name: 'list', status: 200, query: 'limit=1' }],
   'PUT /project/inbound/{provider}': () => [
     { name: 'postmark', status: 200, params: { provider: 'postmark' }, body: POSTMARK_AUTH },
@@ -999,6 +1016,12 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
       from: 'hello@openapi-sender.test',
     })) as unknown as { emails: Array<{ id: string }> };
     fixtures = {
+      trackingDomain: async (name, verified) => {
+        await ok('PATCH', '/project', { trackingDomain: name });
+        if (!verified) return;
+        dns.setCname(name, app.config.trackingCnameTarget);
+        await ok('POST', '/project/tracking-domain/verify');
+      },
       project,
       contactId,
       contactEmail,

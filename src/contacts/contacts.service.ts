@@ -4,11 +4,12 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
 import type { DeletedResponse } from '../common/openapi/error-envelope.response';
-import { decodeCursor, Page, pageOf } from '../common/pagination/pagination';
+import { decodeCursor, keysetPage, Page, pageOf } from '../common/pagination/pagination';
 import { newId } from '../database/id';
 import { sqlState, SQLSTATE } from '../database/postgres-errors';
 import { SYSTEM_EVENTS } from '../events/event-names';
 import type { EventRow } from '../events/event.row';
+import { decodeEventCursor, encodeEventCursor } from '../events/event-cursors';
 import { EventsService } from '../events/events.service';
 import { normalizeEmail } from '../common/validation/email';
 import { toDataPatch, toTrackedDataPatch } from './contact-data';
@@ -183,20 +184,21 @@ export class ContactsService {
     cursor: string | undefined,
     limit: number,
   ): Promise<Page<SuppressedContact>> {
-    const afterId = cursor ? decodeCursor(cursor) : null;
+    // Ordered by suppression time: the cursor carries it with the id (the events lists' cursor).
+    const after = cursor ? decodeEventCursor(cursor) : null;
     const { rows, total } = await this.contacts.listSuppressed(
       this.dataSource.manager,
       projectId,
       reason,
-      afterId,
+      after,
       limit,
     );
-    return pageOf(
+    return keysetPage(
       rows,
       limit,
       total,
-      (row) => row,
-      (row) => row.id,
+      ({ micros: _micros, ...row }) => row,
+      (last) => encodeEventCursor({ micros: last.micros, id: last.id }),
     );
   }
 
