@@ -172,6 +172,84 @@ describe('POST /bounces, suppressions and campaign stats (e2e)', () => {
     expect(again.status).toBe('SENT');
   });
 
+  it('suppressions: newest suppression first whatever the contacts’ age, and the cursor walks them in that order', async () => {
+    const ids: Record<string, string> = {};
+    for (const name of ['o1', 'o2', 'o3']) {
+      const res = await req('POST', '/contacts', { email: `${name}@order.example` });
+      ids[name] = res.body.data.id;
+    }
+    // Suppressed in another order than created (and ids are time-ordered).
+    for (const name of ['o3', 'o1', 'o2'])
+      expect((await req('POST', '/suppressions', { email: `${name}@order.example` })).status).toBe(
+        201,
+      );
+    const all = (await req('GET', '/suppressions?reason=manual')).body.data as Json;
+    expect(all.items.map((i: Json) => i.contactId)).toEqual([ids.o2, ids.o1, ids.o3]);
+    const walked: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await req(
+        'GET',
+        `/suppressions?reason=manual&limit=1${cursor ? `&cursor=${cursor}` : ''}`,
+      );
+      expect(res.status).toBe(200);
+      walked.push(...res.body.data.items.map((i: Json) => i.contactId as string));
+      cursor = res.body.data.nextCursor;
+    } while (cursor);
+    expect(walked).toEqual([ids.o2, ids.o1, ids.o3]);
+    expect((await req('GET', '/suppressions?cursor=bm9wZQ')).status).toBe(400);
+  });
+
+  it('late bounces and complaints are events of the contact: engagement rules and workflow triggers see them', async () => {
+    const created = await req('POST', '/workflows', {
+      name: 'On complaint',
+      enabled: true,
+      trigger: { type: 'EVENT', event: 'email.complained' },
+      steps: [{ id: 'note', type: 'UPDATE_CONTACT', data: { complainedFlow: true } }],
+    });
+    expect(created.status).toBe(201);
+    const workflowId = created.body.data.id as string;
+    const complained = await delivered('engaged-complaint@example.org');
+    const bounced = await delivered('engaged-bounce@example.org');
+    const delayed = await delivered('engaged-delay@example.org');
+    for (const [emailId, type] of [
+      [complained.id, 'complaint'],
+      [bounced.id, 'hard'],
+    ])
+      expect((await req('POST', '/bounces', { emailId, type })).body.data.outcome).toBe('applied');
+    // A delay comes only from a DSN or a provider: recorded as the policy records it.
+    await db.query(
+      `INSERT INTO events (id, project_id, contact_id, email_id, name, data, created_at)
+       VALUES (gen_random_uuid(), $1, $2, $3, 'email.delayed', '{}', now())`,
+      [t.project.id, delayed.contactId, delayed.id],
+    );
+    const members = async (field: string, operator = 'triggered') => {
+      const res = await req('POST', '/segments/preview', {
+        condition: { logic: 'AND', conditions: [{ field, operator }] },
+      });
+      expect(res.status).toBe(200);
+      // This test's contacts only (earlier tests bounced and complained too).
+      return (res.body.data.sample as Json[])
+        .map((c) => c.email as string)
+        .filter((email) => email.startsWith('engaged-'))
+        .sort();
+    };
+    expect(await members('email.complained')).toEqual(['engaged-complaint@example.org']);
+    expect(await members('email.bounced')).toEqual(['engaged-bounce@example.org']);
+    expect(await members('email.delayed')).toEqual(['engaged-delay@example.org']);
+    // The complaint started the workflow for its contact, and only for it.
+    const runs = await pollUntil(
+      async () =>
+        (await req('GET', `/workflows/${workflowId}/executions`)).body.data.items as Json[],
+      (items) => items.length > 0 && items.every((x) => x.status === 'COMPLETED'),
+      15_000,
+    );
+    expect(runs.map((x) => x.contactId)).toEqual([complained.contactId]);
+    expect(await t.contact(complained.contactId)).toMatchObject({
+      data: { complainedFlow: true },
+    });
+  });
+
   it('campaign stats: complained and complaintRate over sent; bounced counts late hard bounces; sent keeps them', async () => {
     for (const name of ['s1', 's2', 's3', 's4'])
       await req('POST', '/contacts', { email: `${name}@stats.example`, data: { tag: 'stats' } });

@@ -47,7 +47,7 @@ const COLUMN_OPERATORS: Record<ContactColumnField, readonly ContactOperator[]> =
 const DATA_OPERATORS: readonly ContactOperator[] = CONTACT_OPERATORS;
 
 const FIELD_HINT =
-  'email, subscribed, createdAt, updatedAt, data.<key>, event.<name>, email.sent, email.opened, email.clicked, email.bounced or segment';
+  'email, subscribed, createdAt, updatedAt, data.<key>, event.<name>, email.sent, email.opened, email.clicked, email.bounced, email.complained, email.delayed or segment';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ISO_DATE_RE =

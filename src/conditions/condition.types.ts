@@ -66,6 +66,8 @@ export const ENGAGEMENT_FIELDS = [
   'email.opened',
   'email.clicked',
   'email.bounced',
+  'email.complained',
+  'email.delayed',
 ] as const;
 
 export const CONTACT_COLUMN_FIELDS = ['email', 'subscribed', 'createdAt', 'updatedAt'] as const;

@@ -174,4 +174,21 @@ describe('loadConfig', () => {
       /RETURN_PATH_DOMAIN/,
     );
   });
+
+  it('reads the CNAME target of tracking domains (contract: "Tracking domain")', () => {
+    const base = { APP_SECRET: 'x'.repeat(32) };
+    expect(
+      loadConfig({ ...base, PUBLIC_URL: 'https://Mail.Example.com:8443/x' }, cwd())
+        .trackingCnameTarget,
+    ).toBe('mail.example.com');
+    expect(
+      loadConfig({ ...base, PUBLIC_URL: 'http://127.0.0.1:3000' }, cwd()).trackingCnameTarget,
+    ).toBe('127.0.0.1');
+    expect(
+      loadConfig({ ...base, TRACKING_CNAME_TARGET: 'Edge.Example.NET' }, cwd()).trackingCnameTarget,
+    ).toBe('edge.example.net');
+    expect(() =>
+      loadConfig({ ...base, TRACKING_CNAME_TARGET: 'https://edge.example.net' }, cwd()),
+    ).toThrow(/TRACKING_CNAME_TARGET/);
+  });
 });

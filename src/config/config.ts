@@ -7,6 +7,8 @@ import { parseEnv } from 'node:util';
 export type AppRole = 'all' | 'api' | 'worker';
 const ROLES: readonly AppRole[] = ['all', 'api', 'worker'];
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const HOST_NAME =
+  /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /**
@@ -79,6 +81,8 @@ export interface AppConfig {
   adminToken: string | null;
   /** Domain of return paths whose sending domain has no verified `bounces.` CNAME (RETURN_PATH_DOMAIN). */
   returnPathDomain: string;
+  /** The CNAME target of tracking domains (TRACKING_CNAME_TARGET; default the host of PUBLIC_URL). */
+  trackingCnameTarget: string;
   /** Port of the inbound SMTP/LMTP listener for bounces and complaints; null: no listener. */
   inboundSmtpPort: number | null;
   inboundSmtpHost: string;
@@ -303,6 +307,7 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     maxWebhookEndpoints: r.int('MAX_WEBHOOK_ENDPOINTS', 20, 1, 10_000),
     expensiveWorkBudgetMs: r.int('EXPENSIVE_WORK_BUDGET_MS', 10_000, 1, 3_600_000),
     returnPathDomain: '',
+    trackingCnameTarget: '',
     inboundSmtpPort: r.optional('INBOUND_SMTP_PORT')
       ? r.int('INBOUND_SMTP_PORT', 2525, 1, 65535)
       : null,
@@ -343,12 +348,17 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   config.returnPathDomain = r
     .string('RETURN_PATH_DOMAIN', `bounces.${new URL(config.publicUrl).hostname}`)
     .toLowerCase();
-  if (
-    !/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(
-      config.returnPathDomain,
-    )
-  ) {
+  if (!HOST_NAME.test(config.returnPathDomain)) {
     r.problems.push(`RETURN_PATH_DOMAIN: expected a domain name, got "${config.returnPathDomain}"`);
+  }
+  config.trackingCnameTarget = r
+    .string('TRACKING_CNAME_TARGET', new URL(config.publicUrl).hostname)
+    .toLowerCase();
+  // Checked when set: the default is whatever host PUBLIC_URL has (an address in a local setup).
+  if (r.optional('TRACKING_CNAME_TARGET') && !HOST_NAME.test(config.trackingCnameTarget)) {
+    r.problems.push(
+      `TRACKING_CNAME_TARGET: expected a host name, got "${config.trackingCnameTarget}"`,
+    );
   }
   for (const pattern of config.sesSnsHostPatterns) {
     if (

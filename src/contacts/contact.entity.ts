@@ -18,8 +18,8 @@ export enum SuppressionReason {
 // Keyset pagination (newest first by UUIDv7 id) within a project, with and without the subscribed filter.
 @Index('contacts_project_id_id_idx', ['projectId', 'id'])
 @Index('contacts_project_id_subscribed_id_idx', ['projectId', 'subscribed', 'id'])
-// GET /suppressions.
-@Index('contacts_suppressed_idx', ['projectId', 'id'], { where: 'suppressed' })
+// GET /suppressions: newest suppression first.
+@Index('contacts_suppressed_idx', ['projectId', 'suppressedAt', 'id'], { where: 'suppressed' })
 export class Contact extends BaseEntity {
   @Column('uuid')
   projectId: string;

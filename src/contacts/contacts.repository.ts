@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { newId } from '../database/id';
 import { containsPattern } from '../database/like-pattern';
+import { microsOf, timeOfMicros } from '../database/micros';
 import { queryRows } from '../database/query-rows';
 import type { DataPatch } from './contact-data';
 import { SuppressionReason } from './contact.entity';
@@ -160,14 +161,18 @@ export class ContactsRepository {
     return rows[0] ?? null;
   }
 
-  /** GET /suppressions: suppressed contacts, newest first, keyset after `afterId` (the partial index on suppressed). */
+  /**
+   * GET /suppressions: suppressed contacts, newest suppression first (then id),
+   * keyset after `after` (the partial index on suppressed). `micros` is the
+   * cursor's time as text, never through a JS Date (microsecond precision).
+   */
   async listSuppressed(
     manager: EntityManager,
     projectId: string,
     reason: SuppressionReason | undefined,
-    afterId: string | null,
+    after: { micros: string; id: string } | null,
     limit: number,
-  ): Promise<{ rows: SuppressedContact[]; total: number }> {
+  ): Promise<{ rows: (SuppressedContact & { micros: string })[]; total: number }> {
     const params: unknown[] = [projectId, reason ?? null];
     const where = `project_id = $1 AND suppressed AND ($2::suppression_reason IS NULL OR suppressed_reason = $2)`;
     const [{ total }] = await queryRows<{ total: number }>(
@@ -175,11 +180,15 @@ export class ContactsRepository {
       `SELECT count(*)::int AS total FROM contacts WHERE ${where}`,
       params,
     );
-    const rows = await queryRows<SuppressedContact>(
+    const rows = await queryRows<SuppressedContact & { micros: string }>(
       manager,
-      `SELECT id, email, suppressed_reason AS reason, suppressed_at AS "suppressedAt", subscribed FROM contacts
-        WHERE ${where} AND ($3::uuid IS NULL OR id < $3) ORDER BY id DESC LIMIT $4`,
-      [...params, afterId, limit + 1],
+      `SELECT id, email, suppressed_reason AS reason, suppressed_at AS "suppressedAt", subscribed,
+              ${microsOf('suppressed_at')} AS micros
+         FROM contacts
+        WHERE ${where}
+          AND ($3::text IS NULL OR (suppressed_at, id) < (${timeOfMicros('$3')}, $4::uuid))
+        ORDER BY suppressed_at DESC, id DESC LIMIT $5`,
+      [...params, after?.micros ?? null, after?.id ?? null, limit + 1],
     );
     return { rows, total };
   }
@@ -262,20 +271,7 @@ export class ContactsRepository {
     afterId: string | null,
     limit: number,
   ): Promise<{ rows: ContactRow[]; total: number }> {
-    const params: unknown[] = [projectId];
-    const where = ['c.project_id = $1'];
-    if (filter.subscribed !== undefined) {
-      params.push(filter.subscribed);
-      where.push(`c.subscribed = $${params.length}`);
-    }
-    if (filter.email !== undefined) {
-      params.push(filter.email);
-      where.push(`c.email = $${params.length}`);
-    }
-    if (filter.search !== undefined && filter.search !== '') {
-      params.push(containsPattern(filter.search));
-      where.push(`c.email ILIKE $${params.length}`);
-    }
+    const { params, where } = filterClause(projectId, filter);
     const totalRows = await queryRows<{ total: number }>(
       manager,
       `SELECT count(*)::int AS total FROM contacts c WHERE ${where.join(' AND ')}`,
@@ -295,6 +291,31 @@ export class ContactsRepository {
       pageParams,
     );
     return { rows, total: totalRows[0].total };
+  }
+
+  /**
+   * One page of an export: the list's filters and order, keyset-paged by id, without the count.
+   * Each page is its own short statement, so a long download holds no connection between pages.
+   */
+  exportPage(
+    manager: EntityManager,
+    projectId: string,
+    filter: ContactListFilter,
+    beforeId: string | null,
+    limit: number,
+  ): Promise<ContactRow[]> {
+    const { params, where } = filterClause(projectId, filter);
+    if (beforeId) {
+      params.push(beforeId);
+      where.push(`c.id < $${params.length}`);
+    }
+    params.push(limit);
+    return queryRows<ContactRow>(
+      manager,
+      `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE ${where.join(' AND ')}
+       ORDER BY c.id DESC LIMIT $${params.length}`,
+      params,
+    );
   }
 
   /** PATCH: merge data and optionally set subscribed, in one statement. */
@@ -370,4 +391,26 @@ export class ContactsRepository {
     );
     return rows[0] ?? null;
   }
+}
+
+/** The WHERE of the contact list's filters (GET /contacts, GET /contacts/export), alias `c`. */
+function filterClause(
+  projectId: string,
+  filter: ContactListFilter,
+): { params: unknown[]; where: string[] } {
+  const params: unknown[] = [projectId];
+  const where = ['c.project_id = $1'];
+  if (filter.subscribed !== undefined) {
+    params.push(filter.subscribed);
+    where.push(`c.subscribed = $${params.length}`);
+  }
+  if (filter.email !== undefined) {
+    params.push(filter.email);
+    where.push(`c.email = $${params.length}`);
+  }
+  if (filter.search !== undefined && filter.search !== '') {
+    params.push(containsPattern(filter.search));
+    where.push(`c.email ILIKE $${params.length}`);
+  }
+  return { params, where };
 }

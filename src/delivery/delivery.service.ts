@@ -14,6 +14,7 @@ import { EmailStatus } from '../sending/email.entity';
 import { ClaimedEmail, EmailsRepository, FinishFields } from '../sending/emails.repository';
 import { classifyFailure, describeFailure, MailTransport } from './mail-transport';
 import { TrackingLinks } from '../engagement/tracking-links';
+import { linkBaseUrl } from '../common/http/link-base';
 import { ReturnPaths } from '../sending/return-paths';
 import { UnsubscribeLinks } from '../sending/unsubscribe-links';
 import { TemplateRenderError } from '../templates/template-renderer';
@@ -162,7 +163,11 @@ export class DeliveryService {
         replyTo: email.replyTo,
         subject: content.subject,
         // Pixel and tracked links are added here, never stored (tracking-links.ts).
-        html: this.trackingLinks.deliveredHtml({ ...email, html: content.html }),
+        html: this.trackingLinks.deliveredHtml({
+          ...email,
+          html: content.html,
+          linkBase: this.linkBase(email),
+        }),
         text: content.text,
         headers: content.headers,
         attachments: email.attachments.map((a) => ({
@@ -215,7 +220,12 @@ export class DeliveryService {
       };
     }
     const content = await this.sharedContent(email.contentId);
-    const unsubscribeUrl = this.unsubscribeLinks.url(email.projectId, email.contactId, email.id);
+    const unsubscribeUrl = this.unsubscribeLinks.url(
+      email.projectId,
+      email.contactId,
+      email.id,
+      this.linkBase(email),
+    );
     let rendered;
     try {
       rendered = await this.templates.render(
@@ -246,6 +256,15 @@ export class DeliveryService {
       headers,
       renderedSubject: rendered.subject,
     };
+  }
+
+  /**
+   * The origin of the links this delivery writes: the project's tracking
+   * domain as the claim read it (VERIFIED only), else PUBLIC_URL. Links
+   * stored at compose keep the host they were rendered with.
+   */
+  private linkBase(email: ClaimedEmail): string {
+    return linkBaseUrl(this.config.publicUrl, email.trackingDomain);
   }
 
   private async sharedContent(id: string): Promise<StoredContent> {

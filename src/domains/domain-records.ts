@@ -144,9 +144,14 @@ export function judgeSpf(values: string[]): RecordVerdict {
  * one target is all a correct name has.
  */
 export function judgeReturnPath(targets: string[], returnPathDomain: string): RecordVerdict {
+  return judgeCname(targets, returnPathDomain);
+}
+
+/** A CNAME matches when it points at `wanted` (case and a trailing dot do not matter). */
+export function judgeCname(targets: string[], wanted: string): RecordVerdict {
   if (targets.length === 0) return 'ABSENT';
-  const wanted = hostKey(returnPathDomain);
-  return targets.some((target) => hostKey(target) === wanted) ? 'MATCH' : 'MISMATCH';
+  const key = hostKey(wanted);
+  return targets.some((target) => hostKey(target) === key) ? 'MATCH' : 'MISMATCH';
 }
 
 function hostKey(name: string): string {

@@ -28,7 +28,7 @@ import {
 import { DOMAIN_CHECK_SCHEDULE, DomainCheckSchedule } from './domains.constants';
 import { DomainsRepository } from './domains.repository';
 
-type Verdict = RecordVerdict | 'ERROR';
+export type Verdict = RecordVerdict | 'ERROR';
 
 /** A record's verdict and, unless it matched, what was wrong. */
 interface RecordCheck {
@@ -220,7 +220,7 @@ export class DomainVerificationService {
 }
 
 /** `valueOf` turns one record into the value judged and shown back: TXT character-strings are joined. */
-function judge<T>(
+export function judge<T>(
   lookup: DnsLookup<T>,
   judgeValues: (values: string[]) => RecordVerdict,
   valueOf: (record: T) => string,

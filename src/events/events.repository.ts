@@ -3,6 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { queryRows } from '../database/query-rows';
 import { newId } from '../database/id';
 import type { EventRow } from './event.row';
+import { microsOf, timeOfMicros } from '../database/micros';
 
 export interface NewEvent {
   projectId: string;
@@ -33,9 +34,8 @@ export interface EventNameRow {
 }
 
 /** Microseconds since the epoch as exact text, and back. */
-const MICROS = (column: string) => `(extract(epoch FROM ${column}) * 1000000)::bigint::text`;
-const FROM_MICROS = (param: string) =>
-  `('epoch'::timestamptz + ${param}::bigint * interval '1 microsecond')`;
+const MICROS = microsOf;
+const FROM_MICROS = timeOfMicros;
 
 /** The columns an event INSERT writes, in the order of eventValues. */
 const INSERT_COLUMNS = 'id, project_id, contact_id, email_id, name, data, created_at';

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Patch, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Patch, Post, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
 import {
@@ -35,17 +35,32 @@ export class ProjectSettingsController {
   @Patch()
   @ApiOp(
     'project_update',
-    'Rename the project or set its default sender (defaultFrom: {email, name?} or null)',
+    'Rename the project, set its default sender (defaultFrom: {email, name?} or null) or its tracking domain (trackingDomain: a host name or null)',
   )
   @ApiSuccess(200, ProjectResponse)
-  @ApiErrorResponses([400, 403, 413, 422], {
+  @ApiErrorResponses([400, 403, 409, 413, 422], {
     403: 'DOMAIN_NOT_VERIFIED (defaultFrom on a domain that is not verified while REQUIRE_VERIFIED_SENDER holds), PROJECT_DISABLED, or FORBIDDEN (a pk_ key)',
+    409: 'TRACKING_DOMAIN_TAKEN: the trackingDomain is the verified tracking domain of another project',
   })
   update(
     @CurrentProject() project: CurrentProjectInfo,
     @Body() body: UpdateProjectDto,
   ): Promise<ProjectResponse> {
     return this.settings.update(project.id, body);
+  }
+
+  @Post('tracking-domain/verify')
+  @HttpCode(200)
+  @ApiOp(
+    'project_verifyTrackingDomain',
+    "Check the tracking domain's CNAME now; answers the project with the domain's new status",
+  )
+  @ApiSuccess(200, ProjectResponse)
+  @ApiErrorResponses([404], {
+    404: 'TRACKING_DOMAIN_NOT_FOUND: the project has no tracking domain',
+  })
+  verifyTrackingDomain(@CurrentProject() project: CurrentProjectInfo): Promise<ProjectResponse> {
+    return this.settings.verifyTrackingDomain(project.id);
   }
 
   @Get('keys')

@@ -3,7 +3,32 @@ import type { EntityManager } from 'typeorm';
 import { keysetRows } from '../database/keyset-rows';
 import { queryRows } from '../database/query-rows';
 import { ApiKey } from './api-key.entity';
-import { Project, SendingStatus } from './project.entity';
+import {
+  Project,
+  SendingStatus,
+  TrackingDomainRecord,
+  TrackingDomainStatus,
+} from './project.entity';
+
+/** A project's tracking domain as its checks read it. */
+export interface TrackingDomainRow {
+  projectId: string;
+  domain: string;
+  status: TrackingDomainStatus;
+  record: TrackingDomainRecord | null;
+  setAt: Date;
+  checkedAt: Date | null;
+}
+
+/** What a check of a tracking domain writes. */
+export interface TrackingDomainCheck {
+  status: TrackingDomainStatus;
+  record: TrackingDomainRecord;
+  checkedAt: Date;
+}
+
+const TRACKING_DOMAIN_COLUMNS = `id AS "projectId", tracking_domain AS domain, tracking_domain_status AS status,
+  tracking_domain_record AS record, tracking_domain_set_at AS "setAt", tracking_domain_checked_at AS "checkedAt"`;
 
 /** The stored fields of a new API key (createdAt is the database's). */
 export type NewApiKey = Pick<ApiKey, 'id' | 'projectId' | 'type' | 'prefix' | 'hash' | 'revokedAt'>;
@@ -84,6 +109,106 @@ export class ProjectsRepository {
       [projectId],
     );
     return rows[0] ?? null;
+  }
+
+  /** The project's tracking domain when it is VERIFIED, else null (by primary key: read per project, cached). */
+  async findVerifiedTrackingDomain(manager: EntityManager, id: string): Promise<string | null> {
+    const rows = await queryRows<{ domain: string }>(
+      manager,
+      `SELECT tracking_domain AS domain FROM projects WHERE id = $1 AND tracking_domain_status = 'VERIFIED'`,
+      [id],
+    );
+    return rows[0]?.domain ?? null;
+  }
+
+  /** Another project that has `domain` as its VERIFIED tracking domain (the unique index allows one). */
+  async verifiedTrackingDomainHolder(
+    manager: EntityManager,
+    domain: string,
+    exceptId: string | null,
+  ): Promise<string | null> {
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      `SELECT id FROM projects
+        WHERE tracking_domain = $1 AND tracking_domain_status = 'VERIFIED' AND id IS DISTINCT FROM $2`,
+      [domain, exceptId],
+    );
+    return rows[0]?.id ?? null;
+  }
+
+  async findTrackingDomain(manager: EntityManager, id: string): Promise<TrackingDomainRow | null> {
+    const rows = await queryRows<TrackingDomainRow>(
+      manager,
+      `SELECT ${TRACKING_DOMAIN_COLUMNS} FROM projects WHERE id = $1 AND tracking_domain IS NOT NULL`,
+      [id],
+    );
+    return rows[0] ?? null;
+  }
+
+  /**
+   * The sweep's tracking domains: every PENDING one, and VERIFIED ones last
+   * checked before `dueBefore`; least recently checked first. Disabled
+   * projects' wait for their enable.
+   */
+  findTrackingDomainsDue(
+    manager: EntityManager,
+    dueBefore: Date,
+    limit: number,
+  ): Promise<TrackingDomainRow[]> {
+    return queryRows<TrackingDomainRow>(
+      manager,
+      `SELECT ${TRACKING_DOMAIN_COLUMNS} FROM projects
+        WHERE enabled AND tracking_domain IS NOT NULL
+          AND (tracking_domain_status = 'PENDING'
+               OR (tracking_domain_status = 'VERIFIED' AND tracking_domain_checked_at < $1))
+        ORDER BY tracking_domain_checked_at NULLS FIRST, id
+        LIMIT $2`,
+      [dueBefore, limit],
+    );
+  }
+
+  /**
+   * Writes a check's outcome, only while the project still has the domain
+   * the check looked at (same name, set at the same time). A background
+   * check (`notAfter` set) also leaves alone a row written by a check that
+   * started later. True when it wrote.
+   */
+  async saveTrackingCheck(
+    manager: EntityManager,
+    checked: Pick<TrackingDomainRow, 'projectId' | 'domain' | 'setAt'>,
+    check: TrackingDomainCheck,
+    notAfter: Date | null,
+  ): Promise<boolean> {
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      `UPDATE projects
+          SET tracking_domain_status = $4, tracking_domain_record = $5, tracking_domain_checked_at = $6,
+              updated_at = now()
+        WHERE id = $1 AND tracking_domain = $2 AND tracking_domain_set_at = $3
+          AND ($7::timestamptz IS NULL OR tracking_domain_checked_at IS NULL
+               OR tracking_domain_checked_at <= $7)
+        RETURNING id`,
+      [
+        checked.projectId,
+        checked.domain,
+        checked.setAt,
+        check.status,
+        JSON.stringify(check.record),
+        check.checkedAt,
+        notAfter,
+      ],
+    );
+    return rows.length > 0;
+  }
+
+  /** Answers the on-demand TLS question: is `domain` some project's VERIFIED tracking domain. */
+  async isVerifiedTrackingDomain(manager: EntityManager, domain: string): Promise<boolean> {
+    const rows = await queryRows<{ one: number }>(
+      manager,
+      `SELECT 1 AS one FROM projects WHERE tracking_domain = $1 AND tracking_domain_status = 'VERIFIED'`,
+      [domain],
+    );
+    return rows.length > 0;
   }
 
   async insertKeys(manager: EntityManager, keys: NewApiKey[]): Promise<ApiKey[]> {

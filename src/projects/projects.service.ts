@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { ApiException } from '../common/errors/api-exception';
@@ -11,11 +11,20 @@ import {
   hashApiKey,
 } from '../common/auth/api-key.crypto';
 import { ApiKeyCache } from '../common/auth/api-key-cache';
+import { AppConfig } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
+import { SQLSTATE, sqlState } from '../database/postgres-errors';
 import { ApiKey } from './api-key.entity';
 import { ApiKeyResponse } from './dto/api-key.response';
-import { ProjectResponse, SenderResponse } from './dto/project.response';
-import { Project, SendingStatus } from './project.entity';
-import { NewApiKey, ProjectsRepository } from './projects.repository';
+import { ProjectResponse, SenderResponse, TrackingDomainResponse } from './dto/project.response';
+import { Project, SendingStatus, TrackingDomainStatus } from './project.entity';
+import {
+  NewApiKey,
+  ProjectsRepository,
+  TrackingDomainCheck,
+  TrackingDomainRow,
+} from './projects.repository';
+import { TrackingHosts } from './tracking-hosts';
 
 @Injectable()
 export class ProjectsService {
@@ -23,6 +32,8 @@ export class ProjectsService {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly projects: ProjectsRepository,
     private readonly cache: ApiKeyCache,
+    private readonly trackingHosts: TrackingHosts,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   /** A new project comes with one secret and one public key; both are returned only here. */
@@ -47,13 +58,13 @@ export class ProjectsService {
         newKey(project.id, ApiKeyType.SECRET, secretKey),
         newKey(project.id, ApiKeyType.PUBLIC, publicKey),
       ]);
-      return { project: toProjectResponse(project), secretKey, publicKey };
+      return { project: this.toResponse(project), secretKey, publicKey };
     });
   }
 
   async listProjects(): Promise<ProjectResponse[]> {
     const rows = await this.projects.listAll(this.dataSource.manager);
-    return rows.map(toProjectResponse);
+    return rows.map((row) => this.toResponse(row));
   }
 
   async getProject(projectId: string): Promise<ProjectResponse> {
@@ -61,23 +72,94 @@ export class ProjectsService {
       ? await this.projects.findById(this.dataSource.manager, projectId)
       : null;
     if (!project) throw projectNotFound(projectId);
-    return toProjectResponse(project);
+    return this.toResponse(project);
   }
 
-  /** PATCH /project: a new name and/or default sender (null removes it); absent fields stay. */
+  /**
+   * PATCH /project: a new name, default sender and/or tracking domain (null
+   * removes either); absent fields stay. A new tracking domain starts
+   * PENDING: links keep PUBLIC_URL's host until it is verified.
+   * `trackingDomain` comes normalised (domains/domain-name.ts).
+   */
   async updateProject(
     projectId: string,
-    changes: { name?: string; defaultFrom?: SenderResponse | null },
+    changes: { name?: string; defaultFrom?: SenderResponse | null; trackingDomain?: string | null },
   ): Promise<ProjectResponse> {
-    const project = await this.change(projectId, (row) => {
+    let trackingChanged = false;
+    const project = await this.change(projectId, async (row, manager) => {
       if (changes.name !== undefined) row.name = changes.name.trim();
       if (changes.defaultFrom !== undefined) {
         row.defaultFromEmail = changes.defaultFrom?.email ?? null;
         row.defaultFromName = changes.defaultFrom?.name ?? null;
       }
+      const domain = changes.trackingDomain;
+      if (domain === undefined || domain === row.trackingDomain) return;
+      if (
+        domain !== null &&
+        (await this.projects.verifiedTrackingDomainHolder(manager, domain, row.id))
+      )
+        throw trackingDomainTaken(domain);
+      trackingChanged = true;
+      row.trackingDomain = domain;
+      row.trackingDomainStatus = domain === null ? null : TrackingDomainStatus.PENDING;
+      row.trackingDomainRecord = null;
+      // Whole milliseconds, as JavaScript reads it back: checks compare it to tell settings apart.
+      row.trackingDomainSetAt = domain === null ? null : new Date();
+      row.trackingDomainCheckedAt = null;
     });
     if (changes.name !== undefined) await this.cache.invalidate();
-    return toProjectResponse(project);
+    if (trackingChanged) this.trackingHosts.invalidate(projectId);
+    return this.toResponse(project);
+  }
+
+  /** The project's tracking domain as a check reads it; null when it has none. */
+  trackingDomainOf(projectId: string): Promise<TrackingDomainRow | null> {
+    return this.projects.findTrackingDomain(this.dataSource.manager, projectId);
+  }
+
+  /** The sweep's due tracking domains (see ProjectsRepository.findTrackingDomainsDue). */
+  trackingDomainsDue(dueBefore: Date, limit: number): Promise<TrackingDomainRow[]> {
+    return this.projects.findTrackingDomainsDue(this.dataSource.manager, dueBefore, limit);
+  }
+
+  /** Whether another project holds `domain` VERIFIED: then it verifies for no one else. */
+  async trackingDomainHeldByOther(domain: string, projectId: string): Promise<boolean> {
+    const holder = await this.projects.verifiedTrackingDomainHolder(
+      this.dataSource.manager,
+      domain,
+      projectId,
+    );
+    return holder !== null;
+  }
+
+  /**
+   * Writes a check of a tracking domain (see ProjectsRepository.saveTrackingCheck).
+   * 'taken' when it would be VERIFIED but another project's verification won the race.
+   */
+  async saveTrackingCheck(
+    checked: TrackingDomainRow,
+    check: TrackingDomainCheck,
+    notAfter: Date | null,
+  ): Promise<'written' | 'stale' | 'taken'> {
+    try {
+      const written = await this.projects.saveTrackingCheck(
+        this.dataSource.manager,
+        checked,
+        check,
+        notAfter,
+      );
+      if (written && check.status !== checked.status)
+        this.trackingHosts.invalidate(checked.projectId);
+      return written ? 'written' : 'stale';
+    } catch (error) {
+      if (sqlState(error) === SQLSTATE.UNIQUE_VIOLATION) return 'taken';
+      throw error;
+    }
+  }
+
+  /** Whether `domain` is a VERIFIED tracking domain (the on-demand TLS question). */
+  isVerifiedTrackingDomain(domain: string): Promise<boolean> {
+    return this.projects.isVerifiedTrackingDomain(this.dataSource.manager, domain);
   }
 
   /**
@@ -139,7 +221,7 @@ export class ProjectsService {
       row.enabled = enabled;
     });
     await this.cache.invalidate();
-    return toProjectResponse(project);
+    return this.toResponse(project);
   }
 
   async createKey(
@@ -170,14 +252,55 @@ export class ProjectsService {
   }
 
   /** Read-modify-write of one project, the row locked in between. */
-  private change(projectId: string, apply: (row: Project) => void): Promise<Project> {
+  private change(
+    projectId: string,
+    apply: (row: Project, manager: EntityManager) => void | Promise<void>,
+  ): Promise<Project> {
     return this.dataSource.transaction(async (manager) => {
       const row = isUuid(projectId) ? await this.projects.lockById(manager, projectId) : null;
       if (!row) throw projectNotFound(projectId);
-      apply(row);
+      await apply(row, manager);
       return this.projects.update(manager, row);
     });
   }
+
+  private toResponse(p: Project): ProjectResponse {
+    return {
+      id: p.id,
+      name: p.name,
+      enabled: p.enabled,
+      defaultFrom: p.defaultFromEmail
+        ? { email: p.defaultFromEmail, name: p.defaultFromName }
+        : null,
+      trackingDomain: this.trackingDomainResponse(p),
+      createdAt: p.createdAt.toISOString(),
+    };
+  }
+
+  private trackingDomainResponse(p: Project): TrackingDomainResponse | null {
+    if (!p.trackingDomain || !p.trackingDomainStatus) return null;
+    const record = p.trackingDomainRecord;
+    return {
+      domain: p.trackingDomain,
+      status: p.trackingDomainStatus,
+      record: {
+        type: 'CNAME',
+        name: p.trackingDomain,
+        value: this.config.trackingCnameTarget,
+        status: record?.status ?? TrackingDomainStatus.PENDING,
+        ...(record?.found ? { found: record.found } : {}),
+        ...(record?.error ? { error: record.error } : {}),
+      },
+    };
+  }
+}
+
+function trackingDomainTaken(domain: string): ApiException {
+  return new ApiException(
+    409,
+    'TRACKING_DOMAIN_TAKEN',
+    `${domain} is the verified tracking domain of another project`,
+  );
 }
 
 function projectNotFound(projectId: string): ApiException {
@@ -192,16 +315,6 @@ function newKey(projectId: string, type: ApiKeyType, apiKey: string): NewApiKey 
     prefix: displayPrefix(apiKey),
     hash: hashApiKey(apiKey),
     revokedAt: null,
-  };
-}
-
-function toProjectResponse(p: Project): ProjectResponse {
-  return {
-    id: p.id,
-    name: p.name,
-    enabled: p.enabled,
-    defaultFrom: p.defaultFromEmail ? { email: p.defaultFromEmail, name: p.defaultFromName } : null,
-    createdAt: p.createdAt.toISOString(),
   };
 }
 

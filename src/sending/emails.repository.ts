@@ -39,6 +39,8 @@ export interface ClaimedEmail {
   /** The contact as it is now, for a render at delivery (only when `contentId` is set). */
   contactSubscribed: boolean;
   contactData: Record<string, unknown> | null;
+  /** The project's tracking domain when VERIFIED: the host of the message's links. */
+  trackingDomain: string | null;
   /** The sender domain as the claim read it (for DomainsService.assertCanSend). */
   sender: SenderRead;
 }
@@ -311,7 +313,8 @@ export class EmailsRepository {
                  e.reply_to AS "replyTo", e.subject, e.html, e.text, e.headers, e.attachments, e.attempts,
                  e.track_opens AS "trackOpens", e.track_clicks AS "trackClicks", e.content_id AS "contentId",
                  e.marketing, c.subscribed AS "contactSubscribed",
-                 CASE WHEN e.content_id IS NOT NULL THEN c.data END AS "contactData")
+                 CASE WHEN e.content_id IS NOT NULL THEN c.data END AS "contactData",
+                 CASE WHEN p.tracking_domain_status = 'VERIFIED' THEN p.tracking_domain END AS "trackingDomain")
        SELECT claimed.*, ${sender.columns} FROM claimed ${sender.join}`,
       [emailId],
     );

@@ -23,6 +23,7 @@ import { EmailContentsRepository } from './email-contents.repository';
 import { EmailsRepository } from './emails.repository';
 import { ReturnPaths } from './return-paths';
 import { UnsubscribeLinks } from './unsubscribe-links';
+import { TrackingHosts } from '../projects/tracking-hosts';
 
 /** A recipient as the pipeline needs it (a ContactRow fits). */
 export interface EmailRecipient {
@@ -129,6 +130,7 @@ export class EmailsService {
     private readonly unsubscribeLinks: UnsubscribeLinks,
     private readonly domains: DomainsService,
     private readonly returnPaths: ReturnPaths,
+    private readonly trackingHosts: TrackingHosts,
   ) {}
 
   /** The signed one-click link of a contact (and the message it is in). */
@@ -154,7 +156,13 @@ export class EmailsService {
    */
   async render(input: ComposeEmailInput): Promise<RenderedEmail> {
     const id = newId();
-    const unsubscribeUrl = this.unsubscribeUrl(input.projectId, input.contact.id, id);
+    // On the project's verified tracking domain (cached per project: no query per message).
+    const unsubscribeUrl = this.unsubscribeLinks.url(
+      input.projectId,
+      input.contact.id,
+      id,
+      await this.trackingHosts.baseUrlOf(input.projectId),
+    );
     const content = await this.templates.render(
       input.projectId,
       input.content,

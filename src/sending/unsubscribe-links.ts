@@ -5,7 +5,8 @@ import { UnsubscribeTokens } from './unsubscribe-token';
 
 /**
  * The signed one-click unsubscribe link of a contact (and the message it is
- * in): `{PUBLIC_URL}/unsubscribe/{token}`. Used where a message is rendered:
+ * in): `{base}/unsubscribe/{token}`, the base being PUBLIC_URL or the
+ * project's verified tracking domain. Used where a message is rendered:
  * at compose for mail stored rendered, at delivery for shared content.
  */
 @Injectable()
@@ -16,8 +17,13 @@ export class UnsubscribeLinks {
     this.tokens = new UnsubscribeTokens(config.appSecret, config.appSecretPrevious);
   }
 
-  url(projectId: string, contactId: string, emailId: string | null): string {
-    return `${this.config.publicUrl}/unsubscribe/${this.tokens.sign({ projectId, contactId, emailId })}`;
+  url(
+    projectId: string,
+    contactId: string,
+    emailId: string | null,
+    base = this.config.publicUrl,
+  ): string {
+    return `${base}/unsubscribe/${this.tokens.sign({ projectId, contactId, emailId })}`;
   }
 
   /** RFC 2369 / RFC 8058 headers of marketing mail. */

@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { IsObject, ValidateIf, ValidateNested } from 'class-validator';
+import { IsObject, IsString, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
 import { IsSenderAddress, NameField } from '../../common/validation/validators';
 import { MailboxDto } from '../../sending/dto/send-email.dto';
 
@@ -20,4 +20,17 @@ export class UpdateProjectDto {
   @ValidateNested()
   @Type(() => MailboxDto)
   defaultFrom?: MailboxDto | null;
+
+  @ApiPropertyOptional({
+    type: String,
+    nullable: true,
+    maxLength: 253,
+    example: 'links.example.com',
+    description:
+      "A host name of yours for the pixel, click and unsubscribe links of the project's mail: publish a CNAME from it to trackingDomain.record.value, then POST /project/tracking-domain/verify. A public host name like a sending domain's (IDN accepted; no scheme, port, path or address). null removes it; a new one starts PENDING.",
+  })
+  @ValidateIf((_, value) => value !== undefined && value !== null)
+  @IsString({ message: 'trackingDomain must be a host name or null' })
+  @MaxLength(253)
+  trackingDomain?: string | null;
 }

@@ -1,4 +1,5 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { TrackingDomainStatus } from '../project.entity';
 
 /** A sender `{email, name|null}`: a project's default sender. */
 export class SenderResponse {
@@ -7,6 +8,56 @@ export class SenderResponse {
 
   @ApiProperty({ type: String, nullable: true })
   name: string | null;
+}
+
+/** The CNAME that makes a tracking domain point at the service. */
+export class TrackingDomainRecordResponse {
+  @ApiProperty({ enum: ['CNAME'] })
+  type: 'CNAME';
+
+  @ApiProperty({
+    example: 'links.example.com',
+    description: 'The name of the record: the tracking domain',
+  })
+  name: string;
+
+  @ApiProperty({
+    example: 'mail.example.net',
+    description: 'Its target: TRACKING_CNAME_TARGET, or the host of PUBLIC_URL',
+  })
+  value: string;
+
+  @ApiProperty({ enum: ['PENDING', 'VERIFIED', 'FAILED'] })
+  status: TrackingDomainStatus;
+
+  @ApiPropertyOptional({
+    type: [String],
+    description: 'Not verified: the CNAME target the last check found, when there was one',
+  })
+  found?: string[];
+
+  @ApiPropertyOptional({
+    enum: ['NXDOMAIN', 'NO_RECORD', 'MISMATCH', 'DNS_ERROR', 'TAKEN'],
+    description:
+      'Not verified: why. NXDOMAIN (the name does not exist), NO_RECORD (no CNAME at the name), MISMATCH (a CNAME to another host), DNS_ERROR (no answer from DNS; the status is kept), TAKEN (another project has this tracking domain verified)',
+  })
+  error?: string;
+}
+
+/** A project's tracking domain (contract "Tracking domain"). */
+export class TrackingDomainResponse {
+  @ApiProperty({ example: 'links.example.com' })
+  domain: string;
+
+  @ApiProperty({
+    enum: ['PENDING', 'VERIFIED', 'FAILED'],
+    description:
+      "VERIFIED: the pixel, click and unsubscribe links of the project's new mail use it. PENDING until its CNAME is found (checked by POST /project/tracking-domain/verify and the domain sweep); FAILED when it was not found within the pending window, or a verified CNAME is gone",
+  })
+  status: TrackingDomainStatus;
+
+  @ApiProperty({ type: TrackingDomainRecordResponse })
+  record: TrackingDomainRecordResponse;
 }
 
 /** A project: GET/PATCH /project, and the CLI's listings. */
@@ -26,6 +77,13 @@ export class ProjectResponse {
     description: 'Sender of mail whose request and template name none',
   })
   defaultFrom: SenderResponse | null;
+
+  @ApiProperty({
+    type: TrackingDomainResponse,
+    nullable: true,
+    description: "The host of the links in the project's mail once verified; null: PUBLIC_URL's",
+  })
+  trackingDomain: TrackingDomainResponse | null;
 
   @ApiProperty({ format: 'date-time' })
   createdAt: string;
