@@ -149,6 +149,14 @@ describe('dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Previous' }).click();
     await page.getByText('Page 1').waitFor();
 
+    // Export: the list's filters go to GET /contacts/export, answered with the session cookie.
+    const exportLink = page.getByRole('link', { name: 'Export CSV' });
+    const csv = await context.request.get(
+      new URL((await exportLink.getAttribute('href')) as string, base).href,
+    );
+    expect(csv.status()).toBe(200);
+    expect((await csv.text()).trim().split('\n')).toHaveLength(CONTACTS + 1);
+
     await page.getByLabel('Search by email').fill('person07@');
     await page.getByRole('button', { name: 'Search' }).click();
     await page.getByText('1 contacts').waitFor();

@@ -106,8 +106,25 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Rename the project or set its default sender (defaultFrom: {email, name?} or null) */
+        /** Rename the project, set its default sender (defaultFrom: {email, name?} or null) or its tracking domain (trackingDomain: a host name or null) */
         patch: operations["project_update"];
+        trace?: never;
+    };
+    "/project/tracking-domain/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Check the tracking domain's CNAME now; answers the project with the domain's new status */
+        post: operations["project_verifyTrackingDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/project/keys": {
@@ -119,6 +136,23 @@ export interface paths {
         };
         /** The project's API keys (prefixes only; never the secret) */
         get: operations["project_listKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tracking-domains/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** 200 when the name is some project's VERIFIED tracking domain, 404 otherwise (no key: a TLS proxy's ask endpoint) */
+        get: operations["trackingDomains_check"];
         put?: never;
         post?: never;
         delete?: never;
@@ -193,6 +227,26 @@ export interface paths {
         put?: never;
         /** Create a contact (409 if the email exists) */
         post: operations["contacts_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/contacts/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export the contacts the filters select as CSV (streamed, newest first)
+         * @description The list's filters (subscribed, search, email) without paging: every matching contact, one CSV row each, columns id, email, subscribed, suppressed, createdAt, data (data as one JSON object). Read page by page as the client downloads.
+         */
+        get: operations["contacts_export"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1133,6 +1187,39 @@ export interface components {
             email: string;
             name: string | null;
         };
+        TrackingDomainRecordResponse: {
+            /** @enum {string} */
+            type: "CNAME";
+            /**
+             * @description The name of the record: the tracking domain
+             * @example links.example.com
+             */
+            name: string;
+            /**
+             * @description Its target: TRACKING_CNAME_TARGET, or the host of PUBLIC_URL
+             * @example mail.example.net
+             */
+            value: string;
+            /** @enum {string} */
+            status: "PENDING" | "VERIFIED" | "FAILED";
+            /** @description Not verified: the CNAME target the last check found, when there was one */
+            found?: string[];
+            /**
+             * @description Not verified: why. NXDOMAIN (the name does not exist), NO_RECORD (no CNAME at the name), MISMATCH (a CNAME to another host), DNS_ERROR (no answer from DNS; the status is kept), TAKEN (another project has this tracking domain verified)
+             * @enum {string}
+             */
+            error?: "NXDOMAIN" | "NO_RECORD" | "MISMATCH" | "DNS_ERROR" | "TAKEN";
+        };
+        TrackingDomainResponse: {
+            /** @example links.example.com */
+            domain: string;
+            /**
+             * @description VERIFIED: the pixel, click and unsubscribe links of the project's new mail use it. PENDING until its CNAME is found (checked by POST /project/tracking-domain/verify and the domain sweep); FAILED when it was not found within the pending window, or a verified CNAME is gone
+             * @enum {string}
+             */
+            status: "PENDING" | "VERIFIED" | "FAILED";
+            record: components["schemas"]["TrackingDomainRecordResponse"];
+        };
         ProjectResponse: {
             /** Format: uuid */
             id: string;
@@ -1141,6 +1228,8 @@ export interface components {
             enabled: boolean;
             /** @description Sender of mail whose request and template name none */
             defaultFrom: components["schemas"]["SenderResponse"] | null;
+            /** @description The host of the links in the project's mail once verified; null: PUBLIC_URL's */
+            trackingDomain: components["schemas"]["TrackingDomainResponse"] | null;
             /** Format: date-time */
             createdAt: string;
         };
@@ -1153,6 +1242,11 @@ export interface components {
             name?: string;
             /** @description Sender of mail whose request and template name none ({email, name?}); on a verified domain of the project while REQUIRE_VERIFIED_SENDER holds. null removes it. */
             defaultFrom?: components["schemas"]["MailboxDto"] | null;
+            /**
+             * @description A host name of yours for the pixel, click and unsubscribe links of the project's mail: publish a CNAME from it to trackingDomain.record.value, then POST /project/tracking-domain/verify. A public host name like a sending domain's (IDN accepted; no scheme, port, path or address). null removes it; a new one starts PENDING.
+             * @example links.example.com
+             */
+            trackingDomain?: string | null;
         };
         ApiKeyResponse: {
             /** Format: uuid */
@@ -1171,6 +1265,13 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             revokedAt: string | null;
+        };
+        TrackingDomainCheckResponse: {
+            /**
+             * @description The name, in stored form (punycode)
+             * @example links.example.com
+             */
+            domain: string;
         };
         /** @enum {string} */
         ImportStatus: "QUEUED" | "PROCESSING" | "COMPLETED" | "FAILED";
@@ -2241,10 +2342,13 @@ export type SchemaDomainResponse = components['schemas']['DomainResponse'];
 export type SchemaCreateDomainDto = components['schemas']['CreateDomainDto'];
 export type SchemaDeleted = components['schemas']['Deleted'];
 export type SchemaSenderResponse = components['schemas']['SenderResponse'];
+export type SchemaTrackingDomainRecordResponse = components['schemas']['TrackingDomainRecordResponse'];
+export type SchemaTrackingDomainResponse = components['schemas']['TrackingDomainResponse'];
 export type SchemaProjectResponse = components['schemas']['ProjectResponse'];
 export type SchemaMailboxDto = components['schemas']['MailboxDto'];
 export type SchemaUpdateProjectDto = components['schemas']['UpdateProjectDto'];
 export type SchemaApiKeyResponse = components['schemas']['ApiKeyResponse'];
+export type SchemaTrackingDomainCheckResponse = components['schemas']['TrackingDomainCheckResponse'];
 export type SchemaImportStatus = components['schemas']['ImportStatus'];
 export type SchemaImportRowErrorResponse = components['schemas']['ImportRowErrorResponse'];
 export type SchemaContactImportResponse = components['schemas']['ContactImportResponse'];
@@ -3073,6 +3177,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description TRACKING_DOMAIN_TAKEN: the trackingDomain is the verified tracking domain of another project */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: the body is over the limit (10 MB on /v1/send and /contacts/import, 1 MB elsewhere) */
             413: {
                 headers: {
@@ -3085,6 +3199,96 @@ export interface operations {
             };
             /** @description VALIDATION_ERROR: the body is invalid; error.errors lists each field {field, message, code} */
             422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members) the project's budget of segment evaluation time is spent; see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INTERNAL_ERROR: an unexpected error; report error.requestId */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    project_verifyTrackingDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ProjectResponse"];
+                    };
+                };
+            };
+            /** @description MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TRACKING_DOMAIN_NOT_FOUND: the project has no tracking domain */
+            404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -3221,6 +3425,74 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    trackingDomains_check: {
+        parameters: {
+            query: {
+                domain: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["TrackingDomainCheckResponse"];
+                    };
+                };
+            };
+            /** @description BAD_REQUEST: malformed JSON, unsupported content type, or a bad query or path parameter (error.errors names it) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TRACKING_DOMAIN_NOT_FOUND: not a verified tracking domain */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members) the project's budget of segment evaluation time is spent; see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INTERNAL_ERROR: an unexpected error; report error.requestId */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3738,6 +4010,98 @@ export interface operations {
             };
             /** @description VALIDATION_ERROR: the body is invalid; error.errors lists each field {field, message, code} */
             422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members) the project's budget of segment evaluation time is spent; see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INTERNAL_ERROR: an unexpected error; report error.requestId */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    contacts_export: {
+        parameters: {
+            query?: {
+                subscribed?: boolean;
+                /** @description Case-insensitive substring of the email */
+                search?: string;
+                /** @description Exact email (normalised before matching) */
+                email?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description CSV with a header row (RFC 4180, CRLF line ends) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description BAD_REQUEST: malformed JSON, unsupported content type, or a bad query or path parameter (error.errors names it) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track) */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

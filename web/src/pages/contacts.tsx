@@ -15,6 +15,19 @@ import {
   when,
 } from '../ui';
 import type { ApiError } from '../api/client';
+import type { operations } from '../api/schema';
+
+type ExportQuery = NonNullable<operations['contacts_export']['parameters']['query']>;
+
+/** GET /contacts/export with the list's filters: the browser streams the CSV to a file. */
+function exportHref(query: ExportQuery): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value !== undefined) params.set(key, String(value));
+  }
+  const text = params.toString();
+  return `/contacts/export${text ? `?${text}` : ''}`;
+}
 
 const PAGE_SIZE = 50;
 
@@ -84,7 +97,22 @@ export function ContactsPage() {
 
   return (
     <>
-      <PageTitle>Contacts</PageTitle>
+      <PageTitle
+        actions={
+          <a
+            className="button"
+            download="contacts.csv"
+            href={exportHref({
+              search: applied || undefined,
+              subscribed: subscribed === '' ? undefined : subscribed === 'true',
+            })}
+          >
+            Export CSV
+          </a>
+        }
+      >
+        Contacts
+      </PageTitle>
       <AddContact />
       <form className="filters" role="search" onSubmit={submit}>
         <Field label="Search by email">
