@@ -4,14 +4,16 @@
 # Node 20 (the latest 20.x, which satisfies "engines": ">=20.19" in package.json) is what CI tests.
 ARG NODE_IMAGE=node:20-bookworm-slim
 
-# --- build: full dependencies, compile TypeScript ---
+# --- build: full dependencies, compile TypeScript, build the dashboard (web/ -> dist/web) ---
 FROM ${NODE_IMAGE} AS build
 ENV SCARF_ANALYTICS=false
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
 COPY src ./src
+COPY web ./web
 RUN npm run build
 
 # --- runtime: production dependencies, dist/ and an init; non-root ---

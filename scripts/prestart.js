@@ -29,7 +29,7 @@ function newest(path) {
 function reason() {
   if (!existsSync(built)) return 'dist/main.js is missing';
   const buildTime = statSync(built).mtimeMs;
-  for (const source of ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json']) {
+  for (const source of ['src', 'web', 'tsconfig.json', 'tsconfig.build.json', 'package.json']) {
     const found = newest(join(root, source));
     if (found.mtimeMs > buildTime)
       return `${found.file.slice(root.length + 1)} is newer than dist/main.js`;

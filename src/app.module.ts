@@ -27,6 +27,7 @@ import { RedisModule } from './queue/redis.module';
 import { SegmentsModule } from './segments/segments.module';
 import { OptInModule } from './opt-in/opt-in.module';
 import { SendingModule } from './sending/sending.module';
+import { SessionModule } from './session/session.module';
 import { TemplatesModule } from './templates/templates.module';
 
 /** Feature modules: a new feature is a folder under src/ and one line here. */
@@ -50,6 +51,7 @@ export const FEATURE_MODULES: Type[] = [
   WebhooksModule,
   InboundModule,
   OperationsModule,
+  SessionModule,
 ];
 
 /** OpenAPI path items of the routes registered on Fastify directly (no controller decorators to read). */

@@ -1,5 +1,6 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { resolve } from 'node:path';
 import { FastifyReply, FastifyRequest, LogController } from 'fastify';
 import type { Logger } from 'pino';
 import { SwaggerModule } from '@nestjs/swagger';
@@ -11,6 +12,7 @@ import { registerApiRequestScope } from './common/http/api-request-scope';
 import { registerCors } from './common/http/cors';
 import { registerSecurityHeaders } from './common/http/security-headers';
 import { registerSuccessEnvelope } from './common/http/envelope';
+import { mountWebApp } from './common/http/web-app';
 import {
   clientErrorHandler,
   frameworkErrors,
@@ -137,12 +139,23 @@ function setupOpenApi(app: NestFastifyApplication): void {
   });
 }
 
+/** Where `npm run build` puts the dashboard: dist/web, from src/ (ts-node, Jest) or dist/ alike. */
+export const DEFAULT_WEB_ROOT = resolve(__dirname, '..', 'dist', 'web');
+
+export interface CreateAppOptions {
+  /** The dashboard's build folder (default DEFAULT_WEB_ROOT); tests point it at a fixture. */
+  webRoot?: string;
+}
+
 /**
  * Builds the whole application for a given configuration: used by main.ts
  * and by the end-to-end tests, which boot several instances side by side.
  * The database must already be migrated (prepareDatabase).
  */
-export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
+export async function createApp(
+  config: AppConfig,
+  options: CreateAppOptions = {},
+): Promise<NestFastifyApplication> {
   const logger = createRootLogger(config);
   const metrics = new AppMetrics();
   const app = await NestFactory.create<NestFastifyApplication>(
@@ -162,6 +175,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   try {
     if (api && config.adminToken)
       await mountQueueDashboard(app, config.adminToken, config.publicUrl.startsWith('https:'));
+    if (api)
+      await mountWebApp(app.getHttpAdapter().getInstance(), options.webRoot ?? DEFAULT_WEB_ROOT);
     await app.init();
     if (runsWorkers(config)) await app.get(QueueWorkersService).start();
   } catch (error) {

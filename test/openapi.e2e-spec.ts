@@ -190,6 +190,8 @@ interface Fixtures {
   postmarkInboundId(): Promise<string>;
   openToken(): string;
   clickToken(): string;
+  /** A dashboard session of the project (POST /session): its Cookie header and CSRF token. */
+  newSession(): Promise<{ cookie: string; csrfToken: string }>;
   /** Sets the project's tracking domain, its CNAME published and verified when `verified`. */
   trackingDomain(name: string, verified: boolean): Promise<void>;
 }
@@ -214,6 +216,39 @@ const unique = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++cou
 const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
   'GET /health/live': () => [{ name: 'live', status: 200, key: 'none' }],
   'GET /health/ready': () => [{ name: 'ready', status: 200, key: 'none' }],
+
+  'POST /session': (f) => [
+    { name: 'secret key', status: 200, key: 'none', body: { key: f.project.secretKey } },
+    { name: 'public key', status: 401, key: 'none', body: { key: f.project.publicKey } },
+    { name: 'no key', status: 422, key: 'none', body: {} },
+  ],
+  'GET /session': async (f) => [
+    {
+      name: 'signed in',
+      status: 200,
+      key: 'none',
+      headers: { cookie: (await f.newSession()).cookie },
+    },
+    { name: 'with a key', status: 400 },
+    { name: 'signed out', status: 401, key: 'none' },
+  ],
+  'DELETE /session': async (f): Promise<Case[]> => {
+    const session = await f.newSession();
+    return [
+      {
+        name: 'sign out',
+        status: 200,
+        key: 'none',
+        headers: { cookie: session.cookie, 'x-csrf-token': session.csrfToken },
+      },
+      {
+        name: 'no CSRF token',
+        status: 403,
+        key: 'none',
+        headers: { cookie: (await f.newSession()).cookie },
+      },
+    ];
+  },
 
   'GET /project': () => [{ name: 'get', status: 200 }],
   'PATCH /project': () => [
@@ -302,6 +337,10 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
       status: 200,
       query: `email=${encodeURIComponent(f.contactEmail)}&subscribed=true&limit=5`,
     },
+  ],
+  'GET /contacts/export': (f) => [
+    { name: 'csv', status: 200, query: `email=${encodeURIComponent(f.contactEmail)}` },
+    { name: 'bad filter', status: 400, query: 'subscribed=maybe' },
   ],
   'POST /contacts': (f) => [
     {
@@ -770,8 +809,13 @@ function derivedProbes(op: OperationDoc, success: Case): Case[] {
   const probes: Case[] = [];
   // Keyless operations (security: []) authenticate otherwise (provider webhooks' signatures): no key probes.
   const keyed = op.security === undefined;
-  if (documented(401) && keyed)
-    probes.push({ ...success, name: 'no key', status: 401, key: 'none' });
+  if (documented(401) && keyed) {
+    // No credential at all: neither a key nor the dashboard's session cookie.
+    const headers = Object.fromEntries(
+      Object.entries(success.headers ?? {}).filter(([name]) => name !== 'cookie'),
+    );
+    probes.push({ ...success, name: 'no key', status: 401, key: 'none', headers });
+  }
   // The two routes a public key may call.
   const publicAllowed =
     op.operationId === 'events_track' || op.operationId === 'contacts_subscribe';
@@ -1027,6 +1071,15 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
       emailId: sent.emails[0].id,
       campaignId: await newCampaign(),
       newContact,
+      newSession: async () => {
+        const res = await app.request({
+          method: 'POST',
+          url: '/session',
+          body: { key: project.secretKey },
+        });
+        const cookie = String(res.headers['set-cookie']).split(';')[0];
+        return { cookie, csrfToken: (res.body as { data: { csrfToken: string } }).data.csrfToken };
+      },
       newSuppression: async () =>
         (
           (await ok('POST', '/suppressions', {
@@ -1201,10 +1254,13 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
       }
     }
     const undocumented = served.filter(
-      // Also not API operations: GET /metrics (for Prometheus) and the queue dashboard (for operators).
+      // Also not API operations: GET /metrics (for Prometheus), the queue dashboard (for operators),
+      // and the dashboard's pages: GET / (a browser's redirect) and /app/… (the tree prints `/app/*`
+      // in pieces, one of them `/*`).
       (route) =>
         !documented.includes(route) &&
         !/^GET \/(openapi\.(json|yaml)|docs|metrics$)/.test(route) &&
+        !/^GET \/(app.*|\*)?$/.test(route) &&
         !/^[A-Z]+ \/admin\//.test(route),
     );
     expect(served.length).toBeGreaterThan(10);

@@ -87,6 +87,7 @@ describe('README quick start', () => {
       'dist',
       'node_modules',
       'src',
+      'web',
       'scripts',
       'package.json',
       'package-lock.json',

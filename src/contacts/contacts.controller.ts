@@ -1,5 +1,8 @@
-import { Body, Controller, Delete, Get, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiTags } from '@nestjs/swagger';
+import { Readable } from 'node:stream';
+import { Body, Controller, Delete, Get, Param, Patch, Post, Query, Res } from '@nestjs/common';
+import { ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { RawResponse } from '../common/http/envelope';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
 import {
   ApiDeletedSuccess,
@@ -15,7 +18,8 @@ import { IdParamDto } from '../common/validation/id.param';
 import { ContactsService } from './contacts.service';
 import { ContactResponse } from './dto/contact.response';
 import { CreateContactDto } from './dto/create-contact.dto';
-import { ListContactsQueryDto } from './dto/list-contacts.query';
+import { ContactFiltersQueryDto, ListContactsQueryDto } from './dto/list-contacts.query';
+import { CONTACT_CSV_COLUMNS } from './contacts-csv';
 import { UpdateContactDto } from './dto/update-contact.dto';
 
 @ApiTags('contacts')
@@ -33,6 +37,32 @@ export class ContactsController {
     @Query() query: ListContactsQueryDto,
   ): Promise<Page<ContactResponse>> {
     return this.contacts.list(project.id, query);
+  }
+
+  @Get('export')
+  @RawResponse()
+  @ApiOp(
+    'contacts_export',
+    'Export the contacts the filters select as CSV (streamed, newest first)',
+    `The list's filters (subscribed, search, email) without paging: every matching contact, one CSV row each, ` +
+      `columns ${CONTACT_CSV_COLUMNS.join(', ')} (data as one JSON object). Read page by page as the client downloads.`,
+  )
+  @ApiResponse({
+    status: 200,
+    description: 'CSV with a header row (RFC 4180, CRLF line ends)',
+    content: { 'text/csv': { schema: { type: 'string' } } },
+  })
+  @ApiErrorResponses([400])
+  exportCsv(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Query() query: ContactFiltersQueryDto,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Readable {
+    void reply
+      .header('content-type', 'text/csv; charset=utf-8')
+      .header('content-disposition', 'attachment; filename="contacts.csv"')
+      .header('cache-control', 'no-store');
+    return this.contacts.exportCsv(project.id, query);
   }
 
   @Post()

@@ -271,20 +271,7 @@ export class ContactsRepository {
     afterId: string | null,
     limit: number,
   ): Promise<{ rows: ContactRow[]; total: number }> {
-    const params: unknown[] = [projectId];
-    const where = ['c.project_id = $1'];
-    if (filter.subscribed !== undefined) {
-      params.push(filter.subscribed);
-      where.push(`c.subscribed = $${params.length}`);
-    }
-    if (filter.email !== undefined) {
-      params.push(filter.email);
-      where.push(`c.email = $${params.length}`);
-    }
-    if (filter.search !== undefined && filter.search !== '') {
-      params.push(containsPattern(filter.search));
-      where.push(`c.email ILIKE $${params.length}`);
-    }
+    const { params, where } = filterClause(projectId, filter);
     const totalRows = await queryRows<{ total: number }>(
       manager,
       `SELECT count(*)::int AS total FROM contacts c WHERE ${where.join(' AND ')}`,
@@ -304,6 +291,31 @@ export class ContactsRepository {
       pageParams,
     );
     return { rows, total: totalRows[0].total };
+  }
+
+  /**
+   * One page of an export: the list's filters and order, keyset-paged by id, without the count.
+   * Each page is its own short statement, so a long download holds no connection between pages.
+   */
+  exportPage(
+    manager: EntityManager,
+    projectId: string,
+    filter: ContactListFilter,
+    beforeId: string | null,
+    limit: number,
+  ): Promise<ContactRow[]> {
+    const { params, where } = filterClause(projectId, filter);
+    if (beforeId) {
+      params.push(beforeId);
+      where.push(`c.id < $${params.length}`);
+    }
+    params.push(limit);
+    return queryRows<ContactRow>(
+      manager,
+      `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE ${where.join(' AND ')}
+       ORDER BY c.id DESC LIMIT $${params.length}`,
+      params,
+    );
   }
 
   /** PATCH: merge data and optionally set subscribed, in one statement. */
@@ -379,4 +391,26 @@ export class ContactsRepository {
     );
     return rows[0] ?? null;
   }
+}
+
+/** The WHERE of the contact list's filters (GET /contacts, GET /contacts/export), alias `c`. */
+function filterClause(
+  projectId: string,
+  filter: ContactListFilter,
+): { params: unknown[]; where: string[] } {
+  const params: unknown[] = [projectId];
+  const where = ['c.project_id = $1'];
+  if (filter.subscribed !== undefined) {
+    params.push(filter.subscribed);
+    where.push(`c.subscribed = $${params.length}`);
+  }
+  if (filter.email !== undefined) {
+    params.push(filter.email);
+    where.push(`c.email = $${params.length}`);
+  }
+  if (filter.search !== undefined && filter.search !== '') {
+    params.push(containsPattern(filter.search));
+    where.push(`c.email ILIKE $${params.length}`);
+  }
+  return { params, where };
 }

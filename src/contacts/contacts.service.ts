@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
@@ -14,10 +15,15 @@ import { normalizeEmail } from '../common/validation/email';
 import { toDataPatch, toTrackedDataPatch } from './contact-data';
 import { SuppressionReason } from './contact.entity';
 import type { ContactRow } from './contact.row';
-import { ContactsRepository, type SuppressedContact } from './contacts.repository';
+import {
+  type ContactListFilter,
+  ContactsRepository,
+  type SuppressedContact,
+} from './contacts.repository';
 import { ContactResponse, toContactResponse } from './dto/contact.response';
 import type { CreateContactDto } from './dto/create-contact.dto';
-import type { ListContactsQueryDto } from './dto/list-contacts.query';
+import type { ContactFiltersQueryDto, ListContactsQueryDto } from './dto/list-contacts.query';
+import { contactCsvHeader, contactCsvLine } from './contacts-csv';
 import type { UpdateContactDto } from './dto/update-contact.dto';
 
 export interface UpsertContactOptions {
@@ -233,15 +239,37 @@ export class ContactsService {
     const { rows, total } = await this.contacts.list(
       this.dataSource.manager,
       projectId,
-      {
-        subscribed: query.subscribed,
-        email: query.email !== undefined ? normalizeEmail(query.email) : undefined,
-        search: query.search?.trim().toLowerCase(),
-      },
+      toListFilter(query),
       afterId,
       limit,
     );
     return pageOf(rows, limit, total, toContactResponse, (row) => row.id);
+  }
+
+  /**
+   * GET /contacts/export: every contact the list's filters select, newest first, as CSV. The
+   * stream reads a page only when the client has taken the previous one, so memory stays one
+   * page whatever the project's size; contacts created meanwhile (newer ids) are not included.
+   */
+  exportCsv(projectId: string, query: ContactFiltersQueryDto): Readable {
+    const filter = toListFilter(query);
+    const pages = async function* (this: ContactsService): AsyncGenerator<string> {
+      yield contactCsvHeader();
+      let beforeId: string | null = null;
+      for (;;) {
+        const rows = await this.contacts.exportPage(
+          this.dataSource.manager,
+          projectId,
+          filter,
+          beforeId,
+          EXPORT_PAGE_SIZE,
+        );
+        if (rows.length > 0) yield rows.map(contactCsvLine).join('');
+        if (rows.length < EXPORT_PAGE_SIZE) return;
+        beforeId = rows[rows.length - 1].id;
+      }
+    }.call(this);
+    return Readable.from(pages, { objectMode: false, highWaterMark: 1 });
   }
 
   async create(projectId: string, dto: CreateContactDto): Promise<ContactResponse> {
@@ -371,4 +399,15 @@ export class ContactsService {
     if (!deleted) throw ApiException.notFound('contact', id);
     return { id, deleted: true };
   }
+}
+
+/** Contacts per statement of an export. */
+const EXPORT_PAGE_SIZE = 1000;
+
+function toListFilter(query: ContactFiltersQueryDto): ContactListFilter {
+  return {
+    subscribed: query.subscribed,
+    email: query.email !== undefined ? normalizeEmail(query.email) : undefined,
+    search: query.search?.trim().toLowerCase(),
+  };
 }

@@ -2,15 +2,32 @@ import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
 import { ApiException } from '../errors/api-exception';
-import { RateLimitService, RateLimitState } from '../rate-limit/rate-limit.service';
+import { AuthGate, RateLimitService, RateLimitState } from '../rate-limit/rate-limit.service';
 import { ApiKeyType, hashApiKey, isWellFormedKey } from './api-key.crypto';
 import { ApiKeyAuthenticator } from './api-key-authenticator';
 import { AUTH_MODE_KEY, AuthenticatedRequest, AuthMode } from './auth.decorators';
+import type { AuthenticatedKey } from './authenticated-key';
+import { csrfTokenMatches, readSessionCookie } from './dashboard-session';
+import { SessionAuthenticator } from './session-authenticator';
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+export const CSRF_HEADER = 'x-csrf-token';
+
+interface Authenticated {
+  auth: AuthenticatedKey;
+  gate: AuthGate;
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
 
 /**
  * Global guard. Decisions in this order: a client IP over its failed-auth
  * budget gets 429 unless it sent a valid key; then the key (401); the project (403);
- * the route's key type (403); finally the per-project request budget (429).
+ * the route's key type (403); a session's CSRF token (403); finally the per-project
+ * request budget (429). Without an Authorization header, the dashboard's session
+ * cookie stands for the secret key that signed in.
  */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
@@ -18,6 +35,7 @@ export class ApiKeyGuard implements CanActivate {
     private readonly reflector: Reflector,
     private readonly authenticator: ApiKeyAuthenticator,
     private readonly rateLimits: RateLimitService,
+    private readonly sessions: SessionAuthenticator,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -31,39 +49,14 @@ export class ApiKeyGuard implements CanActivate {
     const http = context.switchToHttp();
     const request = http.getRequest<AuthenticatedRequest>();
     const reply = http.getResponse<FastifyReply>();
-    const ip = request.ip;
 
     const header = request.headers.authorization;
-    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    // Hashed once: both the cache and the table are keyed by the hash.
-    const keyHash = match && isWellFormedKey(match[1]) ? hashApiKey(match[1]) : null;
-    // One Redis round trip: this IP's failed-auth count, the auth epoch, and the
-    // project's counter when this process already knows the key's project (a key
-    // never changes project). Postgres is asked only when the key is not cached.
-    const knownBudget = keyHash ? this.authenticator.knownBudgetOf(keyHash) : null;
-    const gate = await this.rateLimits.gate(ip, knownBudget);
-    const auth = keyHash ? await this.authenticator.authenticate(keyHash, gate.epoch) : null;
-    // An address over its failed-auth budget learns nothing about a wrong key, but a valid key is
-    // never refused for it: behind a shared proxy address, others' failures must not lock a tenant out.
-    if (gate.ipBlocked && !auth) {
-      throw tooManyRequests(
-        reply,
-        gate.ipBlocked,
-        'Too many failed authentication attempts from this address',
-      );
-    }
-    if (!match) {
-      await this.rateLimits.recordAuthFailure(ip);
-      throw new ApiException(
-        401,
-        'MISSING_API_KEY',
-        'Missing API key: send "Authorization: Bearer <key>"',
-      );
-    }
-    if (!auth) {
-      await this.rateLimits.recordAuthFailure(ip);
-      throw new ApiException(401, 'INVALID_API_KEY', 'The API key is invalid or has been revoked');
-    }
+    // A request with an Authorization header uses the key, whatever cookie it carries.
+    const sessionId = header === undefined ? readSessionCookie(request.headers.cookie) : undefined;
+    const { auth, gate } =
+      sessionId !== undefined
+        ? await this.authenticateSession(request, reply, sessionId)
+        : await this.authenticateKey(request, reply, header);
     if (!auth.project.enabled) {
       throw new ApiException(403, 'PROJECT_DISABLED', 'The project of this API key is disabled');
     }
@@ -72,6 +65,19 @@ export class ApiKeyGuard implements CanActivate {
         403,
         'FORBIDDEN',
         'A public key may only be used on POST /v1/track and POST /v1/subscribe',
+      );
+    }
+    // A cookie rides along with any request the browser makes; a header another origin cannot
+    // read (GET /session) cannot be forged by it.
+    if (
+      auth.session &&
+      !SAFE_METHODS.has(request.method) &&
+      !csrfTokenMatches(headerValue(request.headers[CSRF_HEADER]), auth.session.secret)
+    ) {
+      throw new ApiException(
+        403,
+        'FORBIDDEN',
+        'A change made with the dashboard session needs the X-CSRF-Token header given by GET /session',
       );
     }
 
@@ -89,6 +95,73 @@ export class ApiKeyGuard implements CanActivate {
 
     request.auth = auth;
     return true;
+  }
+
+  /** The bearer key: 429 for an address over its failed-auth budget without a valid key, else 401. */
+  private async authenticateKey(
+    request: AuthenticatedRequest,
+    reply: FastifyReply,
+    header: string | undefined,
+  ): Promise<Authenticated> {
+    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    // Hashed once: both the cache and the table are keyed by the hash.
+    const keyHash = match && isWellFormedKey(match[1]) ? hashApiKey(match[1]) : null;
+    // One Redis round trip: this IP's failed-auth count, the auth epoch, and the
+    // project's counter when this process already knows the key's project (a key
+    // never changes project). Postgres is asked only when the key is not cached.
+    const knownBudget = keyHash ? this.authenticator.knownBudgetOf(keyHash) : null;
+    const gate = await this.rateLimits.gate(request.ip, knownBudget);
+    const auth = keyHash ? await this.authenticator.authenticate(keyHash, gate.epoch) : null;
+    // An address over its failed-auth budget learns nothing about a wrong key, but a valid key is
+    // never refused for it: behind a shared proxy address, others' failures must not lock a tenant out.
+    if (gate.ipBlocked && !auth) {
+      throw tooManyRequests(
+        reply,
+        gate.ipBlocked,
+        'Too many failed authentication attempts from this address',
+      );
+    }
+    if (!match) {
+      await this.rateLimits.recordAuthFailure(request.ip);
+      throw new ApiException(
+        401,
+        'MISSING_API_KEY',
+        'Missing API key: send "Authorization: Bearer <key>"',
+      );
+    }
+    if (!auth) {
+      await this.rateLimits.recordAuthFailure(request.ip);
+      throw new ApiException(401, 'INVALID_API_KEY', 'The API key is invalid or has been revoked');
+    }
+    return { auth, gate };
+  }
+
+  /** The dashboard session cookie: counted and limited like a wrong key when it names no live session. */
+  private async authenticateSession(
+    request: AuthenticatedRequest,
+    reply: FastifyReply,
+    sessionId: string,
+  ): Promise<Authenticated> {
+    const [gate, auth] = await Promise.all([
+      this.rateLimits.gate(request.ip, null),
+      this.sessions.resolve(sessionId),
+    ]);
+    if (gate.ipBlocked && !auth) {
+      throw tooManyRequests(
+        reply,
+        gate.ipBlocked,
+        'Too many failed authentication attempts from this address',
+      );
+    }
+    if (!auth) {
+      await this.rateLimits.recordAuthFailure(request.ip);
+      throw new ApiException(
+        401,
+        'INVALID_API_KEY',
+        'The dashboard session has ended or its key was revoked: sign in again',
+      );
+    }
+    return { auth, gate };
   }
 }
 

@@ -7,6 +7,8 @@ import { AppConfig } from '../../config/config';
 export const REDACTED_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',
+  'req.headers["x-csrf-token"]',
+  'res.headers["set-cookie"]',
   'req.headers["idempotency-key"]',
   'apiKey',
   'secretKey',

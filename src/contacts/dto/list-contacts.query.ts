@@ -1,10 +1,11 @@
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiPropertyOptional, IntersectionType } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsOptional, IsString, MaxLength } from 'class-validator';
 import { PaginationQueryDto } from '../../common/pagination/pagination';
 import { toBooleanQuery } from '../../common/validation/validators';
 
-export class ListContactsQueryDto extends PaginationQueryDto {
+/** The contact list's filters: GET /contacts and GET /contacts/export select alike. */
+export class ContactFiltersQueryDto {
   @ApiPropertyOptional({ type: Boolean })
   @IsOptional()
   @Transform(toBooleanQuery)
@@ -23,3 +24,8 @@ export class ListContactsQueryDto extends PaginationQueryDto {
   @MaxLength(320)
   email?: string;
 }
+
+export class ListContactsQueryDto extends IntersectionType(
+  PaginationQueryDto,
+  ContactFiltersQueryDto,
+) {}

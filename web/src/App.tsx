@@ -1,0 +1,121 @@
+import { useEffect, useState } from 'react';
+import { Link, Route, Router, Switch, useRoute } from 'wouter';
+import { ApiError } from './api/client';
+import { ContactPage, ContactsPage } from './pages/contacts';
+import { DomainPage, DomainsPage } from './pages/domains';
+import { EmailPage, EmailsPage } from './pages/emails';
+import { EventsPage } from './pages/events';
+import {
+  CampaignsPage,
+  SegmentsPage,
+  TemplatesPage,
+  WebhooksPage,
+  WorkflowsPage,
+} from './pages/lists';
+import { OverviewPage } from './pages/overview';
+import { SettingsPage } from './pages/settings';
+import { SignInPage } from './pages/sign-in';
+import { loadSession, signOut, type Session } from './session';
+import { ErrorMessage, PageTitle } from './ui';
+
+const NAV: [string, string][] = [
+  ['/', 'Overview'],
+  ['/contacts', 'Contacts'],
+  ['/emails', 'Emails'],
+  ['/events', 'Events'],
+  ['/campaigns', 'Campaigns'],
+  ['/templates', 'Templates'],
+  ['/segments', 'Segments'],
+  ['/workflows', 'Workflows'],
+  ['/webhooks', 'Webhooks'],
+  ['/domains', 'Domains'],
+  ['/settings', 'Settings'],
+];
+
+export function App() {
+  const [session, setSession] = useState<Session | null | undefined>(undefined);
+  const [error, setError] = useState<ApiError>();
+
+  useEffect(() => {
+    loadSession().then(setSession, (e: ApiError) => setError(e));
+    // Any API call answered 401 means the session ended (idle, revoked, signed out elsewhere).
+    const ended = () => setSession(null);
+    window.addEventListener('mw:signed-out', ended);
+    return () => window.removeEventListener('mw:signed-out', ended);
+  }, []);
+
+  if (error) return <ErrorMessage error={error} />;
+  if (session === undefined) return <p aria-busy="true">Loading…</p>;
+  return (
+    <Router base="/app">
+      {session ? (
+        <Layout session={session} onSignOut={() => signOut().finally(() => setSession(null))} />
+      ) : (
+        <SignInPage onSignedIn={setSession} />
+      )}
+    </Router>
+  );
+}
+
+function NavLink({ href, label }: { href: string; label: string }) {
+  const [exact] = useRoute(href);
+  const [nested] = useRoute(`${href}/*`);
+  const active = exact || (href !== '/' && nested);
+  return (
+    <li>
+      <Link href={href} aria-current={active ? 'page' : undefined}>
+        {label}
+      </Link>
+    </li>
+  );
+}
+
+function Layout({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
+  return (
+    <div className="layout">
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="top">
+        <span className="brand">Mailwright</span>
+        <span className="project" title={session.project.id}>
+          {session.project.name}
+        </span>
+        <button type="button" onClick={onSignOut}>
+          Sign out
+        </button>
+      </header>
+      <nav className="side" aria-label="Main">
+        <ul>
+          {NAV.map(([href, label]) => (
+            <NavLink key={href} href={href} label={label} />
+          ))}
+        </ul>
+      </nav>
+      <main id="main" tabIndex={-1}>
+        <Switch>
+          <Route path="/" component={OverviewPage} />
+          <Route path="/contacts" component={ContactsPage} />
+          <Route path="/contacts/:id">{(p) => <ContactPage id={p.id} />}</Route>
+          <Route path="/emails" component={EmailsPage} />
+          <Route path="/emails/:id">{(p) => <EmailPage id={p.id} />}</Route>
+          <Route path="/events" component={EventsPage} />
+          <Route path="/campaigns" component={CampaignsPage} />
+          <Route path="/templates" component={TemplatesPage} />
+          <Route path="/segments" component={SegmentsPage} />
+          <Route path="/workflows" component={WorkflowsPage} />
+          <Route path="/webhooks" component={WebhooksPage} />
+          <Route path="/domains" component={DomainsPage} />
+          <Route path="/domains/:id">{(p) => <DomainPage id={p.id} />}</Route>
+          <Route path="/settings" component={SettingsPage} />
+          <Route>
+            <PageTitle>Not found</PageTitle>
+            <p>
+              No page here. <Link href="/">Back to the overview</Link>.
+            </p>
+          </Route>
+        </Switch>
+      </main>
+    </div>
+  );
+}

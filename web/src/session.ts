@@ -1,0 +1,36 @@
+import { api, ApiError, setCsrfToken, unwrap } from './api/client';
+import type { SchemaSessionResponse } from './api/schema';
+
+export type Session = SchemaSessionResponse;
+
+/**
+ * POST/GET/DELETE /session. The secret key goes to the server once and is forgotten: the server
+ * sets an HttpOnly cookie that the page cannot read, and the CSRF token stays in memory.
+ */
+function remember(session: Session | null): Session | null {
+  setCsrfToken(session?.csrfToken ?? null);
+  return session;
+}
+
+/** The signed-in project, or null when there is no session (401). */
+export async function loadSession(): Promise<Session | null> {
+  try {
+    return remember((await unwrap(api.GET('/session'))).data);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return remember(null);
+    throw error;
+  }
+}
+
+export async function signIn(key: string): Promise<Session> {
+  const started = (await unwrap(api.POST('/session', { body: { key } }))).data;
+  return remember(started) as Session;
+}
+
+export async function signOut(): Promise<void> {
+  try {
+    await unwrap(api.DELETE('/session'));
+  } finally {
+    remember(null);
+  }
+}
