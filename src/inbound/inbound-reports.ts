@@ -76,9 +76,16 @@ export class InboundReports {
     return this.batcher.submit(id);
   }
 
-  /** One message on its own (a large one, or one of a failed batch); throws what its run threw. */
+  /**
+   * One message on its own (a large one, one that did not parse, one of a
+   * failed batch); rejects with what its run threw. It may settle before
+   * the batch that started it answers, so it is marked handled here: the
+   * batch hands the same promise to the job, which sees the rejection.
+   */
   private alone(id: string): Promise<ProcessOutcome> {
-    return this.soloRuns.run(async () => (await this.run([id], true))[0]);
+    const run = this.soloRuns.run(async () => (await this.run([id], true))[0]);
+    run.catch(() => undefined);
+    return run;
   }
 
   /**
