@@ -133,9 +133,9 @@ describe('inbound batches (e2e)', () => {
       'SELECT id, result FROM inbound_messages WHERE id = ANY($1::uuid[])',
       [[ids[0], twin]],
     );
-    expect(results.rows.map((row) => row.result.reports).sort()).toEqual([
-      { 'hard:applied': 1 },
-      { 'hard:duplicate': 1 },
+    expect(results.rows.map((row) => JSON.stringify(row.result.reports)).sort()).toEqual([
+      '{"hard:applied":1}',
+      '{"hard:duplicate":1}',
     ]);
     for (const { id } of emails) {
       const email = await waitForEmailStatus(t.app, t.project.secretKey, id, ['BOUNCED']);
