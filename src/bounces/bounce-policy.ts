@@ -48,7 +48,7 @@ export interface DeliveryBounceFields {
  */
 @Injectable()
 export class BouncePolicy {
-  private readonly afterCommitHooks: Array<(applied: AppliedReport) => Promise<void>> = [];
+  private readonly afterCommitHooks: Array<(applied: AppliedReport[]) => Promise<void>> = [];
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -66,8 +66,12 @@ export class BouncePolicy {
     return applied.outcome;
   }
 
-  /** Work that follows a committed report (sender health); called by afterCommit. */
-  onApplied(hook: (applied: AppliedReport) => Promise<void>): void {
+  /**
+   * Work that follows committed reports (sender health); called by
+   * afterCommit and afterCommitMany with the reports applied, once per
+   * transaction.
+   */
+  onApplied(hook: (applied: AppliedReport[]) => Promise<void>): void {
     this.afterCommitHooks.push(hook);
   }
 
@@ -105,9 +109,139 @@ export class BouncePolicy {
     return { outcome: 'applied', kind: report.kind, projectId: matched.projectId, events };
   }
 
+  /**
+   * applyWithin for the reports of one transaction (an inbound batch), in
+   * their order, with the same effects. Hard bounces and unmatched reports
+   * that share no email, contact or dedupe key with another report of the
+   * batch take a few set-based statements for all of them; every other
+   * report (complaints, soft bounces, delays, an email named twice) is
+   * applied one by one, in order, after them: they touch none of the same
+   * rows, so the outcome is the one the arrival order gives.
+   */
+  async applyManyWithin(manager: EntityManager, reports: BounceReport[]): Promise<AppliedReport[]> {
+    const emailIds = [...new Set(reports.flatMap((r) => (r.emailId ? [r.emailId] : [])))];
+    const emails =
+      emailIds.length > 0
+        ? await this.emails.findManyForBounce(manager, emailIds)
+        : new Map<string, BouncedEmail>();
+    const matched = reports.map((report) => {
+      const email = report.emailId ? emails.get(report.emailId) : undefined;
+      return email && (report.projectId === null || report.projectId === email.projectId)
+        ? email
+        : null;
+    });
+    const uses = new Map<string, number>();
+    const use = (key: string) => uses.set(key, (uses.get(key) ?? 0) + 1);
+    reports.forEach((report, i) => {
+      use(`key:${report.dedupeKey.slice(0, 500)}`);
+      const email = matched[i];
+      if (email) {
+        use(`email:${email.id}`);
+        use(`contact:${email.contactId}`);
+      }
+    });
+    const once = (key: string) => uses.get(key) === 1;
+    const together = reports.flatMap((report, i) => {
+      const email = matched[i];
+      const alone =
+        once(`key:${report.dedupeKey.slice(0, 500)}`) &&
+        (email === null || (once(`email:${email.id}`) && once(`contact:${email.contactId}`)));
+      return alone && (report.kind === 'hard' || email === null) ? [i] : [];
+    });
+    const results = new Array<AppliedReport | undefined>(reports.length);
+    const applied = await this.applyTogether(
+      manager,
+      together.map((i) => ({ report: reports[i], email: matched[i] })),
+    );
+    together.forEach((i, j) => (results[i] = applied[j]));
+    for (let i = 0; i < reports.length; i++)
+      results[i] ??= await this.applyWithin(manager, reports[i]);
+    return results as AppliedReport[];
+  }
+
+  /** Hard bounces and unmatched reports, each of its own email and contact, in set-based statements. */
+  private async applyTogether(
+    manager: EntityManager,
+    items: Array<{ report: BounceReport; email: BouncedEmail | null }>,
+  ): Promise<AppliedReport[]> {
+    if (items.length === 0) return [];
+    const stored = await this.reports.insertMany(
+      manager,
+      items.map(({ report, email }) => ({
+        report,
+        emailId: email?.id ?? null,
+        projectId: email?.projectId ?? report.projectId,
+      })),
+    );
+    const hardBounce = (report: BounceReport): EmailBounce => ({
+      type: 'hard',
+      status: report.status,
+      diagnostic: report.diagnostic,
+      source: report.source,
+    });
+    const candidates = items.flatMap((item, i) =>
+      item.email && stored.has(i) ? [{ ...item, email: item.email, index: i }] : [],
+    );
+    const bounced =
+      candidates.length > 0
+        ? await this.emails.markHardBouncedMany(
+            manager,
+            candidates.map(({ report, email }) => ({
+              emailId: email.id,
+              bounce: hardBounce(report),
+            })),
+          )
+        : new Set<string>();
+    const effective = candidates.filter(({ email }) => bounced.has(email.id));
+    for (const { index } of candidates.filter(({ email }) => !bounced.has(email.id)))
+      await this.reports.setOutcome(manager, stored.get(index) as string, 'ignored');
+    await this.contacts.suppressMany(
+      manager,
+      effective.map(({ email }) => ({ projectId: email.projectId, id: email.contactId })),
+      SuppressionReason.BOUNCE,
+    );
+    const events = await this.events.recordMany(
+      manager,
+      effective.map(({ report, email }) => ({
+        projectId: email.projectId,
+        contactId: email.contactId,
+        emailId: email.id,
+        name: SYSTEM_EVENTS.EMAIL_BOUNCED,
+        data: { ...hardBounce(report) },
+      })),
+    );
+    const eventOf = new Map(effective.map(({ index }, j) => [index, events[j]]));
+    return items.map(({ report, email }, i): AppliedReport => {
+      const projectId = email?.projectId ?? null;
+      const none = (outcome: BounceOutcome): AppliedReport => ({
+        outcome,
+        kind: report.kind,
+        projectId,
+        events: [],
+      });
+      if (!stored.has(i)) return none('duplicate');
+      if (!email) return none('unmatched');
+      const event = eventOf.get(i);
+      if (!event) return none('ignored');
+      return {
+        outcome: 'applied',
+        kind: report.kind,
+        projectId,
+        events: [{ ...event, email: email.toEmail }],
+      };
+    });
+  }
+
   async afterCommit(applied: AppliedReport): Promise<void> {
-    if (applied.events.length > 0) await this.events.publish(applied.events);
-    if (applied.outcome !== 'applied') return;
+    await this.afterCommitMany([applied]);
+  }
+
+  /** afterCommit for the reports of one transaction (an inbound batch): one publish, one call of each hook. */
+  async afterCommitMany(reports: AppliedReport[]): Promise<void> {
+    const events = reports.flatMap((report) => report.events);
+    if (events.length > 0) await this.events.publish(events);
+    const applied = reports.filter((report) => report.outcome === 'applied');
+    if (applied.length === 0) return;
     for (const hook of this.afterCommitHooks) await hook(applied);
   }
 

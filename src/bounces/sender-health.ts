@@ -15,9 +15,10 @@ import { SenderHealthStatus } from './sender-health-status';
 import { HEALTH_WINDOW_DAYS, HealthCounts, judge, rates } from './sender-health-rules';
 
 /**
- * Sender health (contract "Sender health"): after every hard bounce or
- * complaint the policy applies, the project's rates over the window are
- * judged under the project row's lock. Entering WARNING records
+ * Sender health (contract "Sender health"): after every transaction in
+ * which the policy applied hard bounces or complaints (one report, or an
+ * inbound batch), each project concerned has its rates over the window
+ * judged once, under the project row's lock, from exact counts. Entering WARNING records
  * `project.health_warning`; entering PAUSED records `project.sending_paused`
  * and pauses the project's SENDING campaigns in the same transaction.
  * PAUSED stays until an operator resumes; WARNING goes back to HEALTHY when
@@ -38,7 +39,7 @@ export class SenderHealth implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.policy.onApplied((applied) => this.afterReport(applied));
+    this.policy.onApplied((applied) => this.afterReports(applied));
   }
 
   async get(projectId: string): Promise<ProjectHealthResponse> {
@@ -102,13 +103,18 @@ export class SenderHealth implements OnModuleInit {
     return outcome?.status ?? null;
   }
 
-  private async afterReport(applied: AppliedReport): Promise<void> {
-    if (!applied.projectId || (applied.kind !== 'hard' && applied.kind !== 'complaint')) return;
-    try {
-      await this.evaluate(applied.projectId);
-    } catch (error) {
-      // The report is committed; the next report or GET /project/health judges again.
-      this.logger.error({ err: error, projectId: applied.projectId }, 'sender health not judged');
+  private async afterReports(applied: AppliedReport[]): Promise<void> {
+    const projects = new Set<string>();
+    for (const report of applied)
+      if (report.projectId && (report.kind === 'hard' || report.kind === 'complaint'))
+        projects.add(report.projectId);
+    for (const projectId of projects) {
+      try {
+        await this.evaluate(projectId);
+      } catch (error) {
+        // The reports are committed; the next report or GET /project/health judges again.
+        this.logger.error({ err: error, projectId }, 'sender health not judged');
+      }
     }
   }
 

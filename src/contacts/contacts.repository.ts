@@ -136,6 +136,29 @@ export class ContactsRepository {
     return rows[0] ?? null;
   }
 
+  /** suppress for several contacts of one reason in one statement (an inbound batch); answers the ids it changed. */
+  async suppressMany(
+    manager: EntityManager,
+    contacts: Array<{ projectId: string; id: string }>,
+    reason: SuppressionReason,
+  ): Promise<Set<string>> {
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      `UPDATE contacts c SET suppressed = true, subscribed = false,
+              suppressed_reason = CASE WHEN c.suppressed AND c.suppressed_reason = 'complaint' THEN c.suppressed_reason
+                                       ELSE $3::suppression_reason END,
+              suppressed_at = CASE WHEN c.suppressed THEN COALESCE(c.suppressed_at, now()) ELSE now() END,
+              updated_at = now()
+         FROM unnest($1::uuid[], $2::uuid[]) AS s(project_id, id)
+        WHERE c.project_id = s.project_id AND c.id = s.id
+          AND (NOT c.suppressed OR c.subscribed
+               OR ($3 = 'complaint' AND c.suppressed_reason IS DISTINCT FROM 'complaint'))
+       RETURNING c.id`,
+      [contacts.map((c) => c.projectId), contacts.map((c) => c.id), reason],
+    );
+    return new Set(rows.map((row) => row.id));
+  }
+
   /** Lifts a suppression (the contact stays unsubscribed); false when it was not suppressed. */
   async unsuppress(manager: EntityManager, projectId: string, id: string): Promise<boolean> {
     const rows = await queryRows<{ id: string }>(

@@ -155,6 +155,15 @@ export class ContactsService {
     return (await this.contacts.suppress(manager, projectId, contactId, reason)) !== null;
   }
 
+  /** suppress for several contacts (an inbound batch), one statement in the caller's transaction. */
+  async suppressMany(
+    manager: EntityManager,
+    contacts: Array<{ projectId: string; id: string }>,
+    reason: SuppressionReason,
+  ): Promise<void> {
+    if (contacts.length > 0) await this.contacts.suppressMany(manager, contacts, reason);
+  }
+
   /** Lifts a suppression; the contact stays unsubscribed until it subscribes again. */
   async unsuppress(projectId: string, contactId: string): Promise<DeletedResponse> {
     if (!(await this.contacts.unsuppress(this.dataSource.manager, projectId, contactId)))

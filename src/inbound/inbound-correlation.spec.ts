@@ -127,4 +127,21 @@ describe('reportsOf', () => {
     ]);
     expect(reportsOf(Buffer.from('x'), parsed({ format: 'auto-reply' }), 'e1')).toEqual([]);
   });
+
+  it('drops NUL characters, which Postgres refuses in text and jsonb', () => {
+    const nul = parsed({
+      recipients: [
+        {
+          kind: 'hard',
+          recipient: 'a@x.example\u0000',
+          status: '5.1.1',
+          diagnostic: '550 bad\u0000byte',
+        },
+      ],
+    });
+    expect(reportsOf(Buffer.from('x'), nul, 'e1')[0]).toMatchObject({
+      recipient: 'a@x.example',
+      diagnostic: '550 badbyte',
+    });
+  });
 });

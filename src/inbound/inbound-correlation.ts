@@ -57,6 +57,11 @@ export function pickEmail(
   return null;
 }
 
+/** Postgres refuses NUL in text and jsonb: a report carrying one would fail every attempt. */
+function clean(text: string | null): string | null {
+  return text === null ? null : text.replaceAll('\u0000', '');
+}
+
 /**
  * One report per recipient block the policy acts on. The dedupe key is the
  * message's content hash and the block's position: the same message stored
@@ -77,10 +82,10 @@ export function reportsOf(
       kind: recipient.kind,
       source,
       emailId,
-      recipient: recipient.recipient,
-      status: recipient.status,
-      diagnostic: recipient.diagnostic,
-      feedbackType: recipient.kind === 'complaint' ? parsed.feedbackType : null,
+      recipient: clean(recipient.recipient),
+      status: clean(recipient.status),
+      diagnostic: clean(recipient.diagnostic),
+      feedbackType: recipient.kind === 'complaint' ? clean(parsed.feedbackType) : null,
       dedupeKey: `inbound-${hash}-${index}`,
       projectId: null,
     });

@@ -102,6 +102,7 @@ export class InboundListener implements OnApplicationBootstrap, BeforeApplicatio
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     await Promise.allSettled([...this.storing]);
     await closed;
+    await this.messages.settled();
   }
 
   private checkRecipient(address: SMTPServerAddress): Error | undefined {

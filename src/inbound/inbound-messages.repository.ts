@@ -27,29 +27,46 @@ export interface InboundSummary {
 /** Every statement on `inbound_messages`. */
 @Injectable()
 export class InboundMessagesRepository {
-  /** One statement, so committed when it returns (the listener answers 250 after it). */
-  async insert(
+  /**
+   * Several messages in one statement (the listener's group commit), so all
+   * are committed when it returns; answers their ids in the given order.
+   */
+  async insertMany(
     manager: EntityManager,
-    message: { raw: Buffer; mailFrom: string; rcptTo: string[] },
-  ): Promise<string> {
-    const id = newId();
+    messages: Array<{ raw: Buffer; mailFrom: string; rcptTo: string[] }>,
+  ): Promise<string[]> {
+    const ids = messages.map(() => newId());
     await preparedRows(
       manager,
       `INSERT INTO inbound_messages (id, raw, mail_from, rcpt_to, status)
-       VALUES ($1, $2, $3, $4::text[], 'RECEIVED')`,
-      [id, message.raw, message.mailFrom, message.rcptTo],
+       SELECT m.id, m.raw, m.mail_from, ARRAY(SELECT jsonb_array_elements_text(m.rcpt_to)), 'RECEIVED'
+         FROM unnest($1::uuid[], $2::bytea[], $3::text[], $4::jsonb[]) AS m(id, raw, mail_from, rcpt_to)`,
+      [
+        ids,
+        messages.map((message) => message.raw),
+        messages.map((message) => message.mailFrom),
+        messages.map((message) => JSON.stringify(message.rcptTo)),
+      ],
     );
-    return id;
+    return ids;
   }
 
-  async load(manager: EntityManager, id: string): Promise<StoredInbound | null> {
-    const rows = await preparedRows<StoredInbound>(
+  /**
+   * The messages of these ids that exist; `raw` is null for a message over
+   * `maxBytes` (a batch leaves it to a run of its own).
+   */
+  async loadMany(
+    manager: EntityManager,
+    ids: string[],
+    maxBytes: number,
+  ): Promise<Array<Omit<StoredInbound, 'raw'> & { raw: Buffer | null }>> {
+    return preparedRows(
       manager,
-      `SELECT id, raw, mail_from AS "mailFrom", rcpt_to AS "rcptTo", status
-         FROM inbound_messages WHERE id = $1`,
-      [id],
+      `SELECT id, CASE WHEN octet_length(raw) <= $2::bigint THEN raw END AS raw,
+              mail_from AS "mailFrom", rcpt_to AS "rcptTo", status
+         FROM inbound_messages WHERE id = ANY($1::uuid[])`,
+      [ids, maxBytes],
     );
-    return rows[0] ?? null;
   }
 
   /** Records the outcome of a message still RECEIVED; false when another run already did. */
@@ -59,13 +76,26 @@ export class InboundMessagesRepository {
     status: InboundStatus,
     result: InboundResult,
   ): Promise<boolean> {
+    return (await this.finishMany(manager, [{ id, status, result }])).has(id);
+  }
+
+  /** finish for several messages in one statement; answers the ids it finished. */
+  async finishMany(
+    manager: EntityManager,
+    outcomes: Array<{ id: string; status: InboundStatus; result: InboundResult }>,
+  ): Promise<Set<string>> {
     const rows = await preparedRows<{ id: string }>(
       manager,
-      `UPDATE inbound_messages SET status = $2, result = $3::jsonb, processed_at = now()
-        WHERE id = $1 AND status = 'RECEIVED' RETURNING id`,
-      [id, status, JSON.stringify(result)],
+      `UPDATE inbound_messages m SET status = o.status, result = o.result, processed_at = now()
+         FROM unnest($1::uuid[], $2::varchar[], $3::jsonb[]) AS o(id, status, result)
+        WHERE m.id = o.id AND m.status = 'RECEIVED' RETURNING m.id`,
+      [
+        outcomes.map((outcome) => outcome.id),
+        outcomes.map((outcome) => outcome.status),
+        outcomes.map((outcome) => JSON.stringify(outcome.result)),
+      ],
     );
-    return rows.length > 0;
+    return new Set(rows.map((row) => row.id));
   }
 
   /** Messages still RECEIVED, oldest first (the recovery re-adds their jobs). */

@@ -3,6 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
 import type { DataSource } from 'typeorm';
+import { ItemAnswer, MicroBatcher } from '../common/concurrency/micro-batcher';
 import { INBOUND_JOBS, InboundJobData, inboundJobId } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
 import { InboundMessagesRepository } from './inbound-messages.repository';
@@ -13,6 +14,12 @@ export const INBOUND_RETENTION_DAYS = 30;
 const RECOVERY_PAGE = 1000;
 /** Rows one recovery run deletes past their retention (the next run goes on). */
 const RETENTION_PAGE = 5000;
+/** Messages one group commit of the listener writes at most (one statement). */
+const STORE_BATCH = 64;
+/** Group commits in flight at once (each holds a pool connection). */
+const STORES_IN_FLIGHT = 2;
+
+type Incoming = { raw: Buffer; mailFrom: string; rcptTo: string[] };
 
 /**
  * The stored side of inbound mail: the listener's durable write and its job,
@@ -21,6 +28,17 @@ const RETENTION_PAGE = 5000;
 @Injectable()
 export class InboundMessagesService {
   private readonly logger = new Logger(InboundMessagesService.name);
+  private readonly adding = new Set<Promise<unknown>>();
+  /**
+   * Group commit: a message arriving while a write is in flight waits for
+   * the next one, which carries every message that arrived meanwhile, so
+   * an idle listener writes at once and a busy one pays one statement,
+   * one WAL flush and one job per batch.
+   */
+  private readonly batcher = new MicroBatcher<Incoming, string>(
+    { maxBatch: STORE_BATCH, maxInFlight: STORES_IN_FLIGHT, start: 'now' },
+    (messages) => this.storeMany(messages),
+  );
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -31,27 +49,54 @@ export class InboundMessagesService {
 
   /**
    * Stores a message and adds its job. The row is committed when this
-   * returns, or it throws. A lost enqueue (Redis down) does not throw: the
-   * message is stored, and the recovery finds it still RECEIVED.
+   * returns, or it throws (with every message of its group commit). The job
+   * is added after: a lost add (Redis down, the process killed) leaves the
+   * message RECEIVED, and the recovery adds its job.
    */
-  async store(message: { raw: Buffer; mailFrom: string; rcptTo: string[] }): Promise<string> {
-    const id = await this.messages.insert(this.dataSource.manager, message);
-    try {
-      await this.enqueue(id);
-    } catch (error) {
-      this.logger.warn(
-        { err: error, inboundMessageId: id },
-        'inbound message stored but its job was not added; the recovery will add it',
-      );
-    }
-    return id;
+  store(message: Incoming): Promise<string> {
+    return this.batcher.submit(message);
   }
 
-  enqueue(id: string): Promise<unknown> {
-    return this.queue.add(
-      INBOUND_JOBS.PROCESS,
-      { inboundMessageId: id },
-      { jobId: inboundJobId(id) },
+  /** Resolves once the jobs of every message stored so far are added (or given up to the recovery). */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.adding]);
+  }
+
+  /** A batch refused as a whole (one message Postgres rejects) is written again one message at a time. */
+  private async storeMany(messages: Incoming[]): Promise<ItemAnswer<string>[]> {
+    let ids: string[];
+    try {
+      ids = await this.messages.insertMany(this.dataSource.manager, messages);
+    } catch (error) {
+      if (messages.length === 1) throw error;
+      return messages.map(async (message) => (await this.storeMany([message]))[0]);
+    }
+    // The 250 waits for the row only: the job is added meanwhile, and a lost add is the recovery's.
+    const adding = this.queue
+      .add(
+        INBOUND_JOBS.PROCESS,
+        { inboundMessageId: ids[0], ...(ids.length > 1 ? { inboundMessageIds: ids } : {}) },
+        { jobId: inboundJobId(ids[0]) },
+      )
+      .catch((error: unknown) =>
+        this.logger.warn(
+          { err: error, inboundMessageIds: ids },
+          'inbound messages stored but their job was not added; the recovery will add it',
+        ),
+      )
+      .finally(() => this.adding.delete(adding));
+    this.adding.add(adding);
+    return ids;
+  }
+
+  /** One PROCESS job per message, under its own id (a no-op while it exists). */
+  private enqueueEach(ids: string[]): Promise<unknown> {
+    return this.queue.addBulk(
+      ids.map((id) => ({
+        name: INBOUND_JOBS.PROCESS,
+        data: { inboundMessageId: id },
+        opts: { jobId: inboundJobId(id) },
+      })),
     );
   }
 
@@ -62,15 +107,7 @@ export class InboundMessagesService {
    */
   async recover(now = new Date()): Promise<{ found: number; deleted: number }> {
     const ids = await this.messages.findReceived(this.dataSource.manager, RECOVERY_PAGE);
-    if (ids.length > 0) {
-      await this.queue.addBulk(
-        ids.map((id) => ({
-          name: INBOUND_JOBS.PROCESS,
-          data: { inboundMessageId: id },
-          opts: { jobId: inboundJobId(id) },
-        })),
-      );
-    }
+    if (ids.length > 0) await this.enqueueEach(ids);
     const before = new Date(now.getTime() - INBOUND_RETENTION_DAYS * 24 * 3_600_000);
     const deleted = await this.messages.deleteProcessedBefore(
       this.dataSource.manager,

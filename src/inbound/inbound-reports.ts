@@ -1,14 +1,18 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { ItemAnswer, MicroBatcher } from '../common/concurrency/micro-batcher';
+import { Semaphore } from '../common/concurrency/semaphore';
 import { BouncePolicy } from '../bounces/bounce-policy';
+import { retryOnDeadlock } from '../database/retry-on-deadlock';
 import { EmailsRepository } from '../sending/emails.repository';
 import { ReturnPathTokens } from '../sending/return-path';
-import { emailCandidates, pickEmail, reportsOf } from './inbound-correlation';
+import { EmailCandidate, emailCandidates, pickEmail, reportsOf } from './inbound-correlation';
 import { InboundResult, InboundStatus } from './inbound-message.entity';
 import { InboundMessagesRepository } from './inbound-messages.repository';
 import { InboundMetrics } from './inbound-metrics';
 import { InboundUnsubscribes } from './inbound-unsubscribes';
+import type { ParsedInbound } from './parsed-inbound';
 import { parseInbound } from './parsers';
 
 const OUTCOME_OF = {
@@ -17,19 +21,47 @@ const OUTCOME_OF = {
   [InboundStatus.IGNORED]: 'ignored',
 } as const;
 
+/** Messages whose reports one transaction applies at most. */
+const BATCH_SIZE = 64;
+/** Batches in flight at once: one parses while the other writes (each holds a pool connection when it writes). */
+const BATCHES_IN_FLIGHT = 2;
+/** A message larger than this is left out of batches and run on its own (a batch holds every raw it loaded). */
+const BATCH_MAX_BYTES = 1024 * 1024;
+/** Messages run on their own at once (large ones, and those of a batch that failed). */
+const SOLO_RUNS = 4;
+
 /** What became of one PROCESS job's message. */
 export type ProcessOutcome = InboundStatus | 'already-done' | 'missing';
 
+/** A stored message of a batch, parsed and correlated, before its reports apply. */
+interface Prepared {
+  id: string;
+  parsed: ParsedInbound;
+  match: EmailCandidate | null;
+  reports: ReturnType<typeof reportsOf>;
+}
+
 /**
- * The inbound queue's work on one stored message: parse it, find the email
- * it reports on, hand each report to the bounce policy, record the outcome.
- * Safe to run again at any point (a retry, a worker killed mid-way): the
- * row is finished only from RECEIVED, and the policy applies a report's
- * dedupe key once.
+ * The inbound queue's work on stored messages: parse each, find the email it
+ * reports on, hand each report to the bounce policy, record the outcome.
+ * The jobs a worker runs at once share one batch (`process`): one load, one
+ * correlation query, and one transaction that applies every report and
+ * finishes every row, so a batch is applied entirely or not at all. A
+ * message that cannot be parsed, and every message of a batch whose
+ * transaction failed, runs again on its own, so one bad message never holds
+ * the others back. Safe to run again at any point (a retry, a worker killed
+ * mid-way): a row is finished only from RECEIVED, in the transaction of its
+ * reports, and the policy applies a report's dedupe key once.
  */
 @Injectable()
 export class InboundReports {
   private readonly logger = new Logger(InboundReports.name);
+  /** A batch starts after the jobs that arrive in this turn of the event loop, or when a slot frees. */
+  private readonly batcher = new MicroBatcher<string, ProcessOutcome>(
+    { maxBatch: BATCH_SIZE, maxInFlight: BATCHES_IN_FLIGHT, start: 'tick', keyOf: (id) => id },
+    (ids) => this.run(ids, false),
+  );
+  private readonly soloRuns = new Semaphore(SOLO_RUNS);
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -41,44 +73,132 @@ export class InboundReports {
     private readonly unsubscribes: InboundUnsubscribes,
   ) {}
 
-  async process(id: string): Promise<ProcessOutcome> {
+  /** One job's message, applied in a batch with the jobs running beside it. */
+  process(id: string): Promise<ProcessOutcome> {
+    return this.batcher.submit(id);
+  }
+
+  /**
+   * One message on its own (a large one, one that did not parse, one of a
+   * failed batch); rejects with what its run threw. It may settle before
+   * the batch that started it answers, so it is marked handled here: the
+   * batch hands the same promise to the job, which sees the rejection.
+   */
+  private alone(id: string): Promise<ProcessOutcome> {
+    const run = this.soloRuns.run(async () => (await this.run([id], true))[0]);
+    run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Loads, parses, correlates and applies these messages; an answer per id.
+   * In a batch (`solo` false) a message it cannot run answers with a run of
+   * its own; alone, the error is thrown (the job's attempt fails).
+   */
+  private async run(ids: string[], solo: boolean): Promise<ItemAnswer<ProcessOutcome>[]> {
     const manager = this.dataSource.manager;
-    const message = await this.messages.load(manager, id);
-    if (!message) return 'missing';
-    if (message.status !== InboundStatus.RECEIVED) return 'already-done';
-    const unsubscribeOf = this.unsubscribes.emailOfMessage(message);
-    if (unsubscribeOf) return this.unsubscribes.process(message, unsubscribeOf);
+    const rows = new Map(
+      (
+        await this.messages.loadMany(manager, ids, solo ? Number.MAX_SAFE_INTEGER : BATCH_MAX_BYTES)
+      ).map((row) => [row.id, row]),
+    );
+    const answers = new Map<string, ItemAnswer<ProcessOutcome>>();
+    const loaded: Array<{ id: string; raw: Buffer; rcptTo: string[] }> = [];
+    for (const id of ids) {
+      const row = rows.get(id);
+      // A message to an unsubscribe address (unsubscribe by mail) is not a report: only its recipient matters.
+      const unsubscribeOf = row ? this.unsubscribes.emailOfMessage(row) : null;
+      if (!row) answers.set(id, 'missing');
+      else if (row.status !== InboundStatus.RECEIVED) answers.set(id, 'already-done');
+      else if (unsubscribeOf) answers.set(id, this.unsubscribes.process(row, unsubscribeOf));
+      else if (row.raw === null) answers.set(id, this.alone(id));
+      else loaded.push({ id, raw: row.raw, rcptTo: row.rcptTo });
+    }
 
-    const parsed = await parseInbound(message.raw);
-    const candidates = emailCandidates(message.rcptTo, parsed, this.tokens);
-    const existing = candidates.length
-      ? await this.emails.messageIdsOf(manager, [...new Set(candidates.map((c) => c.emailId))])
+    const parsed = await Promise.all(
+      loaded.map(async (message) => {
+        try {
+          return { message, parsed: await parseInbound(message.raw) };
+        } catch (error) {
+          if (solo) throw error;
+          answers.set(message.id, this.alone(message.id));
+          return null;
+        }
+      }),
+    );
+    const ok = parsed.filter((entry) => entry !== null);
+    const candidates = ok.map((entry) =>
+      emailCandidates(entry.message.rcptTo, entry.parsed, this.tokens),
+    );
+    const emailIds = [...new Set(candidates.flat().map((candidate) => candidate.emailId))];
+    const existing = emailIds.length
+      ? await this.emails.messageIdsOf(manager, emailIds)
       : new Map<string, string | null>();
-    const match = pickEmail(candidates, existing);
-    const reports = reportsOf(message.raw, parsed, match?.emailId ?? null);
+    const prepared: Prepared[] = ok.map((entry, i) => {
+      const match = pickEmail(candidates[i], existing);
+      return {
+        id: entry.message.id,
+        parsed: entry.parsed,
+        match,
+        reports: reportsOf(entry.message.raw, entry.parsed, match?.emailId ?? null),
+      };
+    });
 
-    const counts: Record<string, number> = {};
-    for (const report of reports) {
-      const outcome = await this.policy.apply(report);
-      const key = `${report.kind}:${outcome}`;
-      counts[key] = (counts[key] ?? 0) + 1;
+    if (prepared.length > 0) {
+      try {
+        for (const [id, status] of await this.apply(prepared)) answers.set(id, status);
+      } catch (error) {
+        if (solo) throw error;
+        this.logger.warn(
+          { err: error, messages: prepared.length },
+          'an inbound batch failed; its messages run again one by one',
+        );
+        for (const message of prepared) answers.set(message.id, this.alone(message.id));
+      }
     }
-    const status =
-      reports.length === 0
-        ? InboundStatus.IGNORED
-        : match
-          ? InboundStatus.PROCESSED
-          : InboundStatus.UNMATCHED;
-    const result: InboundResult = {
-      format: parsed.format,
-      emailId: match?.emailId ?? null,
-      matchedBy: match?.matchedBy ?? null,
-      reports: counts,
-    };
-    if (await this.messages.finish(manager, id, status, result)) {
-      this.metrics.count(OUTCOME_OF[status]);
-    }
-    return status;
+    return ids.map((id) => answers.get(id) as ItemAnswer<ProcessOutcome>);
+  }
+
+  /** Every report of these messages and their rows' outcomes in one transaction; then the work after commit. */
+  private async apply(prepared: Prepared[]): Promise<Map<string, InboundStatus>> {
+    const { applied, statuses, finished } = await retryOnDeadlock(() =>
+      this.dataSource.transaction(async (manager) => {
+        const applied = await this.policy.applyManyWithin(
+          manager,
+          prepared.flatMap((message) => message.reports),
+        );
+        const statuses = new Map<string, InboundStatus>();
+        const outcomes = [];
+        let next = 0;
+        for (const message of prepared) {
+          const counts: Record<string, number> = {};
+          for (const report of message.reports) {
+            const key = `${report.kind}:${applied[next++].outcome}`;
+            counts[key] = (counts[key] ?? 0) + 1;
+          }
+          const status =
+            message.reports.length === 0
+              ? InboundStatus.IGNORED
+              : message.match
+                ? InboundStatus.PROCESSED
+                : InboundStatus.UNMATCHED;
+          statuses.set(message.id, status);
+          const result: InboundResult = {
+            format: message.parsed.format,
+            emailId: message.match?.emailId ?? null,
+            matchedBy: message.match?.matchedBy ?? null,
+            reports: counts,
+          };
+          outcomes.push({ id: message.id, status, result });
+        }
+        const finished = await this.messages.finishMany(manager, outcomes);
+        return { applied, statuses, finished };
+      }),
+    );
+    await this.policy.afterCommitMany(applied);
+    for (const id of finished)
+      this.metrics.count(OUTCOME_OF[statuses.get(id) as keyof typeof OUTCOME_OF]);
+    return statuses;
   }
 
   /** The job's last attempt failed: the message is kept, FAILED, with the error (`inbound list`). */

@@ -29,7 +29,7 @@ export class InboundUnsubscribes {
   }
 
   /** The email the first unsubscribe recipient of a stored message names, or null: not one for us. */
-  emailOfMessage(message: StoredInbound): string | null {
+  emailOfMessage(message: Pick<StoredInbound, 'rcptTo'>): string | null {
     for (const recipient of message.rcptTo) {
       const emailId = this.emailOf(recipient);
       if (emailId) return emailId;
@@ -38,7 +38,7 @@ export class InboundUnsubscribes {
   }
 
   /** Unsubscribes and finishes the row; a repeated run changes nothing (the unsubscribe is idempotent). */
-  async process(message: StoredInbound, emailId: string): Promise<InboundStatus> {
+  async process(message: Pick<StoredInbound, 'id'>, emailId: string): Promise<InboundStatus> {
     const found = await this.unsubscribes.unsubscribeRecipientOf(emailId);
     const status = found ? InboundStatus.PROCESSED : InboundStatus.UNMATCHED;
     const result: InboundResult = {

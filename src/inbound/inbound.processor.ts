@@ -1,15 +1,22 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
+import type { Job } from 'bullmq';
 import { errorMessage } from '../common/errors/error-message';
-import { INBOUND_JOBS, InboundQueueJob } from '../queue/jobs';
+import { INBOUND_JOBS, InboundJobData, InboundQueueJob } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
 import { InboundReports } from './inbound-reports';
 import { InboundRecovery } from './inbound.recovery';
 
-/** Messages a worker parses and applies at once (each a few statements; parsing is light). */
-export const INBOUND_CONCURRENCY = 8;
+/** Jobs a worker runs at once: InboundReports applies the messages of concurrent jobs in batches. */
+export const INBOUND_CONCURRENCY = 32;
+
+/** The messages of a PROCESS job: a listener's group commit, or one message. */
+function messagesOf(job: Job<InboundJobData>): string[] {
+  return job.data.inboundMessageIds ?? [job.data.inboundMessageId];
+}
 
 /**
- * Runs the inbound queue in worker roles: one stored message per job, and the
+ * Runs the inbound queue in worker roles: the stored messages of each job
+ * (a listener's group commit, or one the recovery re-added), and the
  * queue's recovery. A short lock makes a killed worker's messages stalled
  * within seconds, so another worker runs them again (idempotent).
  */
@@ -29,13 +36,18 @@ export class InboundProcessor extends WorkerHost {
 
   async process(job: InboundQueueJob): Promise<unknown> {
     if (job.name === INBOUND_JOBS.RECOVER) return this.recovery.recover();
-    return this.reports.process(job.data.inboundMessageId);
+    // Each message answers on its own; one that throws fails the job, whose retry finds the others done.
+    const settled = await Promise.allSettled(messagesOf(job).map((id) => this.reports.process(id)));
+    const failed = settled.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
+    const outcomes = settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value);
+    return outcomes.length === 1 ? outcomes[0] : outcomes;
   }
 
   @OnWorkerEvent('failed')
   async onFailed(job: InboundQueueJob | undefined, error: Error): Promise<void> {
     if (!job || job.name !== INBOUND_JOBS.PROCESS) return;
     if (job.attemptsMade >= (job.opts.attempts ?? 1))
-      await this.reports.markFailed(job.data.inboundMessageId, errorMessage(error));
+      for (const id of messagesOf(job)) await this.reports.markFailed(id, errorMessage(error));
   }
 }

@@ -196,9 +196,10 @@ export type SegmentQueueJob =
   | Job<RecoveryJobData, unknown, typeof SEGMENT_JOBS.SWEEP>;
 
 /**
- * QUEUES.INBOUND: one PROCESS job per message the inbound listener stored,
- * job id inboundJobId(id): parse it, find the email it reports on, apply the
- * reports. RECOVER re-adds the jobs of messages still RECEIVED and drops
+ * QUEUES.INBOUND: one PROCESS job per group commit of the inbound listener
+ * (the messages one statement stored; the recovery adds one per message),
+ * job id inboundJobId(first id): parse each, find the email it reports on,
+ * apply the reports. RECOVER re-adds the jobs of messages still RECEIVED and drops
  * finished messages past their retention (the queue's recovery job).
  */
 export const INBOUND_JOBS = {
@@ -207,7 +208,10 @@ export const INBOUND_JOBS = {
 } as const;
 
 export interface InboundJobData {
+  /** The first message (the only one in jobs of the recovery and of earlier versions). */
   inboundMessageId: string;
+  /** Every message of the job, the first included, when there are several. */
+  inboundMessageIds?: string[];
 }
 
 export type InboundQueueJob =

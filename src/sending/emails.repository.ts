@@ -514,6 +514,19 @@ export class EmailsRepository {
     return rows[0] ?? null;
   }
 
+  /** findForBounce for several emails in one statement (an inbound batch); those missing are absent. */
+  async findManyForBounce(
+    manager: EntityManager,
+    emailIds: string[],
+  ): Promise<Map<string, BouncedEmail>> {
+    const rows = await queryRows<BouncedEmail>(
+      manager,
+      `SELECT ${BOUNCED_EMAIL_COLUMNS} FROM emails WHERE id = ANY($1::uuid[])`,
+      [emailIds],
+    );
+    return new Map(rows.map((row) => [row.id, row]));
+  }
+
   /**
    * Sender health's counts: the project's messages handed to a server in the
    * last `days` days (accepted, or refused with a 5xx), not before `from`
@@ -582,6 +595,25 @@ export class EmailsRepository {
       ],
     );
     return rows[0] ?? null;
+  }
+
+  /**
+   * markHardBounced for several distinct emails in one statement (an inbound
+   * batch, no delivery fields); answers the ids it moved to BOUNCED.
+   */
+  async markHardBouncedMany(
+    manager: EntityManager,
+    bounces: Array<{ emailId: string; bounce: EmailBounce }>,
+  ): Promise<Set<string>> {
+    const rows = await queryRows<{ id: string }>(
+      manager,
+      `UPDATE emails e SET status = 'BOUNCED', bounced_at = now(), bounce = b.bounce, updated_at = now()
+         FROM unnest($1::uuid[], $2::jsonb[]) AS b(id, bounce)
+        WHERE e.id = b.id AND e.status IN ('SENDING', 'SENT')
+       RETURNING e.id`,
+      [bounces.map((b) => b.emailId), bounces.map((b) => JSON.stringify(b.bounce))],
+    );
+    return new Set(rows.map((row) => row.id));
   }
 
   /** A complaint: SENDING, SENT or BOUNCED → COMPLAINED (never from COMPLAINED, never before sending). */
