@@ -251,9 +251,14 @@ export class TemplateRenderer implements OnApplicationShutdown {
       if (!abort.signal.aborted && !out) {
         return { renderMs: [], settle: () => items.forEach((item) => item.reject(error)) };
       }
-      // The stopped render ran from when the thread began it; the others are charged when rerun.
+      // A render stopped by the deadline is charged the deadline (stopping the thread is not its
+      // time); one out of memory, the time it ran. The others are charged when rendered again.
       const started = Number(Atomics.load(startedAt, 0));
-      const renderMs = started > 0 ? [Date.now() - started] : [];
+      const renderMs = abort.signal.aborted
+        ? [this.options.timeoutMs]
+        : started > 0
+          ? [Date.now() - started]
+          : [];
       // The thread stopped inside one render: that one fails, the others (whose results
       // stopped with the thread) are rendered again.
       const index = abort.signal.aborted ? culprit : Atomics.load(ints, INDEX_OFFSET / 4);
