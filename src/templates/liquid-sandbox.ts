@@ -56,6 +56,8 @@ export const RENDER_LIMITS = {
   memory: 16_000_000,
   /** Rendered output beyond this is refused rather than mailed. */
   outputChars: 2_000_000,
+  /** Elements open inside each other in an HTML body; deeper is refused before converting. */
+  htmlDepth: 1_000,
 } as const;
 
 /** Characters of source the parsed-template cache of one thread may hold (its keys). */
@@ -105,6 +107,70 @@ const convertHtml = compile({
   ],
 });
 
+/** Elements that hold no content, so never stay open. */
+const VOID_ELEMENTS = new Set([
+  'area',
+  'base',
+  'br',
+  'col',
+  'embed',
+  'hr',
+  'img',
+  'input',
+  'link',
+  'meta',
+  'param',
+  'source',
+  'track',
+  'wbr',
+]);
+
+/** For an element, the open elements an HTML parser closes when it opens right inside them. */
+const IMPLIED_CLOSE: Record<string, readonly string[]> = {
+  p: ['p'],
+  li: ['li'],
+  dt: ['dt', 'dd'],
+  dd: ['dt', 'dd'],
+  option: ['option'],
+  tr: ['tr', 'td', 'th'],
+  td: ['td', 'th'],
+  th: ['td', 'th'],
+};
+
+/** How far down the open elements a closing tag looks for its element (a stray one is ignored). */
+const CLOSE_SEARCH = 16;
+
+const TAG = /<(\/?)([a-zA-Z][a-zA-Z0-9-]*)[^>]*>/g;
+
+/**
+ * Refuses HTML nested deeper than `max` elements, in one linear pass: the parser and converter
+ * behind htmlToText take time that grows faster than the input with depth (a 720 kB body of
+ * nested lists ran to the render deadline) and then overflow their stack anyway, so such a body
+ * fails in milliseconds instead of holding a render thread. Unclosed paragraphs, list items and
+ * cells close as a parser would close them, so ordinary sloppy HTML is not counted as deep.
+ */
+export function assertNestingDepth(html: string, max: number): void {
+  const open: string[] = [];
+  TAG.lastIndex = 0;
+  for (let match = TAG.exec(html); match; match = TAG.exec(html)) {
+    const name = match[2].toLowerCase();
+    if (match[1]) {
+      const stop = Math.max(0, open.length - CLOSE_SEARCH);
+      for (let at = open.length - 1; at >= stop; at--) {
+        if (open[at] !== name) continue;
+        open.length = at;
+        break;
+      }
+      continue;
+    }
+    if (VOID_ELEMENTS.has(name) || match[0].endsWith('/>')) continue;
+    const closes = IMPLIED_CLOSE[name];
+    while (closes && open.length > 0 && closes.includes(open[open.length - 1])) open.pop();
+    open.push(name);
+    if (open.length > max) throw new Error(`the HTML is nested deeper than ${max} elements`);
+  }
+}
+
 /** The plain-text alternative of an HTML body. */
 export function htmlToText(html: string): string {
   return convertHtml(html);
@@ -149,6 +215,7 @@ export class LiquidSandbox {
     let html = await this.renderPart('body', this.htmlEngine, source.body, context);
     try {
       if (source.format === 'markdown') html = this.markdown.render(html);
+      assertNestingDepth(html, RENDER_LIMITS.htmlDepth);
       return { subject, html, text: htmlToText(html) };
     } catch (error) {
       // Deep nesting overflows the converters' recursion: the template's problem, not a crash.

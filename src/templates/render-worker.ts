@@ -1,5 +1,3 @@
-import { readlinkSync } from 'node:fs';
-import { setPriority } from 'node:os';
 import {
   LiquidSandbox,
   RenderContext,
@@ -23,12 +21,16 @@ export type RenderTask =
     }
   | { kind: 'text'; source: string; contexts: RenderContext[]; progress: SharedArrayBuffer };
 
-/** Errors do not keep their class across threads, so a template's failure comes back as a value. */
-export type RenderOutcome =
+/**
+ * Errors do not keep their class across threads, so a template's failure comes back as a value.
+ * `ms`: the render's time on the thread (what a project's budget is charged).
+ */
+export type RenderOutcome = { ms?: number } & (
   | { ok: true; message?: RenderedContent; text?: string }
   | { ok: false; part: 'subject' | 'body'; message: string }
   /** Anything else one render threw: it fails that recipient, not the batch. */
-  | { ok: false; part?: undefined; message: string };
+  | { ok: false; part?: undefined; message: string }
+);
 
 export const PART_CODES = { subject: 0, body: 1 } as const;
 /**
@@ -43,30 +45,9 @@ export const PROGRESS_BYTES = 16;
 /** Made on a thread's first task: the main thread imports this module for its constants only. */
 let sandbox: LiquidSandbox | undefined;
 
-/** Niceness of a render thread: below the event loop that answers requests (0). */
-const RENDER_THREAD_NICENESS = 10;
-
-/**
- * On Linux a thread has its own scheduling priority: a render thread running a template to its
- * deadline then takes a core only when the event loops of this machine's processes leave it
- * idle, so one tenant's slow templates do not slow other tenants' requests. Elsewhere (or where
- * /proc is not mounted) threads keep the process's priority.
- */
-function lowerThreadPriority(): void {
-  try {
-    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-    if (Number.isInteger(tid) && tid > 0) setPriority(tid, RENDER_THREAD_NICENESS);
-  } catch {
-    // Not Linux, or not allowed: nothing to do.
-  }
-}
-
-/** The pool's entry point (piscina loads this module in each worker thread). */
+/** Renders a task's contexts in order (render-thread.ts, the pool's entry point, calls it). */
 export default async function render(task: RenderTask): Promise<RenderOutcome[]> {
-  if (!sandbox) {
-    lowerThreadPriority();
-    sandbox = new LiquidSandbox();
-  }
+  sandbox ??= new LiquidSandbox();
   const ints = new Int32Array(task.progress, 0, 2);
   const startedAt = new BigInt64Array(task.progress, STARTED_AT_OFFSET, 1);
   const outcomes: RenderOutcome[] = [];
@@ -74,7 +55,9 @@ export default async function render(task: RenderTask): Promise<RenderOutcome[]>
     Atomics.store(ints, INDEX_OFFSET / 4, i);
     Atomics.store(ints, PART_OFFSET, PART_CODES.subject);
     Atomics.store(startedAt, 0, BigInt(Date.now()));
-    outcomes.push(await renderOne(task, task.contexts[i], ints));
+    const began = performance.now();
+    const outcome = await renderOne(task, task.contexts[i], ints);
+    outcomes.push({ ...outcome, ms: performance.now() - began });
   }
   return outcomes;
 }

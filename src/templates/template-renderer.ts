@@ -5,6 +5,7 @@ import { OnApplicationShutdown } from '@nestjs/common';
 import { Piscina } from 'piscina';
 import { FairSemaphore } from '../common/concurrency/fair-semaphore';
 import { isPersistenceWrapper } from '../contacts/contact-data';
+import { isApiRequest } from '../database/statement-timeout';
 import {
   LiquidSandbox,
   RenderContext,
@@ -35,7 +36,24 @@ export interface RenderPoolOptions {
   threads?: number;
   /** Heap of each thread: a render that needs more fails instead of growing the process. */
   threadHeapMb?: number;
+  /** Where API requests' slow renders are charged to their project (ExpensiveWork); none: free. */
+  budget?: RenderBudget;
 }
+
+/** A project's budget of expensive work, shared with segment evaluation (ExpensiveWork). */
+export interface RenderBudget {
+  /** Rejects (429 RATE_LIMIT_EXCEEDED with Retry-After) while the project's budget is spent. */
+  assertBudget(projectId: string): Promise<void>;
+  /** Charges `ms` of work to the project. */
+  spend(projectId: string, ms: number): Promise<void>;
+}
+
+/**
+ * Thread time of one render that is not charged to the budget: an ordinary message renders well
+ * within it, so a project sending many ordinary messages spends nothing, while a render that
+ * runs to the deadline is charged nearly all of it.
+ */
+export const FREE_RENDER_MS = 25;
 
 export const DEFAULT_RENDER_TIMEOUT_MS = 2000;
 const START_POLL_MS = 20;
@@ -46,6 +64,8 @@ type Rendered = RenderOutcome & { ok: true };
 
 interface Batch {
   tenant: string;
+  /** Asked for by an API request: charged to the project's budget and refused when it is spent. */
+  metered: boolean;
   kind: RenderTask['kind'];
   source: RenderSource | string;
   items: {
@@ -66,8 +86,8 @@ function sameSource(a: RenderSource | string, b: RenderSource | string): boolean
  * they take the build's copy (npm test builds first).
  */
 const WORKER_FILE = __filename.endsWith('.ts')
-  ? resolve(__dirname, '../../dist/templates/render-worker.js')
-  : resolve(__dirname, 'render-worker.js');
+  ? resolve(__dirname, '../../dist/templates/render-thread.js')
+  : resolve(__dirname, 'render-thread.js');
 
 /**
  * Rendering off the event loop: every message and WEBHOOK text is rendered by a pool of worker
@@ -76,6 +96,12 @@ const WORKER_FILE = __filename.endsWith('.ts')
  * TemplateRenderError naming the part it was in; nothing a template does can hold the API or a
  * worker's event loop. At most `threads` renders are handed to the pool at once and the rest wait
  * here, so a deadline counts rendering time, not time spent queued behind others.
+ *
+ * Renders asked for by an API request (preview, save-time check, test send, POST /v1/send) are
+ * charged to their project's budget of expensive work, their thread time beyond FREE_RENDER_MS
+ * each: a project whose budget is spent is refused (429) before its next render, so one tenant's
+ * slow templates cannot keep a render thread and a core busy for long. Delivery and workflow
+ * renders (background work, already queued) are never refused.
  */
 export class TemplateRenderer implements OnApplicationShutdown {
   /** Parses only (save-time checks), on the calling thread: parsing is linear and bounded by parseLimit. */
@@ -108,12 +134,13 @@ export class TemplateRenderer implements OnApplicationShutdown {
     context: RenderContext,
     tenant = '',
   ): Promise<RenderedContent> {
-    return (await this.enqueue(tenant, 'message', source, context)).message as RenderedContent;
+    return (await this.enqueue(tenant, isApiRequest(), 'message', source, context))
+      .message as RenderedContent;
   }
 
   /** Plain text (no HTML escaping): workflow WEBHOOK bodies and header values. */
   async renderText(source: string, context: RenderContext, tenant = ''): Promise<string> {
-    return (await this.enqueue(tenant, 'text', source, context)).text as string;
+    return (await this.enqueue(tenant, isApiRequest(), 'text', source, context)).text as string;
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -129,16 +156,21 @@ export class TemplateRenderer implements OnApplicationShutdown {
    */
   private enqueue(
     tenant: string,
+    metered: boolean,
     kind: RenderTask['kind'],
     source: RenderSource | string,
     context: RenderContext,
   ): Promise<Rendered> {
     return new Promise<Rendered>((resolve, reject) => {
       let group = this.gathering.find(
-        (g) => g.tenant === tenant && g.kind === kind && sameSource(g.source, source),
+        (g) =>
+          g.tenant === tenant &&
+          g.metered === metered &&
+          g.kind === kind &&
+          sameSource(g.source, source),
       );
       if (!group) {
-        group = { tenant, kind, source, items: [] };
+        group = { tenant, metered, kind, source, items: [] };
         this.gathering.push(group);
       }
       group.items.push({ context, resolve, reject });
@@ -162,53 +194,76 @@ export class TemplateRenderer implements OnApplicationShutdown {
     }
   }
 
-  private runBatch(group: Batch): Promise<void> {
-    const { tenant, kind, source, items } = group;
-    return this.slots.run(tenant, async () => {
-      const progress = new SharedArrayBuffer(PROGRESS_BYTES);
-      const ints = new Int32Array(progress, 0, 2);
-      const startedAt = new BigInt64Array(progress, STARTED_AT_OFFSET, 1);
-      const abort = new AbortController();
-      let culprit = -1;
-      // Each render's budget counts from when the thread begins it (it writes the time): starting
-      // a thread to replace a stopped one can take a second on a loaded machine, and is not the
-      // template's doing.
-      let timer: NodeJS.Timeout;
-      const check = (): void => {
-        const index = Atomics.load(ints, INDEX_OFFSET / 4);
-        const started = Number(Atomics.load(startedAt, 0));
-        if (started === 0 || index !== Atomics.load(ints, INDEX_OFFSET / 4)) {
-          timer = setTimeout(check, START_POLL_MS);
-          return;
-        }
-        const left = started + this.options.timeoutMs - Date.now();
-        if (left > 0) {
-          timer = setTimeout(check, left);
-          return;
-        }
-        culprit = index;
-        abort.abort();
-      };
-      timer = setTimeout(check, START_POLL_MS);
-      const task = {
-        kind,
-        source,
-        contexts: items.map((item) => item.context),
-        progress,
-      } as RenderTask;
-      let outcomes: RenderOutcome[];
-      try {
-        outcomes = (await this.threadPool().run(task, { signal: abort.signal })) as RenderOutcome[];
-      } catch (error) {
-        const out = (error as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY';
-        if (!abort.signal.aborted && !out) {
-          for (const item of items) item.reject(error);
-          return;
-        }
-        // The thread stopped inside one render: that one fails, the others (whose results
-        // stopped with the thread) are rendered again.
-        const index = abort.signal.aborted ? culprit : Atomics.load(ints, INDEX_OFFSET / 4);
-        const part: RenderPart = Atomics.load(ints, PART_OFFSET) === 0 ? 'subject' : 'body';
+  /** One batch in the tenant's turn; a metered one is checked against and charged to its budget. */
+  private async runBatch(group: Batch): Promise<void> {
+    const budget = group.metered && group.tenant ? this.options.budget : undefined;
+    if (budget) await budget.assertBudget(group.tenant);
+    const { renderMs, settle } = await this.slots.run(group.tenant, () => this.runInThread(group));
+    // Charged before the callers hear back, so their next request already sees the charge.
+    const over = Math.ceil(renderMs.reduce((sum, ms) => sum + Math.max(0, ms - FREE_RENDER_MS), 0));
+    if (budget && over > 0) await budget.spend(group.tenant, over);
+    settle();
+  }
+
+  /**
+   * Runs a batch on a thread: the time each render took there (not the wait for a thread, nor a
+   * thread's start) and how to settle the renders (one stopped by the deadline fails, the others
+   * of its batch are queued again).
+   */
+  private async runInThread(group: Batch): Promise<{ renderMs: number[]; settle: () => void }> {
+    const { tenant, metered, kind, source, items } = group;
+    const progress = new SharedArrayBuffer(PROGRESS_BYTES);
+    const ints = new Int32Array(progress, 0, 2);
+    const startedAt = new BigInt64Array(progress, STARTED_AT_OFFSET, 1);
+    const abort = new AbortController();
+    let culprit = -1;
+    // Each render's budget counts from when the thread begins it (it writes the time): starting
+    // a thread to replace a stopped one can take a second on a loaded machine, and is not the
+    // template's doing.
+    let timer: NodeJS.Timeout;
+    const check = (): void => {
+      const index = Atomics.load(ints, INDEX_OFFSET / 4);
+      const started = Number(Atomics.load(startedAt, 0));
+      if (started === 0 || index !== Atomics.load(ints, INDEX_OFFSET / 4)) {
+        timer = setTimeout(check, START_POLL_MS);
+        return;
+      }
+      const left = started + this.options.timeoutMs - Date.now();
+      if (left > 0) {
+        timer = setTimeout(check, left);
+        return;
+      }
+      culprit = index;
+      abort.abort();
+    };
+    timer = setTimeout(check, START_POLL_MS);
+    const task = {
+      kind,
+      source,
+      contexts: items.map((item) => item.context),
+      progress,
+    } as RenderTask;
+    let outcomes: RenderOutcome[];
+    try {
+      outcomes = (await this.threadPool().run(task, { signal: abort.signal })) as RenderOutcome[];
+    } catch (error) {
+      const out = (error as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY';
+      if (!abort.signal.aborted && !out) {
+        return { renderMs: [], settle: () => items.forEach((item) => item.reject(error)) };
+      }
+      // A render stopped by the deadline is charged the deadline (stopping the thread is not its
+      // time); one out of memory, the time it ran. The others are charged when rendered again.
+      const started = Number(Atomics.load(startedAt, 0));
+      const renderMs = abort.signal.aborted
+        ? [this.options.timeoutMs]
+        : started > 0
+          ? [Date.now() - started]
+          : [];
+      // The thread stopped inside one render: that one fails, the others (whose results
+      // stopped with the thread) are rendered again.
+      const index = abort.signal.aborted ? culprit : Atomics.load(ints, INDEX_OFFSET / 4);
+      const part: RenderPart = Atomics.load(ints, PART_OFFSET) === 0 ? 'subject' : 'body';
+      const settle = (): void => {
         items[index].reject(
           new RenderLimitError(
             part,
@@ -219,19 +274,25 @@ export class TemplateRenderer implements OnApplicationShutdown {
         );
         for (const [i, item] of items.entries()) {
           if (i !== index)
-            this.enqueue(tenant, kind, source, item.context).then(item.resolve, item.reject);
+            this.enqueue(tenant, metered, kind, source, item.context).then(
+              item.resolve,
+              item.reject,
+            );
         }
-        return;
-      } finally {
-        clearTimeout(timer);
-      }
+      };
+      return { renderMs, settle };
+    } finally {
+      clearTimeout(timer);
+    }
+    const settle = (): void => {
       for (const [i, outcome] of outcomes.entries()) {
         if (outcome.ok) items[i].resolve(outcome);
         else if (outcome.part)
           items[i].reject(new TemplateRenderError(outcome.part, outcome.message));
         else items[i].reject(new Error(outcome.message));
       }
-    });
+    };
+    return { renderMs: outcomes.map((outcome) => outcome.ms ?? 0), settle };
   }
 
   private threadPool(): Piscina {

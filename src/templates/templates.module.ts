@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ExpensiveWork } from '../common/rate-limit/expensive-work';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { ContactsModule } from '../contacts/contacts.module';
@@ -15,9 +16,10 @@ import { TemplatesService } from './templates.service';
     TemplatesRepository,
     {
       provide: TemplateRenderer,
-      inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) =>
-        new TemplateRenderer({ timeoutMs: config.renderTimeoutMs }),
+      inject: [APP_CONFIG, { token: ExpensiveWork, optional: true }],
+      // Slow renders of API requests count against the project's budget of expensive work.
+      useFactory: (config: AppConfig, budget?: ExpensiveWork) =>
+        new TemplateRenderer({ timeoutMs: config.renderTimeoutMs, budget }),
     },
   ],
   exports: [TemplatesService, TemplateRenderer],

@@ -146,7 +146,8 @@ export class TemplatesService {
    * Save-time check that a template renders within the render pool's limits with empty data:
    * 422 invalid_template when it is stopped by the deadline or heap cap. Other render errors
    * depend on the recipient's data, so they are left to preview and send. Runs before any
-   * transaction: a render never holds a connection.
+   * transaction: a render never holds a connection. A project over its budget of expensive work
+   * is answered 429 (ApiException), not saved unchecked.
    */
   async assertRenderable(projectId: string, source: RenderSource): Promise<void> {
     try {
@@ -159,6 +160,7 @@ export class TemplatesService {
       );
     } catch (error) {
       if (error instanceof RenderLimitError) throw renderFailure(error);
+      if (error instanceof ApiException) throw error;
     }
   }
 

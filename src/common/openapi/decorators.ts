@@ -112,7 +112,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   409: 'CONFLICT: a duplicate, or the resource is in a state that forbids the operation',
   413: 'PAYLOAD_TOO_LARGE: the body is over the limit (10 MB on /v1/send and /contacts/import, 1 MB elsewhere)',
   422: 'VALIDATION_ERROR: the body is invalid; error.errors lists each field {field, message, code}',
-  429: "RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members) the project's budget of segment evaluation time is spent; see Retry-After",
+  429: "RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members; template save, preview, test and send renders) the project's budget of expensive work (segment evaluation and slow rendering) is spent; see Retry-After",
   500: 'INTERNAL_ERROR: an unexpected error; report error.requestId',
   503: "TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After",
 };

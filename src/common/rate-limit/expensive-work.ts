@@ -45,7 +45,9 @@ interface BucketCommands {
 /**
  * Work whose cost grows with a project's data rather than with the request (a segment condition
  * evaluated over every contact): one such request per project at a time in a process, two in all,
- * and a per-project budget of its time shared by every process (Redis). A project that spent its
+ * and a per-project budget of its time shared by every process (Redis). Slow renders asked for by
+ * API requests are charged to the same budget (spend(), from the render pool), so a project's
+ * budget bounds all its expensive work together. A project that spent its
  * budget is answered 429 RATE_LIMIT_EXCEEDED with Retry-After until it is repaid, so one tenant's
  * heavy queries cannot keep the database's cores from the others. Redis being down lets work
  * through: the statement timeout still bounds each query.
@@ -79,6 +81,14 @@ export class ExpensiveWork {
   async assertBudget(projectId: string): Promise<void> {
     const wait = await this.bucket(projectId, 0);
     if (wait > 0) throw overBudget(wait, this.budgetMs);
+  }
+
+  /**
+   * Charges `ms` of work already done outside run() (a render thread's time, which the render
+   * pool measures and bounds itself), never refused: the next assertBudget or run() sees it.
+   */
+  async spend(projectId: string, ms: number): Promise<void> {
+    if (ms > 0) await this.bucket(projectId, Math.ceil(ms));
   }
 
   /**
@@ -126,10 +136,10 @@ function overBudget(waitMs: number, budgetMs: number): ApiException {
   return new ApiException(
     429,
     'RATE_LIMIT_EXCEEDED',
-    `This project used its budget of segment evaluation time (${budgetMs / 1000} s a minute)`,
+    `This project used its budget of expensive work (segment evaluation and slow template rendering, ${budgetMs / 1000} s a minute)`,
     {
       headers: { 'Retry-After': String(seconds) },
-      suggestion: `Retry in ${seconds} s; narrower conditions (fewer event rules, no OR of many rules) cost less.`,
+      suggestion: `Retry in ${seconds} s; narrower segment conditions (fewer event rules, no OR of many rules) and simpler templates (no large loops or ranges) cost less.`,
     },
   );
 }
