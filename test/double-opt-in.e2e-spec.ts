@@ -268,6 +268,18 @@ describe('double opt-in (e2e)', () => {
     await setDoubleOptIn({ enabled: true, templateId: null, confirmRedirectUrl: null });
   });
 
+  it('a confirmRedirectUrl beyond Latin-1 (an IDN host, a non-ASCII path) redirects, encoded', async () => {
+    await setDoubleOptIn({ enabled: true, confirmRedirectUrl: 'https://例え.jp/ようこそ→?x=ü' });
+    const email = 'idn@example.org';
+    await subscribe({ email });
+    const [message] = await confirmationsTo(email, 1);
+    const redirected = await confirm(linkIn(message));
+    expect(redirected.status).toBe(302);
+    expect(redirected.headers.location).toBe(new URL('https://例え.jp/ようこそ→?x=ü').href);
+    expect(redirected.headers.location).toMatch(/^https:\/\/xn--r8jz45g\.jp\/%E3%82%88/);
+    await setDoubleOptIn({ enabled: true, templateId: null, confirmRedirectUrl: null });
+  });
+
   it('a forged, altered or expired link is a 404 page and changes nothing', async () => {
     await setDoubleOptIn({ enabled: true });
     const email = 'forged@example.org';

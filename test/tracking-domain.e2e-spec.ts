@@ -331,7 +331,7 @@ describe('Tracking domain (e2e, DNS from a loopback test server)', () => {
   it("another project's verified domain grants nothing: 409 on PATCH, and its own mail stays on PUBLIC_URL", async () => {
     const taken = await patch({ trackingDomain: HOST }, other.secretKey);
     expect(taken.status).toBe(409);
-    expect(taken.body.error.code).toBe('TRACKING_DOMAIN_TAKEN');
+    expect(taken.body.error.code).toBe('CONFLICT');
     expect((await project(other.secretKey)).trackingDomain).toBeNull();
     const template = await t.app.request({
       method: 'POST',

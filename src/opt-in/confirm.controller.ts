@@ -46,7 +46,8 @@ export class ConfirmController {
     try {
       const page = await this.optIn.confirm(token);
       if (page.redirectUrl) {
-        reply.status(302).header('location', page.redirectUrl);
+        // Serialised by URL: a punycode host and a percent-encoded path (a header holds Latin-1 only).
+        reply.status(302).header('location', new URL(page.redirectUrl).href);
         return '';
       }
       return layout(

@@ -42,7 +42,7 @@ export class ProjectSettingsController {
     404: 'TEMPLATE_NOT_FOUND (doubleOptIn.templateId is not a template of this project)',
     422: 'VALIDATION_ERROR, also doubleOptIn enabled without a defaultFrom',
     403: 'DOMAIN_NOT_VERIFIED (defaultFrom on a domain that is not verified while REQUIRE_VERIFIED_SENDER holds), PROJECT_DISABLED, or FORBIDDEN (a pk_ key)',
-    409: 'TRACKING_DOMAIN_TAKEN: the trackingDomain is the verified tracking domain of another project',
+    409: 'CONFLICT: the trackingDomain is the verified tracking domain of another project',
   })
   update(
     @CurrentProject() project: CurrentProjectInfo,

@@ -364,7 +364,7 @@ export class ProjectsService {
 function trackingDomainTaken(domain: string): ApiException {
   return new ApiException(
     409,
-    'TRACKING_DOMAIN_TAKEN',
+    'CONFLICT',
     `${domain} is the verified tracking domain of another project`,
   );
 }

@@ -135,5 +135,5 @@ export function requestChildLogger(
 
 /** Capability tokens in paths (unsubscribe, tracking links, provider webhook URLs) stay out of logs. */
 export function loggableUrl(url: string): string {
-  return url.replace(/\/(unsubscribe|t\/[a-z]|inbound\/[a-z]+)\/[^/?]+/, '/$1/[token]');
+  return url.replace(/\/(unsubscribe|confirm|t\/[a-z]|inbound\/[a-z]+)\/[^/?]+/, '/$1/[token]');
 }
