@@ -208,6 +208,28 @@ describe('double opt-in (e2e)', () => {
     expect(await emailRows(contactId)).toHaveLength(1);
   });
 
+  it('an unused link does not undo a later opt-out: after an unsubscribe it confirms nothing', async () => {
+    await setDoubleOptIn({ enabled: true, templateId: null, confirmRedirectUrl: null });
+    const email = 'later-out@example.org';
+    const contactId = (await subscribe({ email })).body.data.contact;
+    const [message] = await confirmationsTo(email, 1);
+    const contact = (subscribed: boolean) =>
+      t.app.request({
+        method: 'PATCH',
+        url: `/contacts/${contactId}`,
+        key: p.secretKey,
+        body: { subscribed },
+      });
+    // Subscribed another way, then unsubscribed (a one-click link, say): the old link is void.
+    expect((await contact(true)).status).toBe(200);
+    expect((await contact(false)).status).toBe(200);
+    const before = await namesOf(contactId);
+    const page = await confirm(linkIn(message));
+    expect(page.status).toBe(200);
+    expect((await t.contact(contactId)).subscribed).toBe(false);
+    expect(await namesOf(contactId)).toEqual(before);
+  });
+
   it('sends nothing more for the same address within 10 minutes, also to concurrent requests', async () => {
     await setDoubleOptIn({ enabled: true });
     const email = 'burst@example.org';
@@ -345,7 +367,7 @@ describe('double opt-in (e2e)', () => {
       expect(subscribed).toHaveLength(1);
       expect(subscribed[0].data).toEqual({ source: 'subscribe' });
 
-      // The confirmation link still works once: it is the contact's own consent.
+      // Unsubscribed after the link was sent: the later opt-out wins, the old link confirms nothing.
       await t.app.request({
         method: 'PATCH',
         url: `/contacts/${contactId}`,
@@ -353,7 +375,7 @@ describe('double opt-in (e2e)', () => {
         body: { subscribed: false },
       });
       expect((await confirm(linkIn(message))).status).toBe(200);
-      expect((await t.contact(contactId)).subscribed).toBe(true);
+      expect((await t.contact(contactId)).subscribed).toBe(false);
     });
   });
 

@@ -40,8 +40,10 @@ export class OptInRepository {
 
   /**
    * Records a confirmation by a link issued at `issuedAt`: true when that link
-   * was not used before (no confirmation since it was issued). Locks the row
-   * until commit, so the contact it names cannot be erased meanwhile.
+   * was not used before (no confirmation since it was issued) and the contact
+   * has not unsubscribed or complained since (an old unused link must not undo
+   * a later opt-out). Locks the row until commit, so the contact it names
+   * cannot be erased meanwhile.
    */
   async markConfirmed(
     manager: EntityManager,
@@ -54,6 +56,9 @@ export class OptInRepository {
       `UPDATE opt_in_confirmations SET confirmed_at = now()
         WHERE contact_id = $1 AND project_id = $2
           AND (confirmed_at IS NULL OR confirmed_at < $3)
+          AND NOT EXISTS (SELECT 1 FROM events e
+                           WHERE e.contact_id = $1 AND e.created_at > $3
+                             AND e.name IN ('contact.unsubscribed', 'email.complained'))
         RETURNING contact_id AS "contactId"`,
       [contactId, projectId, issuedAt],
     );
