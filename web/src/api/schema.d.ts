@@ -3279,7 +3279,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description TRACKING_DOMAIN_TAKEN: the trackingDomain is the verified tracking domain of another project */
+            /** @description CONFLICT: the trackingDomain is the verified tracking domain of another project */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
