@@ -9,19 +9,14 @@
  * slower parse than its own. Answers `{type:'stats'}` IPC requests with the
  * number of messages parsed.
  */
+const { join } = require('node:path');
 const { SMTPServer } = require('smtp-server');
 const { simpleParser } = require('mailparser');
 
-const PARSER_OPTIONS = {
-  keepDeliveryStatus: true,
-  ignoreEmbedded: true,
-  maxChildNodes: 100,
-  maxHeadSize: 256 * 1024,
-  skipHtmlToText: true,
-  skipTextToHtml: true,
-  skipTextLinks: true,
-  skipImageLinks: true,
-};
+// The service's own parser options, from the build under test.
+const { PARSER_OPTIONS } = require(
+  join(process.env.BENCH_DIST || join(__dirname, '..', 'dist'), 'inbound/parsers/index.js'),
+);
 
 let parsed = 0;
 const server = new SMTPServer({

@@ -1,6 +1,5 @@
 import { createHmac } from 'node:crypto';
 import { Logger } from '@nestjs/common';
-import { parseDocument } from 'htmlparser2';
 import { DataSource } from 'typeorm';
 import { parse as parseUuid } from 'uuid';
 import { AppMetrics, METRICS_REGISTRY } from '../src/common/metrics/metrics';
@@ -9,6 +8,7 @@ import { TrackingLinks } from '../src/engagement/tracking-links';
 import { SendingTest, startSendingTest, waitForEmailStatus } from './support/sending';
 import { TcpRelay } from './support/tcp-relay';
 import { startTestApp, TestApp, testConfig } from './support/test-app';
+import { linksOf } from './support/links';
 
 /**
  * Open and click tracking end to end: the delivered message (parsed from the
@@ -23,28 +23,6 @@ const BODY =
   `<html><body><p>Hi <a class="cta" href="https://shop.example/item?id=1&amp;ref=x">Item</a> ` +
   `<a href="mailto:help@acme.test">mail</a> <a href="tel:+15550100">call</a> <a href="#top">top</a> ` +
   `<a href="{{ unsubscribeUrl }}">Unsubscribe</a></p></body></html>`;
-
-interface Links {
-  hrefs: string[];
-  images: string[];
-}
-
-function linksOf(html: string): Links {
-  const out: Links = { hrefs: [], images: [] };
-  const walk = (nodes: unknown[]) => {
-    for (const node of nodes as Array<{
-      name?: string;
-      attribs?: Record<string, string>;
-      children?: unknown[];
-    }>) {
-      if (node.name === 'a' && node.attribs?.href !== undefined) out.hrefs.push(node.attribs.href);
-      if (node.name === 'img' && node.attribs?.src) out.images.push(node.attribs.src);
-      if (node.children) walk(node.children);
-    }
-  };
-  walk(parseDocument(html).children);
-  return out;
-}
 
 describe('open and click tracking (e2e)', () => {
   let t: SendingTest;

@@ -1,6 +1,5 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import { Queue, QueueEvents } from 'bullmq';
-import { parseDocument } from 'htmlparser2';
 import { DataSource } from 'typeorm';
 import { ContactsService } from '../src/contacts/contacts.service';
 import { DOMAIN_CHECK_SCHEDULE, DomainCheckSchedule } from '../src/domains/domains.constants';
@@ -12,6 +11,7 @@ import { EmailsService } from '../src/sending/emails.service';
 import { verifyDomainForTest } from './support/domains';
 import { SendingTest, startSendingTest, waitForEmailStatus } from './support/sending';
 import { TestProject } from './support/test-app';
+import { linksOf } from './support/links';
 
 /**
  * A project's tracking domain (contract "Tracking domain"), against the
@@ -26,28 +26,6 @@ const TARGET = 'mail.example.test';
 const HOST = 'links.acme.test';
 const SHOP = 'https://shop.example/item?id=1';
 const BODY = `<p>Hi <a href="${SHOP}">Item</a> <a href="{{ unsubscribeUrl }}">Unsubscribe</a></p>`;
-
-interface Links {
-  hrefs: string[];
-  images: string[];
-}
-
-function linksOf(html: string): Links {
-  const out: Links = { hrefs: [], images: [] };
-  const walk = (nodes: unknown[]) => {
-    for (const node of nodes as Array<{
-      name?: string;
-      attribs?: Record<string, string>;
-      children?: unknown[];
-    }>) {
-      if (node.name === 'a' && node.attribs?.href !== undefined) out.hrefs.push(node.attribs.href);
-      if (node.name === 'img' && node.attribs?.src) out.images.push(node.attribs.src);
-      if (node.children) walk(node.children);
-    }
-  };
-  walk(parseDocument(html).children);
-  return out;
-}
 
 /** `<origin>/t/o/…`, `<origin>/t/c/…` and `<origin>/unsubscribe/…` with the header's HTTPS link on the same origin. */
 function expectLinksOn(

@@ -22,7 +22,8 @@ const MAX_PARSE_BYTES = 1024 * 1024;
 const MAX_SCAN_CHARS = 64 * 1024;
 
 /** mailparser's options plus the mailsplit ones it passes through (not in its typings). */
-const PARSER_OPTIONS: SimpleParserOptions & {
+/** mailparser's options for inbound mail (bench/bounces-baseline.js parses with the same). */
+export const PARSER_OPTIONS: SimpleParserOptions & {
   ignoreEmbedded: boolean;
   maxChildNodes: number;
   maxHeadSize: number;
