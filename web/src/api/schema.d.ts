@@ -1245,10 +1245,10 @@ export interface components {
             /** @description Not verified: the CNAME target the last check found, when there was one */
             found?: string[];
             /**
-             * @description Not verified: why. NXDOMAIN (the name does not exist), NO_RECORD (no CNAME at the name), MISMATCH (a CNAME to another host), DNS_ERROR (no answer from DNS; the status is kept), TAKEN (another project has this tracking domain verified)
+             * @description Not verified: why. NXDOMAIN (the name does not exist), NO_RECORD (no CNAME at the name), MISMATCH (a CNAME to another host), DNS_ERROR (no answer from DNS; the status is kept), TAKEN (another project has this tracking domain verified), NOT_OWNED (the CNAME is right but the name is neither a VERIFIED sending domain of this project nor under one)
              * @enum {string}
              */
-            error?: "NXDOMAIN" | "NO_RECORD" | "MISMATCH" | "DNS_ERROR" | "TAKEN";
+            error?: "NXDOMAIN" | "NO_RECORD" | "MISMATCH" | "DNS_ERROR" | "TAKEN" | "NOT_OWNED";
         };
         TrackingDomainResponse: {
             /** @example links.example.com */
