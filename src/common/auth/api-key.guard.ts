@@ -16,6 +16,8 @@ export const CSRF_HEADER = 'x-csrf-token';
 interface Authenticated {
   auth: AuthenticatedKey;
   gate: AuthGate;
+  /** The bearer key's hash (none for a session): a 429 for it is remembered (recent-refusals.ts). */
+  keyHash?: Buffer;
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {
@@ -53,10 +55,11 @@ export class ApiKeyGuard implements CanActivate {
     const header = request.headers.authorization;
     // A request with an Authorization header uses the key, whatever cookie it carries.
     const sessionId = header === undefined ? readSessionCookie(request.headers.cookie) : undefined;
-    const { auth, gate } =
+    const { auth, gate, keyHash } =
       sessionId !== undefined
         ? await this.authenticateSession(request, reply, sessionId)
         : await this.authenticateKey(request, reply, header);
+    request.refusalKeyHash = keyHash;
     if (!auth.project.enabled) {
       throw new ApiException(403, 'PROJECT_DISABLED', 'The project of this API key is disabled');
     }
@@ -90,8 +93,10 @@ export class ApiKeyGuard implements CanActivate {
     reply.header('RateLimit-Limit', String(budget.limit));
     reply.header('RateLimit-Remaining', String(budget.remaining));
     reply.header('RateLimit-Reset', String(budget.resetSeconds));
-    if (!budget.allowed)
+    if (!budget.allowed) {
+      request.refusalScope = 'project';
       throw tooManyRequests(reply, budget, 'Rate limit exceeded for this project');
+    }
 
     request.auth = auth;
     return true;
@@ -133,7 +138,7 @@ export class ApiKeyGuard implements CanActivate {
       await this.rateLimits.recordAuthFailure(request.ip);
       throw new ApiException(401, 'INVALID_API_KEY', 'The API key is invalid or has been revoked');
     }
-    return { auth, gate };
+    return { auth, gate, keyHash: keyHash ?? undefined };
   }
 
   /** The dashboard session cookie: counted and limited like a wrong key when it names no live session. */
