@@ -1,4 +1,6 @@
-import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { AppConfig } from '../../config/config';
+import { APP_CONFIG } from '../../config/config.module';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
 import { ApiException } from '../errors/api-exception';
@@ -7,7 +9,7 @@ import { ApiKeyType, hashApiKey, isWellFormedKey } from './api-key.crypto';
 import { ApiKeyAuthenticator } from './api-key-authenticator';
 import { AUTH_MODE_KEY, AuthenticatedRequest, AuthMode } from './auth.decorators';
 import type { AuthenticatedKey } from './authenticated-key';
-import { csrfTokenMatches, readSessionCookie } from './dashboard-session';
+import { clearedSessionCookie, csrfTokenMatches, readSessionCookie } from './dashboard-session';
 import { SessionAuthenticator } from './session-authenticator';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -38,6 +40,7 @@ export class ApiKeyGuard implements CanActivate {
     private readonly authenticator: ApiKeyAuthenticator,
     private readonly rateLimits: RateLimitService,
     private readonly sessions: SessionAuthenticator,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -160,6 +163,11 @@ export class ApiKeyGuard implements CanActivate {
     }
     if (!auth) {
       await this.rateLimits.recordAuthFailure(request.ip);
+      // The browser drops a cookie that names no session, so the app shows sign-in, not a loop of 401s.
+      reply.header(
+        'set-cookie',
+        clearedSessionCookie({ secure: this.config.publicUrl.startsWith('https:') }),
+      );
       throw new ApiException(
         401,
         'INVALID_API_KEY',
