@@ -79,8 +79,7 @@ describe('templates and campaigns in Chromium', () => {
     });
     if (segment.status !== 201) throw new Error(`POST /segments: ${segment.status}`);
     segmentId = segment.body.data.id;
-    await worker;
-    browser = await launchChromium();
+    [browser] = await Promise.all([launchChromium(), worker]);
     context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
     page = await context.newPage();
     // Send now, Delete and Cancel ask first.

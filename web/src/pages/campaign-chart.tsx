@@ -20,18 +20,22 @@ export default function CampaignChart({ samples }: { samples: Sample[] }) {
   useEffect(() => {
     const el = box.current;
     if (!el) return;
-    const width = () => Math.max(280, el.clientWidth);
+    const width = () => Math.max(240, el.clientWidth);
+    // The page's colours (light or dark scheme), so axes and lines stay readable in both.
+    const css = getComputedStyle(document.documentElement);
+    const color = (name: string) => css.getPropertyValue(name).trim();
+    const axis = { stroke: color('--fg'), grid: { stroke: color('--line') } };
     plot.current = new uPlot(
       {
         width: width(),
         height: 240,
         series: [
           {},
-          { label: 'Sent', stroke: '#0b5cad', width: 2 },
-          { label: 'Opened', stroke: '#176b2c', width: 2 },
-          { label: 'Clicked', stroke: '#8a5300', width: 2 },
+          { label: 'Sent', stroke: color('--accent'), width: 2 },
+          { label: 'Opened', stroke: color('--ok'), width: 2 },
+          { label: 'Clicked', stroke: color('--warn'), width: 2 },
         ],
-        axes: [{}, { label: 'Emails' }],
+        axes: [axis, { ...axis, label: 'Emails' }],
       },
       data,
       el,
