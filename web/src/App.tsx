@@ -5,16 +5,12 @@ import { ContactPage, ContactsPage } from './pages/contacts';
 import { DomainPage, DomainsPage } from './pages/domains';
 import { EmailPage, EmailsPage } from './pages/emails';
 import { EventsPage } from './pages/events';
-import {
-  CampaignsPage,
-  SegmentsPage,
-  TemplatesPage,
-  WebhooksPage,
-  WorkflowsPage,
-} from './pages/lists';
+import { CampaignPage, CampaignsPage, EditCampaignPage, NewCampaignPage } from './pages/campaigns';
+import { SegmentsPage, WebhooksPage, WorkflowsPage } from './pages/lists';
 import { OverviewPage } from './pages/overview';
 import { SettingsPage } from './pages/settings';
 import { SignInPage } from './pages/sign-in';
+import { TemplatePage, TemplatesPage } from './pages/templates';
 import { loadSession, signOut, type Session } from './session';
 import { ErrorMessage, PageTitle } from './ui';
 
@@ -101,7 +97,11 @@ function Layout({ session, onSignOut }: { session: Session; onSignOut: () => voi
           <Route path="/emails/:id">{(p) => <EmailPage id={p.id} />}</Route>
           <Route path="/events" component={EventsPage} />
           <Route path="/campaigns" component={CampaignsPage} />
+          <Route path="/campaigns/new" component={NewCampaignPage} />
+          <Route path="/campaigns/:id/edit">{(p) => <EditCampaignPage id={p.id} />}</Route>
+          <Route path="/campaigns/:id">{(p) => <CampaignPage id={p.id} />}</Route>
           <Route path="/templates" component={TemplatesPage} />
+          <Route path="/templates/:id">{(p) => <TemplatePage id={p.id} />}</Route>
           <Route path="/segments" component={SegmentsPage} />
           <Route path="/workflows" component={WorkflowsPage} />
           <Route path="/webhooks" component={WebhooksPage} />

@@ -443,7 +443,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Render a template with a contact and/or data, without sending */
+        /** Render a template, or an unsaved subject/body in its place, with a contact and/or data, without sending */
         post: operations["templates_preview"];
         delete?: never;
         options?: never;
@@ -478,7 +478,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List email records, newest first (filters status, contactId, campaignId) */
+        /** List email records, newest first (filters status, contactId, campaignId, opened, clicked) */
         get: operations["emails_list"];
         put?: never;
         post?: never;
@@ -1657,6 +1657,10 @@ export interface components {
              * @description Render with this contact's data and address
              */
             contactId?: string;
+            /** @description Render this subject instead of the stored one (an unsaved edit); same rules as on save */
+            subject?: string;
+            /** @description Render this body instead of the stored one (an unsaved edit); same rules as on save */
+            body?: string;
         };
         SentEmailResponse: {
             /** Format: uuid */
@@ -6517,6 +6521,10 @@ export interface operations {
                 status?: components["schemas"]["EmailStatus"];
                 contactId?: string;
                 campaignId?: string;
+                /** @description true: only emails opened at least once (openedAt set); false: never opened */
+                opened?: boolean;
+                /** @description true: only emails with at least one tracked click (clickedAt set); false: none */
+                clicked?: boolean;
             };
             header?: never;
             path?: never;

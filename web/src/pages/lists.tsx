@@ -59,37 +59,6 @@ function ListPage<T extends { id: string }>({
 
 const query = (cursor: string | undefined) => ({ params: { query: { limit: 50, cursor } } });
 
-export function CampaignsPage() {
-  return (
-    <ListPage
-      title="Campaigns"
-      load={(c) => unwrap(api.GET('/campaigns', query(c))).then((r) => r.data)}
-      columns={[
-        ['Name', (x) => x.name],
-        ['Subject', (x) => x.subject],
-        ['Status', (x) => <Badge value={x.status} />],
-        ['Recipients', (x) => x.recipientCount?.toLocaleString() ?? '—'],
-        ['Created', (x) => when(x.createdAt)],
-      ]}
-    />
-  );
-}
-
-export function TemplatesPage() {
-  return (
-    <ListPage
-      title="Templates"
-      load={(c) => unwrap(api.GET('/templates', query(c))).then((r) => r.data)}
-      columns={[
-        ['Name', (x) => x.name],
-        ['Subject', (x) => x.subject],
-        ['Type', (x) => x.type],
-        ['Updated', (x) => when(x.updatedAt)],
-      ]}
-    />
-  );
-}
-
 export function SegmentsPage() {
   return (
     <ListPage
