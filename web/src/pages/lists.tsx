@@ -4,7 +4,7 @@ import { Badge, PageTitle, Pager, Show, useCursor, useLoad, when, type Page } fr
 
 /**
  * A read-only list of one kind of thing, paged by cursor. The editors of these pages (campaign
- * composer, segment builder, workflow steps, webhook deliveries) are still to come.
+ * composer, webhook deliveries) are still to come; segments and workflows have their own pages.
  */
 function ListPage<T extends { id: string }>({
   title,
@@ -84,36 +84,6 @@ export function TemplatesPage() {
         ['Name', (x) => x.name],
         ['Subject', (x) => x.subject],
         ['Type', (x) => x.type],
-        ['Updated', (x) => when(x.updatedAt)],
-      ]}
-    />
-  );
-}
-
-export function SegmentsPage() {
-  return (
-    <ListPage
-      title="Segments"
-      load={(c) => unwrap(api.GET('/segments', query(c))).then((r) => r.data)}
-      columns={[
-        ['Name', (x) => x.name],
-        ['Members', (x) => x.memberCount?.toLocaleString() ?? '—'],
-        ['Updated', (x) => when(x.updatedAt)],
-      ]}
-    />
-  );
-}
-
-export function WorkflowsPage() {
-  return (
-    <ListPage
-      title="Workflows"
-      load={(c) => unwrap(api.GET('/workflows', query(c))).then((r) => r.data)}
-      columns={[
-        ['Name', (x) => x.name],
-        ['Trigger', (x) => x.trigger.type],
-        ['Enabled', (x) => <Badge value={x.enabled ? 'Enabled' : 'Disabled'} />],
-        ['Steps', (x) => x.steps.length],
         ['Updated', (x) => when(x.updatedAt)],
       ]}
     />
