@@ -406,7 +406,9 @@ function Executions({ workflowId }: { workflowId: string }) {
                           <Badge value={x.status} />
                         </td>
                         <td>
-                          <Link href={`/contacts/${x.contactId}`}>contact</Link>
+                          <Link href={`/contacts/${x.contactId}`} title={x.contactId}>
+                            <code>{x.contactId.slice(0, 8)}</code>
+                          </Link>
                         </td>
                         <td>{x.steps.length}</td>
                         <td>{when(x.finishedAt)}</td>
