@@ -85,6 +85,11 @@ describe('segments and workflows in Chromium', () => {
   const nav = (name: string) =>
     page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name }).click();
   const group = (name: string) => page.getByRole('group', { name, exact: true });
+  /** What sticks out to the right of the screen, outside a scrolling table (named, so a failure says what). */
+  const overflowing = () =>
+    page.evaluate<string[]>(`[...document.querySelectorAll('main *')]
+      .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5 && !e.closest('.table-wrap'))
+      .map((e) => e.tagName.toLowerCase() + (e.className ? '.' + e.className : '') + ' ' + (e.textContent || '').slice(0, 30))`);
   const liveCount = () => page.getByRole('status').filter({ hasText: /match|valid|Counting/ });
 
   it('builds a segment with a nested group, counts it live, saves it and lists its members', async () => {
@@ -165,10 +170,7 @@ describe('segments and workflows in Chromium', () => {
     await page.getByRole('link', { name: 'Edit' }).click();
     await page.getByRole('heading', { name: 'Edit segment', level: 1 }).waitFor();
     await liveCount().getByText(`${EXPECTED.length} contacts match`).waitFor();
-    const sticking = await page.evaluate<string[]>(`[...document.querySelectorAll('main *')]
-      .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5 && !e.closest('.table-wrap'))
-      .map((e) => e.tagName.toLowerCase() + (e.className ? '.' + e.className : '') + ' ' + (e.textContent || '').slice(0, 30))`);
-    expect(sticking).toEqual([]);
+    expect(await overflowing()).toEqual([]);
     await expectAccessible();
     await screenshot(page, 'segment-builder-360');
     await group('Condition 2.1').getByRole('button', { name: 'Remove condition 2.1' }).click();
@@ -309,5 +311,11 @@ describe('segments and workflows in Chromium', () => {
     await page.getByRole('heading', { name: 'Buyers', level: 1 }).waitFor();
     await page.getByText('event purchase').waitFor();
     await page.getByText('No executions.').waitFor();
+    // The step tree at 360 px: branches indent, long values wrap.
+    await page.setViewportSize({ width: 360, height: 740 });
+    await page.getByRole('list', { name: 'Else of check' }).waitFor();
+    expect(await overflowing()).toEqual([]);
+    await expectAccessible();
+    await screenshot(page, 'workflow-360');
   });
 });

@@ -12,6 +12,7 @@ import {
   Badge,
   ErrorMessage,
   Field,
+  Json,
   PageTitle,
   Pager,
   Show,
@@ -110,12 +111,19 @@ export function SegmentsPage() {
  */
 export function useLiveCount(condition: ConditionGroup) {
   const key = JSON.stringify(condition);
-  const [state, setState] = useState<{ key?: string; count?: number; error?: ApiError }>({});
+  const [state, setState] = useState<{
+    key?: string;
+    count?: number;
+    sample?: string[];
+    error?: ApiError;
+  }>({});
   useEffect(() => {
     let current = true;
     const timer = setTimeout(() => {
       unwrap(api.POST('/segments/preview', { body: { condition: JSON.parse(key) } })).then(
-        (r) => current && setState({ key, count: r.data.count }),
+        (r) =>
+          current &&
+          setState({ key, count: r.data.count, sample: r.data.sample.map((c) => c.email) }),
         (e: unknown) => current && setState({ key, error: asApiError(e) }),
       );
     }, 400);
@@ -138,6 +146,9 @@ export function LiveCount({ condition }: { condition: ConditionGroup }) {
             ? 'Counting…'
             : `${live.count.toLocaleString()} ${live.count === 1 ? 'contact matches' : 'contacts match'}${live.busy ? ' (updating…)' : ''}`}
       </p>
+      {!live.error && live.sample && live.sample.length > 0 && (
+        <p className="muted">Newest matches: {live.sample.slice(0, 5).join(', ')}</p>
+      )}
       <ErrorMessage error={live.error} />
     </div>
   );
@@ -208,6 +219,10 @@ function SegmentForm({
         label="Contacts who match"
       />
       <LiveCount condition={condition} />
+      <details>
+        <summary>The condition as JSON (what the API receives)</summary>
+        <Json value={condition} />
+      </details>
       <ErrorMessage error={error} />
       <div className="cond-row">
         <button type="submit" disabled={saving}>
