@@ -113,6 +113,13 @@ describe('segments and workflows in Chromium', () => {
       .waitFor();
     await expect(liveCount().textContent()).resolves.toMatch(/not valid/);
     await first.getByLabel('Data key').fill('plan');
+    // A list typed key by key keeps its commas while it is sent as ["pro", "free"].
+    await first.getByLabel('Operator').selectOption('in');
+    await first.getByLabel('Values (comma-separated)').pressSequentially('pro, free');
+    await expect(first.getByLabel('Values (comma-separated)').inputValue()).resolves.toBe(
+      'pro, free',
+    );
+    await liveCount().getByText(`${CONTACTS.length} contacts match`).waitFor();
     await first.getByLabel('Operator').selectOption('equals');
     await first.getByLabel('Value', { exact: true }).fill('pro');
     await liveCount()

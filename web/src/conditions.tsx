@@ -1,4 +1,4 @@
-import { useId } from 'react';
+import { useId, useState, type InputHTMLAttributes } from 'react';
 import './conditions.css';
 
 /**
@@ -428,6 +428,15 @@ function ValueEditor({
 }) {
   const ids = { value: useId(), type: useId(), amount: useId(), unit: useId(), count: useId() };
   const { field, operator, value } = rule;
+  // The type of a data value shows in the value itself once there is one; until then, the choice.
+  const inferred = Array.isArray(value)
+    ? value.length > 0
+      ? scalarType(value[0])
+      : undefined
+    : value === '' || value === undefined
+      ? undefined
+      : scalarType(value);
+  const [chosenType, setChosenType] = useState<ScalarType>(inferred ?? 'text');
   const kind = fieldKind(field);
   const obj = (
     typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {}
@@ -554,7 +563,7 @@ function ValueEditor({
   const typed = kind === 'data' && !STRING_OPS.includes(operator);
   const list = operator === 'in' || operator === 'notIn';
   const items = Array.isArray(value) ? value : [];
-  const type: ScalarType = list ? scalarType(items[0]) : scalarType(value);
+  const type: ScalarType = typed ? (inferred ?? chosenType) : 'text';
   const typeSelect = typed && (
     <span className="cond-cell narrow">
       <label htmlFor={ids.type}>Type</label>
@@ -563,6 +572,7 @@ function ValueEditor({
         value={type}
         onChange={(e) => {
           const t = e.target.value as ScalarType;
+          setChosenType(t);
           onChange(list ? items.map((v) => convert(v, t)) : convert(value, t));
         }}
       >
@@ -579,18 +589,18 @@ function ValueEditor({
         {typeSelect}
         <span className="cond-cell wide">
           <label htmlFor={ids.value}>Values (comma-separated)</label>
-          <input
+          <DraftInput
             id={ids.value}
-            value={items.map(String).join(', ')}
-            onChange={(e) =>
-              onChange(
-                e.target.value
-                  .split(',')
-                  .map((s) => s.trim())
-                  .filter((s) => s.length > 0)
-                  .map((s) => convert(s, type)),
-              )
+            value={items}
+            format={(v) => (Array.isArray(v) ? v.map(String).join(', ') : '')}
+            parse={(text) =>
+              text
+                .split(',')
+                .map((part) => part.trim())
+                .filter((part) => part.length > 0)
+                .map((part) => parseScalar(part, type))
             }
+            onValue={onChange}
           />
         </span>
       </>
@@ -621,23 +631,65 @@ function ValueEditor({
       {typeSelect}
       <span className="cond-cell wide">
         <label htmlFor={ids.value}>Value</label>
-        <input
+        <DraftInput
           id={ids.value}
-          type={typed && type === 'number' ? 'number' : 'text'}
-          value={value === undefined || value === null ? '' : String(value)}
+          inputMode={type === 'number' ? 'decimal' : undefined}
+          value={value}
+          format={(v) => (v === undefined || v === null ? '' : String(v))}
+          parse={(text) => parseScalar(text, type)}
           placeholder={COMPARE_OPS.includes(operator) ? 'number or 2024-05-01' : undefined}
-          onChange={(e) =>
-            onChange(
-              typed && type === 'number'
-                ? Number.isFinite(e.target.valueAsNumber)
-                  ? e.target.valueAsNumber
-                  : ''
-                : e.target.value,
-            )
-          }
+          onValue={onChange}
         />
       </span>
     </>
+  );
+}
+
+/** Text as the chosen type; a number that does not parse stays text, so the API says what is wrong. */
+function parseScalar(text: string, type: ScalarType): string | number | boolean {
+  if (type === 'number') {
+    const n = Number(text.trim());
+    return text.trim() !== '' && Number.isFinite(n) ? n : text;
+  }
+  if (type === 'boolean') return text.trim() === 'true';
+  return text;
+}
+
+/**
+ * A text input over a parsed value that keeps what is typed ("1.", "a, ") while the value it
+ * parses to goes out; a change from elsewhere (type switch, another rule removed) shows anew.
+ */
+function DraftInput({
+  value,
+  format,
+  parse,
+  onValue,
+  ...rest
+}: {
+  value: unknown;
+  format: (value: unknown) => string;
+  parse: (text: string) => unknown;
+  onValue: (value: unknown) => void;
+} & Omit<InputHTMLAttributes<HTMLInputElement>, 'value' | 'onChange'>) {
+  const [draft, setDraft] = useState(() => format(value));
+  const [seen, setSeen] = useState(() => JSON.stringify(value));
+  const current = JSON.stringify(value);
+  if (current !== seen) {
+    setSeen(current);
+    if (JSON.stringify(parse(draft)) !== current) setDraft(format(value));
+  }
+  return (
+    <input
+      {...rest}
+      type="text"
+      value={draft}
+      onChange={(e) => {
+        const next = parse(e.target.value);
+        setDraft(e.target.value);
+        setSeen(JSON.stringify(next));
+        onValue(next);
+      }}
+    />
   );
 }
 
