@@ -104,6 +104,9 @@ describe('segments and workflows in Chromium', () => {
     await page.getByLabel('Name', { exact: true }).fill('Pro VIPs and buyers');
     await page.getByRole('button', { name: 'Add condition', exact: true }).click();
     const first = group('Condition 1');
+    // The keyboard goes on in the new condition: its first control has the focus.
+    const fieldId = await first.getByLabel('Field').getAttribute('id');
+    expect(await page.evaluate<string>('document.activeElement.id')).toBe(fieldId);
     await first.getByLabel('Field').selectOption('data.');
     // A data field without a key: the API's 422, in words, where the count was.
     await page

@@ -198,6 +198,10 @@ interface Ctx {
 
 const numbered = (path: number[]) => path.map((i) => i + 1).join('.');
 
+// Keys of the editors in a group: stable across removals, so each keeps its own typing state.
+let keySeq = 0;
+const nextKey = () => ++keySeq;
+
 function GroupEditor({
   group,
   onChange,
@@ -205,6 +209,7 @@ function GroupEditor({
   path,
   legend,
   ctx,
+  autoFocus,
 }: {
   group: ConditionGroup;
   onChange: (g: ConditionGroup) => void;
@@ -212,14 +217,26 @@ function GroupEditor({
   path: number[];
   legend: string;
   ctx: Ctx;
+  autoFocus?: boolean;
 }) {
   const depth = path.length + 1;
   const children = Array.isArray(group.conditions) ? group.conditions : [];
+  const [keys, setKeys] = useState(() => children.map(nextKey));
+  // The key just added: its editor takes the focus, so the keyboard goes on where the button was.
+  const [added, setAdded] = useState<number>();
+  if (keys.length !== children.length) setKeys(children.map(nextKey)); // replaced from outside
   const set = (index: number, node: ConditionNode) =>
     onChange({ ...group, conditions: children.map((c, i) => (i === index ? node : c)) });
-  const remove = (index: number) =>
+  const remove = (index: number) => {
+    setKeys(keys.filter((_, i) => i !== index));
     onChange({ ...group, conditions: children.filter((_, i) => i !== index) });
-  const add = (node: ConditionNode) => onChange({ ...group, conditions: [...children, node] });
+  };
+  const add = (node: ConditionNode) => {
+    const key = nextKey();
+    setKeys([...keys, key]);
+    setAdded(key);
+    onChange({ ...group, conditions: [...children, node] });
+  };
   const logicId = useId();
   return (
     <fieldset className={`cond-group depth-${Math.min(depth, 5)}`}>
@@ -228,6 +245,7 @@ function GroupEditor({
         <label htmlFor={logicId}>Match</label>
         <select
           id={logicId}
+          autoFocus={autoFocus}
           value={group.logic}
           onChange={(e) => onChange({ ...group, logic: e.target.value as Logic })}
         >
@@ -249,7 +267,7 @@ function GroupEditor({
         {children.map((node, i) => {
           const childPath = [...path, i];
           return (
-            <li key={i}>
+            <li key={keys[i] ?? `i${i}`}>
               {isGroup(node) ? (
                 <GroupEditor
                   group={node}
@@ -258,6 +276,7 @@ function GroupEditor({
                   path={childPath}
                   legend={`Group ${numbered(childPath)}`}
                   ctx={ctx}
+                  autoFocus={keys[i] === added}
                 />
               ) : (
                 <RuleEditor
@@ -266,6 +285,7 @@ function GroupEditor({
                   onRemove={() => remove(i)}
                   legend={`Condition ${numbered(childPath)}`}
                   ctx={ctx}
+                  autoFocus={keys[i] === added}
                 />
               )}
             </li>
@@ -300,12 +320,14 @@ function RuleEditor({
   onRemove,
   legend,
   ctx,
+  autoFocus,
 }: {
   rule: ConditionRule;
   onChange: (r: ConditionRule) => void;
   onRemove: () => void;
   legend: string;
   ctx: Ctx;
+  autoFocus?: boolean;
 }) {
   const ids = { field: useId(), key: useId(), op: useId() };
   const field = typeof rule.field === 'string' ? rule.field : '';
@@ -339,6 +361,7 @@ function RuleEditor({
           <label htmlFor={ids.field}>Field</label>
           <select
             id={ids.field}
+            autoFocus={autoFocus}
             value={kind === 'unknown' ? '' : fieldChoice(field)}
             onChange={(e) => changeField(e.target.value)}
           >
