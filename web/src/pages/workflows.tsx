@@ -491,11 +491,16 @@ export function ExecutionPage({ id, executionId }: { id: string; executionId: st
               <dt>Exit reason</dt>
               <dd>{x.exitReason ?? '—'}</dd>
             </dl>
-            {(x.status === 'RUNNING' || x.status === 'WAITING') && (
-              <button type="button" className="danger" onClick={cancel}>
-                Cancel execution
+            <div className="cond-row">
+              <button type="button" onClick={state.reload}>
+                Refresh
               </button>
-            )}
+              {(x.status === 'RUNNING' || x.status === 'WAITING') && (
+                <button type="button" className="danger" onClick={cancel}>
+                  Cancel execution
+                </button>
+              )}
+            </div>
             <ErrorMessage error={error} />
             <h2>Steps run</h2>
             {x.steps.length === 0 ? (
