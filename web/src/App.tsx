@@ -6,11 +6,19 @@ import { DomainPage, DomainsPage } from './pages/domains';
 import { EmailPage, EmailsPage } from './pages/emails';
 import { EventsPage } from './pages/events';
 import { CampaignPage, CampaignsPage, EditCampaignPage, NewCampaignPage } from './pages/campaigns';
-import { SegmentsPage, WebhooksPage, WorkflowsPage } from './pages/lists';
+import { WebhooksPage } from './pages/lists';
 import { OverviewPage } from './pages/overview';
+import { EditSegmentPage, NewSegmentPage, SegmentPage, SegmentsPage } from './pages/segments';
 import { SettingsPage } from './pages/settings';
 import { SignInPage } from './pages/sign-in';
 import { TemplatePage, TemplatesPage } from './pages/templates';
+import {
+  EditWorkflowPage,
+  ExecutionPage,
+  NewWorkflowPage,
+  WorkflowPage,
+  WorkflowsPage,
+} from './pages/workflows';
 import { loadSession, signOut, type Session } from './session';
 import { ErrorMessage, PageTitle } from './ui';
 
@@ -103,7 +111,16 @@ function Layout({ session, onSignOut }: { session: Session; onSignOut: () => voi
           <Route path="/templates" component={TemplatesPage} />
           <Route path="/templates/:id">{(p) => <TemplatePage id={p.id} />}</Route>
           <Route path="/segments" component={SegmentsPage} />
+          <Route path="/segments/new" component={NewSegmentPage} />
+          <Route path="/segments/:id/edit">{(p) => <EditSegmentPage id={p.id} />}</Route>
+          <Route path="/segments/:id">{(p) => <SegmentPage id={p.id} />}</Route>
           <Route path="/workflows" component={WorkflowsPage} />
+          <Route path="/workflows/new" component={NewWorkflowPage} />
+          <Route path="/workflows/:id/edit">{(p) => <EditWorkflowPage id={p.id} />}</Route>
+          <Route path="/workflows/:id/executions/:executionId">
+            {(p) => <ExecutionPage id={p.id} executionId={p.executionId} />}
+          </Route>
+          <Route path="/workflows/:id">{(p) => <WorkflowPage id={p.id} />}</Route>
           <Route path="/webhooks" component={WebhooksPage} />
           <Route path="/domains" component={DomainsPage} />
           <Route path="/domains/:id">{(p) => <DomainPage id={p.id} />}</Route>

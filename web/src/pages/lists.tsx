@@ -4,7 +4,7 @@ import { Badge, PageTitle, Pager, Show, useCursor, useLoad, when, type Page } fr
 
 /**
  * A read-only list of one kind of thing, paged by cursor. The editors of these pages (campaign
- * composer, segment builder, workflow steps, webhook deliveries) are still to come.
+ * composer, webhook deliveries) are still to come; segments and workflows have their own pages.
  */
 function ListPage<T extends { id: string }>({
   title,
@@ -58,36 +58,6 @@ function ListPage<T extends { id: string }>({
 }
 
 const query = (cursor: string | undefined) => ({ params: { query: { limit: 50, cursor } } });
-
-export function SegmentsPage() {
-  return (
-    <ListPage
-      title="Segments"
-      load={(c) => unwrap(api.GET('/segments', query(c))).then((r) => r.data)}
-      columns={[
-        ['Name', (x) => x.name],
-        ['Members', (x) => x.memberCount?.toLocaleString() ?? '—'],
-        ['Updated', (x) => when(x.updatedAt)],
-      ]}
-    />
-  );
-}
-
-export function WorkflowsPage() {
-  return (
-    <ListPage
-      title="Workflows"
-      load={(c) => unwrap(api.GET('/workflows', query(c))).then((r) => r.data)}
-      columns={[
-        ['Name', (x) => x.name],
-        ['Trigger', (x) => x.trigger.type],
-        ['Enabled', (x) => <Badge value={x.enabled ? 'Enabled' : 'Disabled'} />],
-        ['Steps', (x) => x.steps.length],
-        ['Updated', (x) => when(x.updatedAt)],
-      ]}
-    />
-  );
-}
 
 export function WebhooksPage() {
   return (
