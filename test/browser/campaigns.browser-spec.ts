@@ -174,6 +174,10 @@ describe('templates and campaigns in Chromium', () => {
     );
     // All subscribed contacts first, then the segment: the count follows the choice.
     await page.getByText(`${RECIPIENTS + 1} subscribed recipients now`).waitFor();
+    // A filter: the condition builder, empty to begin with (every subscribed contact).
+    await page.getByLabel('Contacts matching a filter').check();
+    await page.getByRole('group', { name: 'Audience filter' }).waitFor();
+    await page.getByText(`${RECIPIENTS + 1} subscribed recipients now`).waitFor();
     await page.getByLabel('A segment').check();
     await page.getByLabel('Segment', { exact: true }).selectOption(segmentId);
     await page.getByText(`${RECIPIENTS} subscribed recipients now`).waitFor();

@@ -20,6 +20,8 @@ import {
   useLoad,
   when,
 } from '../ui';
+import { ConditionBuilder, emptyCondition, type ConditionGroup } from '../conditions';
+import { useEventNames } from './segments';
 import { goToLine, LiquidErrors } from './templates';
 import './editor.css';
 
@@ -128,6 +130,7 @@ interface Draft {
   fromName: string;
   audienceType: SchemaAudienceType;
   segmentId: string;
+  audienceFilter: ConditionGroup;
 }
 
 const EMPTY: Draft = {
@@ -138,6 +141,7 @@ const EMPTY: Draft = {
   fromName: '',
   audienceType: 'ALL',
   segmentId: '',
+  audienceFilter: emptyCondition(),
 };
 
 export function NewCampaignPage() {
@@ -164,6 +168,7 @@ function CampaignEditor({ campaign }: { campaign?: SchemaCampaignResponse }) {
           fromName: campaign.fromName ?? '',
           audienceType: campaign.audienceType,
           segmentId: campaign.segmentId ?? '',
+          audienceFilter: (campaign.audienceFilter as ConditionGroup | null) ?? emptyCondition(),
         }
       : EMPTY,
   );
@@ -179,7 +184,8 @@ function CampaignEditor({ campaign }: { campaign?: SchemaCampaignResponse }) {
     () => unwrap(api.GET('/segments', { params: { query: { limit: 100 } } })).then((r) => r.data),
     [],
   );
-  const count = useAudienceCount(draft.audienceType, draft.segmentId);
+  const eventNames = useEventNames();
+  const count = useAudienceCount(draft.audienceType, draft.segmentId, draft.audienceFilter);
   const set = <K extends keyof Draft>(key: K, value: Draft[K]) =>
     setDraft((d) => ({ ...d, [key]: value }));
 
@@ -207,6 +213,7 @@ function CampaignEditor({ campaign }: { campaign?: SchemaCampaignResponse }) {
       fromName: draft.fromName.trim() || null,
       audienceType: draft.audienceType,
       segmentId: draft.audienceType === 'SEGMENT' ? draft.segmentId || null : null,
+      audienceFilter: draft.audienceType === 'FILTERED' ? draft.audienceFilter : null,
     };
     try {
       const res = campaign
@@ -359,18 +366,20 @@ function CampaignEditor({ campaign }: { campaign?: SchemaCampaignResponse }) {
             <input
               type="radio"
               name="audience"
-              disabled
               checked={draft.audienceType === 'FILTERED'}
+              onChange={() => set('audienceType', 'FILTERED')}
             />
             Contacts matching a filter
           </label>
-          {/* AUDIENCE BY FILTER: the condition builder (web/src/conditions.tsx, being built
-              alongside) goes here, setting audienceType FILTERED and audienceFilter; the live
-              count below then previews that condition. */}
-          <p className="placeholder">
-            Audience by filter comes with the condition builder. Until then, build a segment and
-            choose it here.
-          </p>
+          {draft.audienceType === 'FILTERED' && (
+            <ConditionBuilder
+              value={draft.audienceFilter}
+              onChange={(next) => set('audienceFilter', next)}
+              segments={(segments.data?.items ?? []).map((x) => ({ id: x.id, name: x.name }))}
+              eventNames={eventNames}
+              label="Audience filter"
+            />
+          )}
           <ErrorMessage error={segments.error} />
           <p role="status" aria-busy={count.busy}>
             {count.error
@@ -397,12 +406,14 @@ function CampaignEditor({ campaign }: { campaign?: SchemaCampaignResponse }) {
  * The audience's size now, asked of POST /segments/preview: subscribed contacts, of the chosen
  * segment when there is one (suppressed contacts are left out later, at send).
  */
-function useAudienceCount(type: SchemaAudienceType, segmentId: string) {
+function useAudienceCount(type: SchemaAudienceType, segmentId: string, filter: ConditionGroup) {
   const [state, setState] = useState<{ count?: number; error?: ApiError; busy: boolean }>({
     busy: false,
   });
+  // The filter as text: a new object with the same condition asks nothing again.
+  const filterText = JSON.stringify(filter);
   useEffect(() => {
-    if (type === 'FILTERED' || (type === 'SEGMENT' && !segmentId)) {
+    if (type === 'SEGMENT' && !segmentId) {
       setState({ busy: false });
       return;
     }
@@ -410,18 +421,26 @@ function useAudienceCount(type: SchemaAudienceType, segmentId: string) {
       { field: 'subscribed', operator: 'equals', value: true },
     ];
     if (type === 'SEGMENT') conditions.push({ field: 'segment', operator: 'in', value: segmentId });
+    const group = JSON.parse(filterText) as ConditionGroup;
+    if (type === 'FILTERED' && group.conditions.length > 0) conditions.push(group);
     let current = true;
     setState({ busy: true });
-    unwrap(
-      api.POST('/segments/preview', { body: { condition: { logic: 'AND', conditions } } }),
-    ).then(
-      (r) => current && setState({ count: r.data.count, busy: false }),
-      (err: unknown) => current && setState({ error: asApiError(err), busy: false }),
+    // A filter is typed into: ask 400 ms after the last change, as the segment builder does.
+    const timer = setTimeout(
+      () =>
+        unwrap(
+          api.POST('/segments/preview', { body: { condition: { logic: 'AND', conditions } } }),
+        ).then(
+          (r) => current && setState({ count: r.data.count, busy: false }),
+          (err: unknown) => current && setState({ error: asApiError(err), busy: false }),
+        ),
+      type === 'FILTERED' ? 400 : 0,
     );
     return () => {
       current = false;
+      clearTimeout(timer);
     };
-  }, [type, segmentId]);
+  }, [type, segmentId, filterText]);
   return state;
 }
 
