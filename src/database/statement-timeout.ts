@@ -66,7 +66,13 @@ export function statementTimeoutDriver(
 
   class StatementTimeoutPool extends pg.Pool {
     constructor(config?: pg.PoolConfig) {
-      super(mode.transactionPooled ? config : { ...config, statement_timeout: defaultMs });
+      // Pooled: pipelined, so a statement's own transaction (runInOwnTransaction) costs no extra
+      // round trips; TypeORM awaits each query, so nothing else changes.
+      super(
+        mode.transactionPooled
+          ? { ...config, pipeline: true }
+          : { ...config, statement_timeout: defaultMs },
+      );
     }
 
     override connect(): Promise<pg.PoolClient>;
@@ -135,8 +141,9 @@ type QueryFn = (config: unknown, values?: unknown, callback?: unknown) => Promis
  * - TypeORM's `START TRANSACTION` goes out as `START TRANSACTION; SET LOCAL statement_timeout = n`
  *   in one round trip (a later `SET TRANSACTION ISOLATION LEVEL` still works: SET takes no snapshot);
  * - a statement outside a transaction runs in one of its own (`BEGIN; SET LOCAL …`, the statement,
- *   `COMMIT`): two more round trips, the price of a bound that cannot leak to the pooler's other
- *   clients. Submittables (cursors, streams) and callback calls pass through unchanged.
+ *   `COMMIT`, pipelined in one round trip): a bound that cannot leak to the pooler's other
+ *   clients. Submittables (cursors, streams) and callback calls pass through unchanged (pg refuses
+ *   cursors on a pipelined client; the service uses none).
  * With prepared statements off, a query's `name` is dropped (pg prepares only named queries).
  */
 function wrapQueries(client: pg.PoolClient, mode: PoolMode, boundOf: () => number): void {
@@ -178,14 +185,29 @@ async function runInOwnTransaction(
   config: unknown,
   values: unknown,
 ): Promise<unknown> {
-  await query(`BEGIN; ${local}`);
-  let result: unknown;
+  // Written together (the pool's clients pipeline): one round trip. A failing statement aborts
+  // the transaction and the COMMIT behind it then ends it as a rollback, without an error.
+  const begin = query(`BEGIN; ${local}`);
+  const run = query(config, values);
+  const commit = query('COMMIT');
+  const settle = (p: Promise<unknown>) =>
+    p.then(
+      () => undefined,
+      () => undefined,
+    );
   try {
-    result = await query(config, values);
+    await begin;
   } catch (error) {
-    await query('ROLLBACK').catch(() => undefined);
+    await Promise.all([settle(run), settle(commit)]);
     throw error;
   }
-  await query('COMMIT');
+  let result: unknown;
+  try {
+    result = await run;
+  } catch (error) {
+    await settle(commit);
+    throw error;
+  }
+  await commit;
   return result;
 }
