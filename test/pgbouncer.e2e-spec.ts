@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { prepareDatabase } from '../src/database/prepare-database';
 import type { ConditionGroup } from '../src/conditions/condition.types';
+import { runAsApiRequest } from '../src/database/statement-timeout';
 import { SegmentMembershipService } from '../src/segments/segment-membership.service';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
 import { verifyDomainForTest } from './support/domains';
@@ -169,6 +170,31 @@ const PRO: ConditionGroup = {
     } finally {
       await other.end();
     }
+  });
+
+  it('bounds a statement outside a transaction and one inside a REPEATABLE READ transaction', async () => {
+    const bound = (m: { query: DataSource['query'] }) =>
+      m
+        .query(
+          `SELECT current_setting('statement_timeout') AS s, current_setting('transaction_isolation') AS i`,
+        )
+        .then((rows: Array<{ s: string; i: string }>) => rows[0]);
+    // An API request's statement on its own: its own transaction with the API bound.
+    await expect(runAsApiRequest(() => bound(ds))).resolves.toEqual({
+      s: '1s',
+      i: 'read committed',
+    });
+    await expect(runAsApiRequest(() => ds.query('SELECT pg_sleep(3)'))).rejects.toThrow(
+      /statement timeout/,
+    );
+    // A transaction: SET LOCAL with START TRANSACTION, the isolation level still applies.
+    await expect(
+      runAsApiRequest(() => ds.transaction('REPEATABLE READ', (m) => bound(m))),
+    ).resolves.toEqual({ s: '1s', i: 'repeatable read' });
+    await expect(ds.transaction((m) => bound(m))).resolves.toEqual({
+      s: '4min',
+      i: 'read committed',
+    });
   });
 
   it('resumes answering after PgBouncer restarts mid-load, and every answered track is stored', async () => {
