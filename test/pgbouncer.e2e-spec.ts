@@ -2,7 +2,7 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { prepareDatabase } from '../src/database/prepare-database';
 import type { ConditionGroup } from '../src/conditions/condition.types';
-import { runAsApiRequest } from '../src/database/statement-timeout';
+import { runAsApiRequest, statementTimeoutDriver } from '../src/database/statement-timeout';
 import { SegmentMembershipService } from '../src/segments/segment-membership.service';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
 import { verifyDomainForTest } from './support/domains';
@@ -195,6 +195,41 @@ const PRO: ConditionGroup = {
       s: '4min',
       i: 'read committed',
     });
+  });
+
+  it('with DATABASE_PREPARED_STATEMENTS=false never leaves a named statement on a pooled server connection', async () => {
+    // pg prepares a query that has a name once per client and then only binds it, which fails on
+    // another server connection of PgBouncer; the driver drops the name instead.
+    const named = async (preparedStatements: boolean) => {
+      const driver = statementTimeoutDriver({ apiMs: API_MS, backgroundMs: BACKGROUND_MS }, 0, {
+        transactionPooled: true,
+        preparedStatements,
+      });
+      const pool = new driver.Pool({ connectionString: bouncer.url(database), max: 4 });
+      try {
+        await Promise.all(
+          Array.from({ length: 4 }, async (_, k) => {
+            for (let i = 0; i < 25; i++) {
+              const client = await pool.connect();
+              try {
+                const { rows } = await client.query({
+                  name: 'mw_named',
+                  text: 'SELECT $1::int AS n',
+                  values: [k * 100 + i],
+                });
+                expect(rows[0].n).toBe(k * 100 + i);
+              } finally {
+                client.release();
+              }
+            }
+          }),
+        );
+      } finally {
+        await pool.end();
+      }
+    };
+    await expect(named(false)).resolves.toBeUndefined();
+    await expect(named(true)).rejects.toThrow(/prepared statement/);
   });
 
   it('resumes answering after PgBouncer restarts mid-load, and every answered track is stored', async () => {
