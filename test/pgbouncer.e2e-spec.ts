@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { prepareDatabase } from '../src/database/prepare-database';
 import type { ConditionGroup } from '../src/conditions/condition.types';
+import { preparedRows } from '../src/database/query-rows';
 import { runAsApiRequest, statementTimeoutDriver } from '../src/database/statement-timeout';
 import { SegmentMembershipService } from '../src/segments/segment-membership.service';
 import { startTestDnsServer, TestDnsServer } from './support/dns-server';
@@ -230,6 +231,26 @@ const PRO: ConditionGroup = {
     };
     await expect(named(false)).resolves.toBeUndefined();
     await expect(named(true)).rejects.toThrow(/prepared statement/);
+
+    // The service's own named statements (preparedRows): through pg-pool's pool.query outside a
+    // transaction, through the transaction's client inside one; both get the request's bound.
+    await Promise.all(
+      Array.from({ length: 4 }, async (_, k) => {
+        for (let i = 0; i < 25; i++) {
+          const [row] = await preparedRows<{ n: number }>(ds.manager, 'SELECT $1::int AS n', [
+            k * 100 + i,
+          ]);
+          expect(row.n).toBe(k * 100 + i);
+        }
+      }),
+    );
+    const setting = `SELECT current_setting('statement_timeout') AS s`;
+    await expect(runAsApiRequest(() => preparedRows(ds.manager, setting))).resolves.toEqual([
+      { s: '1s' },
+    ]);
+    await expect(
+      runAsApiRequest(() => ds.transaction((m) => preparedRows(m, setting))),
+    ).resolves.toEqual([{ s: '1s' }]);
   });
 
   it('resumes answering after PgBouncer restarts mid-load, and every answered track is stored', async () => {

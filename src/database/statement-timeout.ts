@@ -142,22 +142,14 @@ type QueryFn = (config: unknown, values?: unknown, callback?: unknown) => Promis
  *   in one round trip (a later `SET TRANSACTION ISOLATION LEVEL` still works: SET takes no snapshot);
  * - a statement outside a transaction runs in one of its own (`BEGIN; SET LOCAL …`, the statement,
  *   `COMMIT`, pipelined in one round trip): a bound that cannot leak to the pooler's other
- *   clients. Submittables (cursors, streams) and callback calls pass through unchanged (pg refuses
- *   cursors on a pipelined client; the service uses none).
+ *   clients. Submittables (cursors, streams) pass through unchanged (pg refuses cursors on a
+ *   pipelined client; the service uses none).
  * With prepared statements off, a query's `name` is dropped (pg prepares only named queries).
  */
 function wrapQueries(client: pg.PoolClient, mode: PoolMode, boundOf: () => number): void {
   const original = client.query.bind(client) as QueryFn;
   const local = () => `SET LOCAL statement_timeout = ${Math.trunc(boundOf())}`;
-  const patched: QueryFn = (config, values, callback) => {
-    if (
-      config === null ||
-      typeof callback === 'function' ||
-      typeof values === 'function' ||
-      typeof (config as { submit?: unknown }).submit === 'function'
-    ) {
-      return original(config, values, callback);
-    }
+  const promised = (config: unknown, values: unknown): Promise<unknown> => {
     let query = config;
     if (!mode.preparedStatements && typeof query === 'object' && 'name' in (query as object)) {
       const { name: _unnamed, ...rest } = query as { name?: string };
@@ -175,6 +167,20 @@ function wrapQueries(client: pg.PoolClient, mode: PoolMode, boundOf: () => numbe
     // 'I': idle, outside a transaction block (the last ReadyForQuery said so).
     if (client.getTransactionStatus?.() !== 'I') return original(query, values);
     return runInOwnTransaction(original, local(), query, values);
+  };
+  const patched: QueryFn = (config, values, callback) => {
+    if (config === null || typeof (config as { submit?: unknown }).submit === 'function') {
+      return original(config, values, callback);
+    }
+    // The callback form is pg-pool's `pool.query` (preparedRows outside a transaction uses it).
+    const done = typeof values === 'function' ? values : callback;
+    if (typeof done !== 'function') return promised(config, values);
+    const given = typeof values === 'function' ? undefined : values;
+    promised(config, given).then(
+      (result) => (done as (error: unknown, result?: unknown) => void)(undefined, result),
+      (error: unknown) => (done as (error: unknown) => void)(error),
+    );
+    return undefined as unknown as Promise<unknown>;
   };
   (client as unknown as { query: QueryFn }).query = patched;
 }
