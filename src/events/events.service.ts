@@ -14,6 +14,7 @@ import {
 import { EventHooks, RecordedEvent } from './event-hooks';
 import type { EventRow } from './event.row';
 import { EventsRepository, NewEvent } from './events.repository';
+import { ReadDatabase } from '../database/read-database';
 
 /**
  * Records and lists events. `record` and `recordMany` run inside the caller's
@@ -25,6 +26,8 @@ import { EventsRepository, NewEvent } from './events.repository';
 export class EventsService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    /** Reads that tolerate lag: list pages (docs/scaling.md). */
+    private readonly read: ReadDatabase,
     private readonly events: EventsRepository,
     private readonly hooks: EventHooks,
   ) {}
@@ -59,7 +62,7 @@ export class EventsService {
     const limit = query.limit ?? 20;
     const after = query.cursor ? decodeEventCursor(query.cursor) : null;
     const { rows, total } = await this.events.list(
-      this.dataSource.manager,
+      this.read.manager,
       projectId,
       { name: query.name, contactId: query.contactId, since: query.since, until: query.until },
       after,
@@ -73,12 +76,7 @@ export class EventsService {
   async names(projectId: string, query: PaginationQueryDto): Promise<Page<EventNameResponse>> {
     const limit = query.limit ?? 20;
     const after = query.cursor ? decodeNameCursor(query.cursor) : null;
-    const { rows, total } = await this.events.names(
-      this.dataSource.manager,
-      projectId,
-      after,
-      limit,
-    );
+    const { rows, total } = await this.events.names(this.read.manager, projectId, after, limit);
     return keysetPage(rows, limit, total, toEventNameResponse, (last) =>
       encodeNameCursor({ micros: last.micros, name: last.name }),
     );
