@@ -137,8 +137,32 @@ export interface paths {
         /** The project's API keys (prefixes only; never the secret) */
         get: operations["project_listKeys"];
         put?: never;
-        post?: never;
+        /**
+         * Create an API key for this project; the key is in this answer only (apiKey)
+         * @description A `secret` key (sk_) can call every endpoint and sign in to the dashboard; a `public` key (pk_) only POST /v1/track and /v1/subscribe. Only the key's SHA-256 is stored: store `apiKey` now.
+         */
+        post: operations["project_createKey"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/project/keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke one of the project's keys: it answers 401 from then on, and its dashboard sessions end
+         * @description The key stays in the listing as revoked. Revoking a revoked key answers it unchanged. The project's last active secret key cannot be revoked (409): create another first. The calling key may revoke itself when another secret key remains.
+         */
+        delete: operations["project_revokeKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1321,6 +1345,8 @@ export interface components {
             id: string;
             /** Format: uuid */
             projectId: string;
+            /** @description The name given at creation (POST /project/keys), or null */
+            name: string | null;
             /** @enum {string} */
             type: "secret" | "public";
             /**
@@ -1333,6 +1359,26 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             revokedAt: string | null;
+        };
+        CreatedApiKeyResponse: {
+            key: components["schemas"]["ApiKeyResponse"];
+            /**
+             * @description The key itself. Shown only in this answer: store it now
+             * @example sk_3f1cZ…
+             */
+            apiKey: string;
+        };
+        CreateApiKeyDto: {
+            /**
+             * @description `secret` (sk_: every endpoint) or `public` (pk_: POST /v1/track and /v1/subscribe)
+             * @enum {string}
+             */
+            type: "secret" | "public";
+            /**
+             * @description A label shown in the key listing
+             * @example Production server
+             */
+            name?: string;
         };
         TrackingDomainCheckResponse: {
             /**
@@ -2438,6 +2484,8 @@ export type SchemaMailboxDto = components['schemas']['MailboxDto'];
 export type SchemaDoubleOptInDto = components['schemas']['DoubleOptInDto'];
 export type SchemaUpdateProjectDto = components['schemas']['UpdateProjectDto'];
 export type SchemaApiKeyResponse = components['schemas']['ApiKeyResponse'];
+export type SchemaCreatedApiKeyResponse = components['schemas']['CreatedApiKeyResponse'];
+export type SchemaCreateApiKeyDto = components['schemas']['CreateApiKeyDto'];
 export type SchemaTrackingDomainCheckResponse = components['schemas']['TrackingDomainCheckResponse'];
 export type SchemaImportStatus = components['schemas']['ImportStatus'];
 export type SchemaImportRowErrorResponse = components['schemas']['ImportRowErrorResponse'];
@@ -3493,6 +3541,233 @@ export interface operations {
             };
             /** @description PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track and POST /v1/subscribe) */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members; template save, preview, test and send renders) the project's budget of expensive work (segment evaluation and slow rendering) is spent; see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INTERNAL_ERROR: an unexpected error; report error.requestId */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    project_createKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateApiKeyDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["CreatedApiKeyResponse"];
+                    };
+                };
+            };
+            /** @description BAD_REQUEST: malformed JSON, unsupported content type, or a bad query or path parameter (error.errors names it) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track and POST /v1/subscribe) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over the limit (10 MB on /v1/send and /contacts/import, 1 MB elsewhere) */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description VALIDATION_ERROR: the body is invalid; error.errors lists each field {field, message, code} */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members; template save, preview, test and send renders) the project's budget of expensive work (segment evaluation and slow rendering) is spent; see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INTERNAL_ERROR: an unexpected error; report error.requestId */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    project_revokeKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID; anything else is a 400 naming the parameter */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ApiKeyResponse"];
+                    };
+                };
+            };
+            /** @description BAD_REQUEST: malformed JSON, unsupported content type, or a bad query or path parameter (error.errors names it) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track and POST /v1/subscribe) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description KEY_NOT_FOUND: no such key in this project */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description CONFLICT: the project's last active secret key */
+            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
