@@ -5,16 +5,11 @@ import { ContactPage, ContactsPage } from './pages/contacts';
 import { DomainPage, DomainsPage } from './pages/domains';
 import { EmailPage, EmailsPage } from './pages/emails';
 import { EventsPage } from './pages/events';
-import {
-  CampaignsPage,
-  SegmentsPage,
-  TemplatesPage,
-  WebhooksPage,
-  WorkflowsPage,
-} from './pages/lists';
+import { CampaignsPage, SegmentsPage, TemplatesPage, WorkflowsPage } from './pages/lists';
 import { OverviewPage } from './pages/overview';
 import { SettingsPage } from './pages/settings';
 import { SignInPage } from './pages/sign-in';
+import { WebhookPage, WebhooksPage } from './pages/webhooks';
 import { loadSession, signOut, type Session } from './session';
 import { ErrorMessage, PageTitle } from './ui';
 
@@ -105,6 +100,7 @@ function Layout({ session, onSignOut }: { session: Session; onSignOut: () => voi
           <Route path="/segments" component={SegmentsPage} />
           <Route path="/workflows" component={WorkflowsPage} />
           <Route path="/webhooks" component={WebhooksPage} />
+          <Route path="/webhooks/:id">{(p) => <WebhookPage id={p.id} />}</Route>
           <Route path="/domains" component={DomainsPage} />
           <Route path="/domains/:id">{(p) => <DomainPage id={p.id} />}</Route>
           <Route path="/settings" component={SettingsPage} />

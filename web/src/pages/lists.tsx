@@ -119,18 +119,3 @@ export function WorkflowsPage() {
     />
   );
 }
-
-export function WebhooksPage() {
-  return (
-    <ListPage
-      title="Webhooks"
-      load={(c) => unwrap(api.GET('/webhooks', query(c))).then((r) => r.data)}
-      columns={[
-        ['URL', (x) => <code className="clip">{x.url}</code>],
-        ['Events', (x) => x.events.join(', ')],
-        ['Enabled', (x) => <Badge value={x.enabled ? 'Enabled' : 'Disabled'} />],
-        ['Created', (x) => when(x.createdAt)],
-      ]}
-    />
-  );
-}
