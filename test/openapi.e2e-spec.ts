@@ -290,6 +290,16 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
     ];
   },
   'GET /project/keys': () => [{ name: 'list', status: 200, query: 'limit=1' }],
+  'GET /project/stats': () => [
+    { name: 'default window', status: 200 },
+    { name: 'a week', status: 200, query: 'days=7' },
+    { name: 'too long', status: 400, query: 'days=91' },
+  ],
+  'GET /events/per-minute': () => [
+    { name: 'last hour', status: 200 },
+    { name: 'five minutes', status: 200, query: 'minutes=5' },
+    { name: 'too long', status: 400, query: 'minutes=121' },
+  ],
   'POST /project/keys': () => [
     { name: 'secret', status: 201, body: { type: 'secret', name: 'OpenAPI' } },
     { name: 'public', status: 201, body: { type: 'public' } },

@@ -330,6 +330,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events/per-minute": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Events per minute over the last minutes (default 60, at most 120), oldest first, zeros included
+         * @description The dashboard's live figure: one range scan of the (project_id, created_at) index.
+         */
+        get: operations["events_perMinute"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/track": {
         parameters: {
             query?: never;
@@ -667,6 +687,26 @@ export interface paths {
         put?: never;
         /** Set sender health back to HEALTHY after a pause (paused campaigns stay PAUSED) */
         post: operations["project_resumeSending"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/project/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sent, open, click, bounce and complaint figures of the last `days` days (default 30) and of the `days` before
+         * @description One statement over the emails' (project_id, COALESCE(sent_at, bounced_at)) index; docs/deliverability.md explains its cost.
+         */
+        get: operations["project_stats"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1497,6 +1537,18 @@ export interface components {
             /** Format: date-time */
             lastSeenAt: string;
         };
+        MinuteCountResponse: {
+            /**
+             * Format: date-time
+             * @description The start of the minute (UTC)
+             */
+            minute: string;
+            count: number;
+        };
+        EventsPerMinuteResponse: {
+            minutes: number;
+            points: components["schemas"]["MinuteCountResponse"][];
+        };
         TrackResponse: {
             /**
              * Format: uuid
@@ -1932,6 +1984,49 @@ export interface components {
             reason: string | null;
             /** Format: date-time */
             pausedAt: string | null;
+        };
+        StatsWindowResponse: {
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @description Emails that went out (or were refused) in the window */
+            sent: number;
+            /** @description Of those, opened at least once */
+            opened: number;
+            /** @description Of those, clicked at least once */
+            clicked: number;
+            /** @description Of those, BOUNCED */
+            bounced: number;
+            /** @description Of those, COMPLAINED */
+            complained: number;
+            /**
+             * @description A share of sent (0..1); null when nothing was sent
+             * @example 0.012
+             */
+            openRate: number | null;
+            /**
+             * @description A share of sent (0..1); null when nothing was sent
+             * @example 0.012
+             */
+            clickRate: number | null;
+            /**
+             * @description A share of sent (0..1); null when nothing was sent
+             * @example 0.012
+             */
+            bounceRate: number | null;
+            /**
+             * @description A share of sent (0..1); null when nothing was sent
+             * @example 0.012
+             */
+            complaintRate: number | null;
+        };
+        ProjectStatsResponse: {
+            days: number;
+            /** @description The last `days` days */
+            current: components["schemas"]["StatsWindowResponse"];
+            /** @description The `days` days before those */
+            previous: components["schemas"]["StatsWindowResponse"];
         };
         ProviderHookResponse: {
             /** @enum {string} */
@@ -2497,6 +2592,8 @@ export type SchemaCreateContactDto = components['schemas']['CreateContactDto'];
 export type SchemaUpdateContactDto = components['schemas']['UpdateContactDto'];
 export type SchemaEventResponse = components['schemas']['EventResponse'];
 export type SchemaEventNameResponse = components['schemas']['EventNameResponse'];
+export type SchemaMinuteCountResponse = components['schemas']['MinuteCountResponse'];
+export type SchemaEventsPerMinuteResponse = components['schemas']['EventsPerMinuteResponse'];
 export type SchemaTrackResponse = components['schemas']['TrackResponse'];
 export type SchemaTrackEventDto = components['schemas']['TrackEventDto'];
 export type SchemaSegmentResponse = components['schemas']['SegmentResponse'];
@@ -2527,6 +2624,8 @@ export type SchemaSuppressionResponse = components['schemas']['SuppressionRespon
 export type SchemaCreateSuppressionDto = components['schemas']['CreateSuppressionDto'];
 export type SchemaSendingStatus = components['schemas']['SendingStatus'];
 export type SchemaProjectHealthResponse = components['schemas']['ProjectHealthResponse'];
+export type SchemaStatsWindowResponse = components['schemas']['StatsWindowResponse'];
+export type SchemaProjectStatsResponse = components['schemas']['ProjectStatsResponse'];
 export type SchemaProviderHookResponse = components['schemas']['ProviderHookResponse'];
 export type SchemaConfigureProviderDto = components['schemas']['ConfigureProviderDto'];
 export type SchemaAudienceType = components['schemas']['AudienceType'];
@@ -4998,6 +5097,99 @@ export interface operations {
                             /** @description Items matching the filters, all pages together */
                             total: number;
                         };
+                    };
+                };
+            };
+            /** @description BAD_REQUEST: malformed JSON, unsupported content type, or a bad query or path parameter (error.errors names it) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track and POST /v1/subscribe) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members; template save, preview, test and send renders) the project's budget of expensive work (segment evaluation and slow rendering) is spent; see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INTERNAL_ERROR: an unexpected error; report error.requestId */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    events_perMinute: {
+        parameters: {
+            query?: {
+                /** @description How many minutes back, the current minute included */
+                minutes?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["EventsPerMinuteResponse"];
                     };
                 };
             };
@@ -7782,6 +7974,99 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["ProjectHealthResponse"];
                     };
+                };
+            };
+            /** @description MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track and POST /v1/subscribe) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members; template save, preview, test and send renders) the project's budget of expensive work (segment evaluation and slow rendering) is spent; see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INTERNAL_ERROR: an unexpected error; report error.requestId */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    project_stats: {
+        parameters: {
+            query?: {
+                /** @description The window: the last `days` days, compared with the `days` before */
+                days?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ProjectStatsResponse"];
+                    };
+                };
+            };
+            /** @description BAD_REQUEST: malformed JSON, unsupported content type, or a bad query or path parameter (error.errors names it) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key) */
