@@ -8,7 +8,8 @@ import { createTestDatabase, flushPrefix } from '../support/test-app';
  * The dashboard's operations pages in Chromium against the built service (one APP_ROLE=all
  * process, so imports and webhook deliveries run): a CSV import with a bad row watched to its
  * end, a webhook endpoint whose failed delivery is retried from the page, and an API key made
- * (shown once) and revoked in Settings. The cross-origin CSRF attempt is dashboard.browser-spec's.
+ * (shown once) and revoked in Settings, and the Overview's rates and live chart. The
+ * cross-origin CSRF attempt is dashboard.browser-spec's.
  */
 describe('dashboard operations in Chromium', () => {
   const prefix = `mwops${process.pid}`;
@@ -184,6 +185,39 @@ describe('dashboard operations in Chromium', () => {
       .getByRole('button', { name: /^Revoke/ })
       .click();
     await expect(page.getByRole('alert').textContent()).resolves.toMatch(/last active secret key/);
+  });
+
+  it('shows the last 30 days against the 30 before and events per minute, live, within six API calls', async () => {
+    for (const event of ['signed-up', 'upgraded']) {
+      const res = await callApi(base, project.secretKey, 'POST', '/v1/track', {
+        email: 'live@customers.example',
+        event,
+      });
+      expect(res.status).toBeLessThan(300);
+    }
+    const calls: string[] = [];
+    page.on('request', (request) => {
+      const url = new URL(request.url());
+      if (!url.pathname.startsWith('/app/') && request.resourceType() === 'fetch')
+        calls.push(url.pathname);
+    });
+    await signIn();
+    await page.getByRole('heading', { name: /^Last 30 days/ }).waitFor();
+    await page.getByText('Open rate').waitFor();
+    await page.getByText('Complaint rate').waitFor();
+    const live = page.getByTestId('events-per-minute');
+    await live.filter({ hasText: /in the last hour/ }).waitFor();
+    const hour = Number(/(\d+) in the last hour/.exec((await live.textContent()) ?? '')?.[1]);
+    expect(hour).toBeGreaterThanOrEqual(2);
+    // The chart (uPlot, its own chunk) draws a canvas.
+    await page.locator('.chart canvas').first().waitFor();
+    await expectAccessible();
+    await screenshot(page, 'overview-stats');
+    // Sign-in's own calls aside, the Overview asked for at most six things.
+    const overview = calls.filter((path) => path !== '/session');
+    expect(new Set(overview).size).toBeLessThanOrEqual(6);
+    expect(overview).toContain('/project/stats');
+    expect(overview).toContain('/events/per-minute');
   });
 
   it('fits a 360 px wide screen on the webhooks and settings pages', async () => {
