@@ -220,11 +220,15 @@ describe('dashboard operations in Chromium', () => {
     expect(overview).toContain('/events/per-minute');
   });
 
-  it('fits a 360 px wide screen on the webhooks and settings pages', async () => {
+  it('fits a 360 px wide screen on the overview, webhooks and settings pages', async () => {
     await page.setViewportSize({ width: 360, height: 740 });
     await signIn();
-    for (const label of ['Webhooks', 'Settings']) {
-      await page.goto(`${base}/app/${label.toLowerCase()}`);
+    for (const [path, label] of [
+      ['', 'Overview'],
+      ['webhooks', 'Webhooks'],
+      ['settings', 'Settings'],
+    ]) {
+      await page.goto(`${base}/app/${path}`);
       await page.getByRole('heading', { name: label, level: 1 }).waitFor();
       await page.locator('[aria-busy="true"]').first().waitFor({ state: 'detached' });
       const sticking = await page.evaluate<string[]>(`[...document.querySelectorAll('body *')]

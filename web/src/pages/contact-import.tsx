@@ -71,7 +71,8 @@ export function ContactImport({ onFinished }: { onFinished: () => void }) {
         A header row with an <code>email</code> column; optional <code>subscribed</code> (true or
         false); every other column goes into the contact's data. Existing contacts are updated.
       </p>
-      <form className="filters" onSubmit={start}>
+      {/* Not a flex row: a file input's own width would push past a 360 px screen. */}
+      <form onSubmit={start}>
         <Field label="CSV file">
           {(id) => (
             <input
@@ -79,11 +80,12 @@ export function ContactImport({ onFinished }: { onFinished: () => void }) {
               type="file"
               accept=".csv,text/csv"
               required
+              style={{ width: '100%' }}
               onChange={(e) => setFile(e.target.files?.[0] ?? null)}
             />
           )}
         </Field>
-        <button type="submit" disabled={!file || busy || running}>
+        <button type="submit" disabled={!file || busy || running} style={{ marginTop: '0.5rem' }}>
           {busy ? 'Uploading…' : 'Import'}
         </button>
       </form>
