@@ -84,6 +84,8 @@ export interface EmailListFilter {
   status?: EmailStatus;
   contactId?: string;
   campaignId?: string;
+  opened?: boolean;
+  clicked?: boolean;
 }
 
 /** What an email that has just become final still holds: its event and its attachments. */
@@ -286,6 +288,10 @@ export class EmailsRepository {
     if (filter.contactId) qb.andWhere('e.contact_id = :contactId', { contactId: filter.contactId });
     if (filter.campaignId)
       qb.andWhere('e.campaign_id = :campaignId', { campaignId: filter.campaignId });
+    if (filter.opened !== undefined)
+      qb.andWhere(`e.opened_at IS ${filter.opened ? 'NOT ' : ''}NULL`);
+    if (filter.clicked !== undefined)
+      qb.andWhere(`e.clicked_at IS ${filter.clicked ? 'NOT ' : ''}NULL`);
     return keysetRows(qb, 'e.id', afterId, limit);
   }
 

@@ -346,7 +346,13 @@ export class EmailsService {
     const { rows, total } = await this.repository.list(
       this.dataSource.manager,
       projectId,
-      { status: query.status, contactId: query.contactId, campaignId: query.campaignId },
+      {
+        status: query.status,
+        contactId: query.contactId,
+        campaignId: query.campaignId,
+        opened: query.opened,
+        clicked: query.clicked,
+      },
       afterId,
       limit,
     );

@@ -106,7 +106,7 @@ export class TemplatesService {
     try {
       return await this.render(
         projectId,
-        { subject: template.subject, body: template.body },
+        { subject: dto.subject ?? template.subject, body: dto.body ?? template.body },
         contact,
         dto.data ?? {},
         `${this.config.publicUrl}/unsubscribe/preview`,

@@ -487,7 +487,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Render a template with a contact and/or data, without sending */
+        /** Render a template, or an unsaved subject/body in its place, with a contact and/or data, without sending */
         post: operations["templates_preview"];
         delete?: never;
         options?: never;
@@ -522,7 +522,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List email records, newest first (filters status, contactId, campaignId) */
+        /** List email records, newest first (filters status, contactId, campaignId, opened, clicked) */
         get: operations["emails_list"];
         put?: never;
         post?: never;
@@ -1309,10 +1309,10 @@ export interface components {
             /** @description Not verified: the CNAME target the last check found, when there was one */
             found?: string[];
             /**
-             * @description Not verified: why. NXDOMAIN (the name does not exist), NO_RECORD (no CNAME at the name), MISMATCH (a CNAME to another host), DNS_ERROR (no answer from DNS; the status is kept), TAKEN (another project has this tracking domain verified)
+             * @description Not verified: why. NXDOMAIN (the name does not exist), NO_RECORD (no CNAME at the name), MISMATCH (a CNAME to another host), DNS_ERROR (no answer from DNS; the status is kept), TAKEN (another project has this tracking domain verified), NOT_OWNED (the CNAME is right but the name is neither a VERIFIED sending domain of this project nor under one)
              * @enum {string}
              */
-            error?: "NXDOMAIN" | "NO_RECORD" | "MISMATCH" | "DNS_ERROR" | "TAKEN";
+            error?: "NXDOMAIN" | "NO_RECORD" | "MISMATCH" | "DNS_ERROR" | "TAKEN" | "NOT_OWNED";
         };
         TrackingDomainResponse: {
             /** @example links.example.com */
@@ -1755,6 +1755,10 @@ export interface components {
              * @description Render with this contact's data and address
              */
             contactId?: string;
+            /** @description Render this subject instead of the stored one (an unsaved edit); same rules as on save */
+            subject?: string;
+            /** @description Render this body instead of the stored one (an unsaved edit); same rules as on save */
+            body?: string;
         };
         SentEmailResponse: {
             /** Format: uuid */
@@ -6984,6 +6988,10 @@ export interface operations {
                 status?: components["schemas"]["EmailStatus"];
                 contactId?: string;
                 campaignId?: string;
+                /** @description true: only emails opened at least once (openedAt set); false: never opened */
+                opened?: boolean;
+                /** @description true: only emails with at least one tracked click (clickedAt set); false: none */
+                clicked?: boolean;
             };
             header?: never;
             path?: never;
