@@ -1,3 +1,4 @@
+import { EventsPerMinuteResponse } from './dto/events-per-minute';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
@@ -71,6 +72,21 @@ export class EventsService {
     return keysetPage(rows, limit, total, toEventResponse, (last) =>
       encodeEventCursor({ micros: last.micros, id: last.id }),
     );
+  }
+
+  /** GET /events/per-minute: the dashboard's live figure, one point a minute, zeros filled in. */
+  async perMinute(projectId: string, minutes = 60): Promise<EventsPerMinuteResponse> {
+    const { start, counts } = await this.events.perMinute(
+      this.dataSource.manager,
+      projectId,
+      minutes,
+    );
+    const byMinute = new Map(counts.map((c) => [c.minute.getTime(), c.count]));
+    const points = Array.from({ length: minutes }, (_, i) => {
+      const at = start.getTime() + i * 60_000;
+      return { minute: new Date(at).toISOString(), count: byMinute.get(at) ?? 0 };
+    });
+    return { minutes, points };
   }
 
   async names(projectId: string, query: PaginationQueryDto): Promise<Page<EventNameResponse>> {

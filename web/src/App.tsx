@@ -6,12 +6,12 @@ import { DomainPage, DomainsPage } from './pages/domains';
 import { EmailPage, EmailsPage } from './pages/emails';
 import { EventsPage } from './pages/events';
 import { CampaignPage, CampaignsPage, EditCampaignPage, NewCampaignPage } from './pages/campaigns';
-import { WebhooksPage } from './pages/lists';
 import { OverviewPage } from './pages/overview';
 import { EditSegmentPage, NewSegmentPage, SegmentPage, SegmentsPage } from './pages/segments';
 import { SettingsPage } from './pages/settings';
 import { SignInPage } from './pages/sign-in';
 import { TemplatePage, TemplatesPage } from './pages/templates';
+import { WebhookPage, WebhooksPage } from './pages/webhooks';
 import {
   EditWorkflowPage,
   ExecutionPage,
@@ -122,6 +122,7 @@ function Layout({ session, onSignOut }: { session: Session; onSignOut: () => voi
           </Route>
           <Route path="/workflows/:id">{(p) => <WorkflowPage id={p.id} />}</Route>
           <Route path="/webhooks" component={WebhooksPage} />
+          <Route path="/webhooks/:id">{(p) => <WebhookPage id={p.id} />}</Route>
           <Route path="/domains" component={DomainsPage} />
           <Route path="/domains/:id">{(p) => <DomainPage id={p.id} />}</Route>
           <Route path="/settings" component={SettingsPage} />
