@@ -1,3 +1,4 @@
+import { verifyDomainForTest } from './support/domains';
 import Ajv, { ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { DataSource } from 'typeorm';
@@ -1075,6 +1076,8 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
       trackingDomain: async (name, verified) => {
         await ok('PATCH', '/project', { trackingDomain: name });
         if (!verified) return;
+        // A tracking domain verifies only under a VERIFIED sending domain of the project.
+        await verifyDomainForTest(app, project, name, dns);
         dns.setCname(name, app.config.trackingCnameTarget);
         await ok('POST', '/project/tracking-domain/verify');
       },
