@@ -29,6 +29,7 @@ import { createTestDatabase, uniqueName } from './support/test-app';
  */
 const RECIPIENTS = 200;
 const PUBLIC_LIMIT = 5;
+const ADMIN_TOKEN = 'cluster-admin-token-0123456789';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -101,11 +102,15 @@ describe('Redis Cluster (e2e)', () => {
       throw new Error(`projects create: ${created.stdout}${created.stderr}`);
     ({ secretKey: key, publicKey } = JSON.parse(created.stdout) as Json);
     [api, worker] = await Promise.all([
-      services.startApi({ PUBLIC_RATE_LIMIT_PER_MINUTE: String(PUBLIC_LIMIT) }),
-      services.startWorker(),
+      services.startApi(
+        { PUBLIC_RATE_LIMIT_PER_MINUTE: String(PUBLIC_LIMIT), ADMIN_TOKEN },
+        60_000,
+      ),
+      // Boot bound for a loaded CI machine; on an idle one each process is up in a few seconds.
+      services.startWorker({}, 60_000),
     ]);
     await verifyDomainOverHttp(api.base, key, 'cluster.test', dns);
-  }, 90_000);
+  }, 150_000);
 
   afterAll(async () => {
     await services.killAll();
@@ -117,7 +122,7 @@ describe('Redis Cluster (e2e)', () => {
   }, 60_000);
 
   it('keeps each queue in a slot of its own and delivers a send', async () => {
-    const slot = (k: string) => redisCli(redis.nodes[0].port, 'CLUSTER', 'KEYSLOT', k);
+    const slot = (k: string) => redisCli(redis.alive()[0].port, 'CLUSTER', 'KEYSLOT', k);
     expect(await slot(`{${prefix}:delivery}:delivery:wait`)).toBe(
       await slot(`{${prefix}:delivery}:delivery:active`),
     );
@@ -129,6 +134,14 @@ describe('Redis Cluster (e2e)', () => {
     expect(smtp.messagesTo('first@example.org')).toHaveLength(1);
     const master = await redis.masterOf(`{${prefix}:delivery}`);
     expect(await redisCli(master.port, 'EXISTS', `{${prefix}:delivery}:delivery:meta`)).toBe('1');
+
+    // Bull Board reads the queues through the cluster client.
+    const board = await fetch(`${api.base}/admin/queues/api/queues`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect(board.status).toBe(200);
+    const names = ((await board.json()) as Json).queues.map((q: Json) => q.name as string);
+    expect(names).toEqual(expect.arrayContaining(['delivery', 'campaigns', 'webhooks']));
   });
 
   it('dedupes an Idempotency-Key: one email, one message', async () => {

@@ -48,11 +48,12 @@ function clusterOf(
       maxRetriesPerRequest: maxRetriesPerRequest === undefined ? null : maxRetriesPerRequest,
       ...nodeOverrides,
     },
-    maxRedirections: 16,
-    // A master failover takes a few seconds (cluster-node-timeout plus the election): commands
-    // wait for the slots to move rather than fail, and the slot map is refreshed meanwhile.
-    retryDelayOnFailover: 200,
-    retryDelayOnClusterDown: 300,
+    // A master failover takes cluster-node-timeout (15 s by default) plus the election: commands
+    // wait for the slot to move, up to about 30 s, rather than fail (a send answered 500 after
+    // its row was committed would be retried by its client and sent twice).
+    maxRedirections: 32,
+    retryDelayOnFailover: 1_000,
+    retryDelayOnClusterDown: 1_000,
     slotsRefreshTimeout: 2_000,
     clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
     ...(enableAutoPipelining === undefined ? {} : { enableAutoPipelining }),
@@ -80,6 +81,11 @@ export function createRedis(redis: string | RedisTarget, overrides: RedisOptions
  * worker's blocking connection and leaves closing it to its owner).
  */
 export function bullConnection(target: RedisTarget): ConnectionOptions {
-  if (target.kind === 'cluster') return clusterOf(target, { maxRetriesPerRequest: null });
+  if (target.kind === 'cluster') {
+    // A reply that never comes (a command left behind on a node the failover removed) would
+    // stop a worker's fetch loop for good; timed out, BullMQ retries on the new master. Above
+    // the longest blocking fetch (drainDelay, 5 s).
+    return clusterOf(target, { maxRetriesPerRequest: null, commandTimeout: 15_000 });
+  }
   return serverOptions(target);
 }

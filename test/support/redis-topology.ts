@@ -95,6 +95,10 @@ export class TestRedisCluster {
         join(dir, `nodes-${ports[i]}.conf`),
         '--cluster-node-timeout',
         '1500',
+        // A replica just synced may fail over at once (the default refuses a replica whose link
+        // to the master looks too old, which a freshly created test cluster can hit).
+        '--cluster-replica-validity-factor',
+        '0',
       ]),
     );
     const cluster = new TestRedisCluster(dir, nodes);
@@ -117,6 +121,14 @@ export class TestRedisCluster {
         { timeout: 30_000 },
       );
       await cluster.waitHealthy(nodes);
+      // Every replica in sync, so a killed master has a replica holding its data.
+      await waitFor('replicas in sync', async () => {
+        for (const node of nodes) {
+          const info = await redisCli(node.port, 'INFO', 'replication');
+          if (/role:slave/.test(info) && !/master_link_status:up/.test(info)) return false;
+        }
+        return true;
+      });
       return cluster;
     } catch (error) {
       await cluster.stop();
@@ -146,7 +158,7 @@ export class TestRedisCluster {
 
   /** The node serving `key`'s slot as master now. */
   async masterOf(key: string): Promise<RedisProcess> {
-    const slot = Number(await redisCli(this.nodes[0].port, 'CLUSTER', 'KEYSLOT', key));
+    const slot = Number(await redisCli(this.alive()[0].port, 'CLUSTER', 'KEYSLOT', key));
     for (const node of this.alive()) {
       const role = await redisCli(node.port, 'ROLE').catch(() => '');
       if (!role.startsWith('master')) continue;
