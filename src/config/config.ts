@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { isIP } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
+import { parseRedisUrl, RedisTarget } from './redis-url';
 
 const PG_PROTOCOLS = ['postgres:', 'postgresql:'];
 
@@ -35,6 +36,8 @@ export interface AppConfig {
   /** Connections of each pool of this process (DATABASE_POOL_SIZE). */
   databasePoolSize: number;
   redisUrl: string;
+  /** REDIS_URL read: a single server, a Redis Cluster or a Sentinel deployment. */
+  redis: RedisTarget;
   queuePrefix: string;
   publicUrl: string;
   smtpUrl: string | null;
@@ -122,6 +125,7 @@ export class ConfigValidationError extends Error {
 type Env = Record<string, string | undefined>;
 
 export const DEFAULT_QUEUE_PREFIX = 'mailwright';
+const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 /** Reads one variable; empty strings count as unset so `FOO=` falls back to the default. */
 function read(env: Env, name: string): string | undefined {
@@ -184,6 +188,16 @@ class Reader {
       this.problems.push(`${name}: not a valid URL`);
     }
     return raw;
+  }
+}
+
+function readRedisTarget(r: Reader): RedisTarget {
+  const raw = r.string('REDIS_URL', DEFAULT_REDIS_URL);
+  try {
+    return parseRedisUrl(raw);
+  } catch (error) {
+    r.problems.push(`REDIS_URL: ${(error as Error).message}`);
+    return { kind: 'standalone', url: DEFAULT_REDIS_URL };
   }
 }
 
@@ -297,7 +311,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     databaseReadUrl: r.url('DATABASE_READ_URL', null, PG_PROTOCOLS),
     databasePreparedStatements: r.bool('DATABASE_PREPARED_STATEMENTS', true),
     databasePoolSize: r.int('DATABASE_POOL_SIZE', 20, 1, 1000),
-    redisUrl: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']) ?? '',
+    redisUrl: r.string('REDIS_URL', DEFAULT_REDIS_URL),
+    redis: readRedisTarget(r),
     queuePrefix: r.string('QUEUE_PREFIX', DEFAULT_QUEUE_PREFIX),
     publicUrl: (r.url('PUBLIC_URL', `http://localhost:${port}`, ['http:', 'https:']) ?? '').replace(
       /\/+$/,

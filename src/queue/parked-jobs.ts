@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { REDIS } from './redis.module';
+import { redisKey } from './redis-keys';
 
 /**
  * How long a parked job sleeps before it looks again by itself. Its project's
@@ -39,14 +40,14 @@ const UNINDEX_IF_EMPTY = `if redis.call('scard', KEYS[1]) == 0 then redis.call('
 @Injectable()
 export class ParkedJobs {
   private readonly logger = new Logger(ParkedJobs.name);
-  private readonly prefix: string;
+  private readonly config: AppConfig;
 
   constructor(
     @Inject(REDIS) private readonly redis: Redis,
     @Inject(APP_CONFIG) config: AppConfig,
     private readonly moduleRef: ModuleRef,
   ) {
-    this.prefix = `${config.queuePrefix}:parked`;
+    this.config = config;
   }
 
   /** Call from a processor's `process` with the job's lock token; let the DelayedError reach BullMQ. */
@@ -96,10 +97,11 @@ export class ParkedJobs {
   }
 
   private setOf(projectId: string): string {
-    return `${this.prefix}:${projectId}`;
+    // The set and the index are written in one MULTI and read in one script: one slot on a cluster.
+    return redisKey(this.config, 'parked', `parked:${projectId}`);
   }
 
   private index(): string {
-    return `${this.prefix}-projects`;
+    return redisKey(this.config, 'parked', 'parked-projects');
   }
 }

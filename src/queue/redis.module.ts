@@ -25,7 +25,7 @@ class RedisCloser implements OnApplicationShutdown {
       provide: REDIS,
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => {
-        const redis = createRedis(config.redisUrl, {
+        const redis = createRedis(config.redis, {
           maxRetriesPerRequest: 2,
           enableOfflineQueue: true,
           enableAutoPipelining: true,

@@ -3,7 +3,9 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
+import { QUEUES } from '../queue/queue.constants';
 import { REDIS } from '../queue/redis.module';
+import { redisKey } from '../queue/redis-keys';
 
 /**
  * Takes up to `want` free slots of an endpoint (KEYS[1], a sorted set of
@@ -44,13 +46,13 @@ interface SlotCommands {
 @Injectable()
 export class EndpointSlots {
   private readonly redis: Redis & SlotCommands;
-  private readonly prefix: string;
+  private readonly config: AppConfig;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig, @Inject(REDIS) redis: Redis) {
     if (!('mwWebhookSlots' in redis))
       redis.defineCommand('mwWebhookSlots', { lua: ACQUIRE_SCRIPT, numberOfKeys: 1 });
     this.redis = redis as Redis & SlotCommands;
-    this.prefix = config.queuePrefix;
+    this.config = config;
   }
 
   /** Up to `want` slots of the endpoint out of `limit`, each a token to release when its attempt ends. */
@@ -82,6 +84,7 @@ export class EndpointSlots {
   }
 
   private key(endpointId: string): string {
-    return `${this.prefix}:webhooks:slots:${endpointId}`;
+    // In the webhooks queue's slot on a cluster, beside the deliveries it limits.
+    return redisKey(this.config, QUEUES.WEBHOOKS, `webhooks:slots:${endpointId}`);
   }
 }

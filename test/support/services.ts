@@ -58,11 +58,12 @@ export class ServiceCluster {
   /** An API process on a free loopback port, answered once /health/ready is 200. */
   async startApi(
     extra: Record<string, string> = {},
+    timeoutMs = 30_000,
   ): Promise<{ proc: ServiceProcess; base: string }> {
     const port = await freePort();
     const proc = this.start({ APP_ROLE: 'api', HOST: '127.0.0.1', PORT: String(port), ...extra });
     const base = `http://127.0.0.1:${port}`;
-    await waitForHttp(`${base}/health/ready`);
+    await waitForHttp(`${base}/health/ready`, timeoutMs);
     return { proc, base };
   }
 

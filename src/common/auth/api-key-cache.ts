@@ -39,7 +39,7 @@ export class ApiKeyCache {
     @Inject(REDIS) private readonly redis: Redis,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
-    this.epochKey = RateLimitService.epochKey(config.queuePrefix);
+    this.epochKey = RateLimitService.epochKey(config);
   }
 
   get(hashHex: string, epoch: string | null): AuthenticatedKey | null {

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
 import { REDIS } from '../../queue/redis.module';
+import { redisKey } from '../../queue/redis-keys';
 import { FairSemaphore } from '../concurrency/fair-semaphore';
 import { ApiException } from '../errors/api-exception';
 
@@ -57,7 +58,7 @@ export class ExpensiveWork {
   private readonly logger = new Logger(ExpensiveWork.name);
   private readonly slots = new FairSemaphore(SLOTS, SLOTS_PER_PROJECT);
   private readonly redis: Redis & BucketCommands;
-  private readonly prefix: string;
+  private readonly config: AppConfig;
   /** A project's budget: a burst of `budgetMs`, refilled at `budgetMs` a minute. */
   private readonly budgetMs: number;
 
@@ -66,7 +67,7 @@ export class ExpensiveWork {
     if (!('mwWorkBucket' in redis))
       redis.defineCommand('mwWorkBucket', { lua: BUCKET_SCRIPT, numberOfKeys: 1 });
     this.redis = redis as Redis & BucketCommands;
-    this.prefix = config.queuePrefix;
+    this.config = config;
   }
 
   /** Runs `work` in the project's turn, charged to its budget; 429 when the budget is spent. */
@@ -118,7 +119,7 @@ export class ExpensiveWork {
   private async bucket(projectId: string, ms: number): Promise<number> {
     try {
       const [, wait] = await this.redis.mwWorkBucket(
-        `${this.prefix}:work-budget:${projectId}`,
+        redisKey(this.config, 'rl', `work-budget:${projectId}`),
         this.budgetMs,
         this.budgetMs / 60_000,
         ms,

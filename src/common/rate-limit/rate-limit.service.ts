@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
 import { REDIS } from '../../queue/redis.module';
+import { redisKey } from '../../queue/redis-keys';
 
 /** Whose request budget a request spends: public keys have their own, so browser traffic cannot starve the server's calls. */
 export interface BudgetKey {
@@ -81,8 +82,6 @@ interface RateLimitCommands {
 export class RateLimitService {
   private readonly logger = new Logger(RateLimitService.name);
   private readonly redis: Redis & RateLimitCommands;
-  private readonly prefix: string;
-
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(REDIS) redis: Redis,
@@ -92,16 +91,18 @@ export class RateLimitService {
       redis.defineCommand('mwHit', { lua: HIT_SCRIPT, numberOfKeys: 1 });
     }
     this.redis = redis as Redis & RateLimitCommands;
-    this.prefix = config.queuePrefix;
   }
 
-  /** The auth epoch key, shared with ApiKeyCache which bumps it. */
-  static epochKey(prefix: string): string {
-    return `${prefix}:auth:epoch`;
+  /**
+   * The auth epoch key, shared with ApiKeyCache which bumps it. The gate script reads it with
+   * the counters, so on a cluster it carries their hash tag.
+   */
+  static epochKey(config: Pick<AppConfig, 'queuePrefix' | 'redis'>): string {
+    return redisKey(config, 'rl', 'auth:epoch');
   }
 
   async gate(ip: string, known: BudgetKey | null): Promise<AuthGate> {
-    const keys = [this.ipKey(ip), RateLimitService.epochKey(this.prefix)];
+    const keys = [this.ipKey(ip), RateLimitService.epochKey(this.config)];
     if (known) keys.push(this.budgetKey(known));
     try {
       const [fails, failsTtl, epoch, count, ttl] = await this.redis.mwAuthGate(
@@ -166,7 +167,7 @@ export class RateLimitService {
   }
 
   private tokenKey(ip: string): string {
-    return `${this.prefix}:rl:tokenfail:${ip}`;
+    return redisKey(this.config, 'rl', `rl:tokenfail:${ip}`);
   }
 
   private budgetState(budget: BudgetKey, count: number, ttl: number): RateLimitState {
@@ -181,11 +182,15 @@ export class RateLimitService {
   }
 
   private budgetKey(budget: BudgetKey): string {
-    return `${this.prefix}:rl:${budget.publicKey ? 'public' : 'project'}:${budget.projectId}`;
+    return redisKey(
+      this.config,
+      'rl',
+      `rl:${budget.publicKey ? 'public' : 'project'}:${budget.projectId}`,
+    );
   }
 
   private ipKey(ip: string): string {
-    return `${this.prefix}:rl:authfail:${ip}`;
+    return redisKey(this.config, 'rl', `rl:authfail:${ip}`);
   }
 }
 
