@@ -206,8 +206,15 @@ function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/**
+ * DELIVERY_GROUP_RATES for benches that are not about pacing: every provider group far above the
+ * rates they measure, so EMAIL_RATE_PER_SECOND alone limits them as before.
+ */
+const LIFTED_GROUP_RATES = 'google=1000000,microsoft=1000000,yahoo=1000000,apple=1000000,other=1000000';
+
 module.exports = {
   ROOT,
+  LIFTED_GROUP_RATES,
   DIST,
   REDIS_URL,
   closedLoop,
