@@ -121,14 +121,14 @@ export class DeliveryPacer {
     this.redis = redis as PacingRedis;
     // The rates are the same wherever they are read: API processes export them, like the queue gauges.
     if (runsApi(config)) {
-      const pacer = this;
+      const rates = (): Promise<GroupRate[]> => this.rates();
       new Gauge({
         name: 'mailwright_delivery_group_rate',
         help: 'Current delivery rate of each mailbox provider group, messages per second (halved on deferrals, growing back after a quiet period)',
         labelNames: ['group'],
         registers: [metrics.registry],
         async collect() {
-          for (const rate of await pacer.rates()) this.set({ group: rate.group }, rate.current);
+          for (const rate of await rates()) this.set({ group: rate.group }, rate.current);
         },
       });
     }
