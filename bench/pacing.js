@@ -17,7 +17,7 @@
  * SMTP connection. Run 2 ends when the other groups are delivered; yahoo's
  * rate and progress then are printed, its backlog is dropped.
  *
- *   npm run bench:pacing          (builds first; BENCH_EMAILS=20000, BENCH_YAHOO_LIMIT=20)
+ *   npm run bench:pacing          (builds first; BENCH_EMAILS=20000, BENCH_YAHOO_LIMIT=5)
  */
 const { spawn } = require('node:child_process');
 const { join } = require('node:path');
@@ -28,7 +28,7 @@ process.env.NODE_PATH = [join(ROOT, 'node_modules'), process.env.NODE_PATH].filt
 require('node:module').Module._initPaths();
 
 const EMAILS = Number(process.env.BENCH_EMAILS || 20_000);
-const YAHOO_LIMIT = Number(process.env.BENCH_YAHOO_LIMIT || 20);
+const YAHOO_LIMIT = Number(process.env.BENCH_YAHOO_LIMIT || 5);
 const DOMAINS = ['gmail.com', 'outlook.com', 'yahoo.com', 'example.org'];
 const OTHERS = DOMAINS.filter((d) => d !== 'yahoo.com');
 const GROUP_RATES = 'google=1000,microsoft=1000,yahoo=1000,apple=1000,other=1000';

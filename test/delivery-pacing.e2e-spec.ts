@@ -87,7 +87,11 @@ describe('Delivery pacing per mailbox provider (e2e)', () => {
       (n) => n >= recipients.length,
       timeoutMs,
     );
-  /** Messages per second at the sink for these recipients, first arrival to last. */
+  /**
+   * Messages per second at the sink for these recipients, between the 10th and
+   * the 90th percentile of their arrivals: one late straggler on a loaded
+   * machine does not decide the figure.
+   */
   const throughput = (recipients: string[]): number => {
     const wanted = new Set(recipients.map((r) => r.toLowerCase()));
     const times = t.smtp.messages
@@ -95,7 +99,9 @@ describe('Delivery pacing per mailbox provider (e2e)', () => {
       .map((m) => m.receivedAt)
       .sort((a, b) => a - b);
     expect(times).toHaveLength(recipients.length);
-    return (times.length - 1) / ((times[times.length - 1] - times[0]) / 1000);
+    const low = Math.floor(0.1 * (times.length - 1));
+    const high = Math.ceil(0.9 * (times.length - 1));
+    return (high - low) / ((times[high] - times[low]) / 1000);
   };
   const emailRows = (ids: string[]): Promise<Array<{ status: string; attempts: number }>> =>
     t.app.app
@@ -104,9 +110,9 @@ describe('Delivery pacing per mailbox provider (e2e)', () => {
 
   it('a provider that defers slows down alone: its rate halves to the sink’s limit, the others keep their pace, nothing is lost or sent twice, and the rate grows back', async () => {
     const others = () => [
-      ...addresses('gmail.com', 24),
-      ...addresses('outlook.com', 24),
-      ...addresses('example.org', 24),
+      ...addresses('gmail.com', 32),
+      ...addresses('outlook.com', 32),
+      ...addresses('example.org', 32),
     ];
     // Baseline: the other three groups alone.
     const baseline = others();
