@@ -93,13 +93,13 @@ async function run(
   const [group, action, arg] = positionals;
   if (group === 'health' && action === 'worker') return workerHealth(config);
   if (group === 'migrate') {
-    const applied = await prepareDatabase(config.databaseUrl);
+    const applied = await prepareDatabase(config.databaseDirectUrl);
     return {
       json: { applied },
       text: applied.length ? `Applied: ${applied.join(', ')}` : 'Nothing to apply',
     };
   }
-  await prepareDatabase(config.databaseUrl);
+  await prepareDatabase(config.databaseDirectUrl);
   const app = await NestFactory.createApplicationContext(CliModule.register(config), {
     logger: ['error'],
   });

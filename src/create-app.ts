@@ -29,6 +29,7 @@ import {
 } from './common/logging/logger';
 import { AppConfig, runsApi, runsWorkers } from './config/config';
 import { QueueWorkersService } from './queue/queue-workers.service';
+import { registerRecentRefusals } from './common/rate-limit/recent-refusals';
 
 /** The request's logger is pino's child (isLevelEnabled), which FastifyBaseLogger does not declare. */
 function infoEnabled(request: FastifyRequest): boolean {
@@ -104,6 +105,7 @@ function createAdapter(config: AppConfig, logger: Logger, metrics: AppMetrics): 
     reply.header('x-request-id', request.id);
     done();
   });
+  if (runsApi(config)) registerRecentRefusals(fastify);
   fastify.addHook('preValidation', (request, _reply, done) => {
     const type = request.headers['content-type'] ?? '';
     if (

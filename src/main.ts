@@ -52,7 +52,7 @@ async function bootstrap(): Promise<void> {
     throw error;
   }
   if (runsWorkers(config)) clearStaleHeartbeat(workerHeartbeatPath(config.queuePrefix));
-  await prepareDatabase(config.databaseUrl);
+  await prepareDatabase(config.databaseDirectUrl);
   const app = await createApp(config);
   if (runsApi(config)) {
     await app.listen({ port: config.port, host: config.host });

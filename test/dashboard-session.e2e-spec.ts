@@ -256,6 +256,10 @@ describe('dashboard sessions', () => {
     });
     expect(after.status).toBe(401);
     expect(after.body.error.code).toBe('INVALID_API_KEY');
+    // The browser is told to drop a cookie that names no session (another tab signed out).
+    expect(after.headers['set-cookie']).toMatch(
+      /^mw_session=; Path=\/; HttpOnly; SameSite=Strict; Max-Age=0$/,
+    );
   });
 
   it('an idle session ends after 12 hours; use slides its expiry', async () => {

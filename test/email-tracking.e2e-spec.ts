@@ -295,6 +295,52 @@ describe('open and click tracking (e2e)', () => {
     expect(await eventsOf(sent.contactId, 'email.clicked')).toHaveLength(1);
   });
 
+  it('GET /emails filters by opened and clicked (the per-recipient open and click lists)', async () => {
+    const template = (
+      await t.createTemplate({
+        name: 'Lists',
+        subject: 'Lists',
+        body: BODY,
+        type: 'MARKETING',
+        from: 'news@acme.test',
+      })
+    ).body.data.id;
+    const sent: { emailId: string; html: string }[] = [];
+    for (const to of ['list-none@example.org', 'list-open@example.org', 'list-click@example.org'])
+      sent.push(await sendAndReceive(to, { template }));
+    expect((await get(new URL(linksOf(sent[1].html).images[0]).pathname)).status).toBe(200);
+    expect((await get(new URL(linksOf(sent[2].html).hrefs[0]).pathname)).status).toBe(302);
+    await flush();
+    const ids = async (query: string): Promise<string[]> => {
+      const res = await t.app.request({
+        method: 'GET',
+        url: `/emails?${query}&limit=100`,
+        key: t.project.secretKey,
+      });
+      expect(res.status).toBe(200);
+      return res.body.data.items.map((e: { id: string }) => e.id);
+    };
+    const [n, o, c] = sent.map((x) => x.emailId);
+    const openedIds = await ids('opened=true');
+    expect(openedIds).toContain(o);
+    expect(openedIds).not.toContain(n);
+    const clickedIds = await ids('clicked=true');
+    expect(clickedIds).toContain(c);
+    expect(clickedIds).not.toContain(o);
+    expect(clickedIds).not.toContain(n);
+    const unopened = await ids('opened=false&clicked=false');
+    expect(unopened).toContain(n);
+    expect(unopened).not.toContain(o);
+    expect(unopened).not.toContain(c);
+    expect(await ids('opened=true&clicked=true')).not.toContain(o);
+    const bad = await t.app.request({
+      method: 'GET',
+      url: '/emails?opened=maybe',
+      key: t.project.secretKey,
+    });
+    expect(bad.status).toBe(400);
+  });
+
   it('a forged or altered token is 404 and records nothing; another URL cannot be signed without the secret', async () => {
     const before = await record(marketing.emailId);
     const alter = (url: string) => {

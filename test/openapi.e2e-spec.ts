@@ -192,6 +192,8 @@ interface Fixtures {
   clickToken(): string;
   /** A dashboard session of the project (POST /session): its Cookie header and CSRF token. */
   newSession(): Promise<{ cookie: string; csrfToken: string }>;
+  /** A public key of the project: its id. */
+  newKey(): Promise<string>;
   /** Sets the project's tracking domain, its CNAME published and verified when `verified`. */
   trackingDomain(name: string, verified: boolean): Promise<void>;
 }
@@ -288,6 +290,25 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
     ];
   },
   'GET /project/keys': () => [{ name: 'list', status: 200, query: 'limit=1' }],
+  'GET /project/stats': () => [
+    { name: 'default window', status: 200 },
+    { name: 'a week', status: 200, query: 'days=7' },
+    { name: 'too long', status: 400, query: 'days=91' },
+  ],
+  'GET /events/per-minute': () => [
+    { name: 'last hour', status: 200 },
+    { name: 'five minutes', status: 200, query: 'minutes=5' },
+    { name: 'too long', status: 400, query: 'minutes=121' },
+  ],
+  'POST /project/keys': () => [
+    { name: 'secret', status: 201, body: { type: 'secret', name: 'OpenAPI' } },
+    { name: 'public', status: 201, body: { type: 'public' } },
+    { name: 'bad type', status: 422, body: { type: 'admin' } },
+  ],
+  'DELETE /project/keys/{id}': async (f) => [
+    { name: 'revoke', status: 200, params: { id: await f.newKey() } },
+    { name: 'unknown', status: 404, params: { id: UNKNOWN_ID } },
+  ],
   'PUT /project/inbound/{provider}': () => [
     { name: 'postmark', status: 200, params: { provider: 'postmark' }, body: POSTMARK_AUTH },
     { name: 'ses', status: 200, params: { provider: 'ses' }, body: {} },
@@ -1071,6 +1092,8 @@ describe('OpenAPI document (e2e): every operation, called for real, matches /ope
       emailId: sent.emails[0].id,
       campaignId: await newCampaign(),
       newContact,
+      newKey: async () =>
+        ((await ok('POST', '/project/keys', { type: 'public' })).key as { id: string }).id,
       newSession: async () => {
         const res = await app.request({
           method: 'POST',

@@ -63,6 +63,73 @@ describe('rate limiting across processes (e2e)', () => {
   });
 });
 
+describe('a refused key is refused again before its body is read (e2e)', () => {
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  const prefix = uniqueName('mwt_rr');
+  let app: TestApp;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    app = await startTestApp(
+      testConfig(db.url, prefix, { APP_ROLE: 'api', API_RATE_LIMIT_PER_MINUTE: '5' }),
+    );
+  });
+  afterAll(async () => {
+    await app.close();
+    await flushPrefix(prefix);
+    await db.drop();
+  });
+
+  it('answers the same 429 without parsing the body; other keys and projects still ask the guard', async () => {
+    const busy = await app.createProject('Refused');
+    const quiet = await app.createProject('Other');
+    for (let i = 0; i < 5; i++)
+      expect(
+        (await app.request({ method: 'GET', url: '/project', key: busy.secretKey })).status,
+      ).toBe(200);
+    const first = await app.request({ method: 'GET', url: '/project', key: busy.secretKey });
+    expect(first.status).toBe(429);
+
+    // Malformed JSON would be a 400 once parsed: a 429 proves nothing read or parsed it.
+    const again = await app.request({
+      method: 'POST',
+      url: '/contacts',
+      key: busy.secretKey,
+      body: '{"email": ',
+    });
+    expect(again.status).toBe(429);
+    expect(again.body).toMatchObject({
+      success: false,
+      error: {
+        code: 'RATE_LIMIT_EXCEEDED',
+        message: first.body.error.message,
+        statusCode: 429,
+        requestId: again.headers['x-request-id'],
+      },
+    });
+    expect(Number(again.headers['retry-after'])).toBeGreaterThan(0);
+    expect(Number(again.headers['retry-after'])).toBeLessThanOrEqual(60);
+    expect(again.headers['ratelimit-limit']).toBe('5');
+    expect(again.headers['ratelimit-remaining']).toBe('0');
+
+    // A malformed body from a key that is not refused is still the 400 it always was.
+    const other = await app.request({
+      method: 'POST',
+      url: '/contacts',
+      key: quiet.secretKey,
+      body: '{"email": ',
+    });
+    expect(other.status).toBe(400);
+    // A wrong key is never served from another key's refusal.
+    const wrong = await app.request({
+      method: 'GET',
+      url: '/project',
+      key: 'sk_' + 'x'.repeat(40),
+    });
+    expect(wrong.status).toBe(401);
+  });
+});
+
 describe('failed authentication is limited per client IP (e2e)', () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
   const prefix = uniqueName('mwt_af');

@@ -254,6 +254,41 @@ describe('Templates', () => {
     expect(leaked.raw).not.toContain('Eve');
   });
 
+  it('previews an unsaved subject and body in place of the stored ones, checked like a save', async () => {
+    const tpl = await req('POST', '/templates', {
+      name: 'Draft preview',
+      subject: 'Stored {{ firstName }}',
+      body: '<p>stored</p>',
+      type: 'MARKETING',
+    });
+    const id = tpl.body.data.id;
+    const draft = await req('POST', `/templates/${id}/preview`, {
+      subject: 'Draft for {{ firstName }}',
+      body: '<p>draft {{ plan }}</p>',
+      data: { firstName: 'Ada', plan: 'pro' },
+    });
+    expect(draft.status).toBe(200);
+    expect(draft.body.data.subject).toBe('Draft for Ada');
+    expect(draft.body.data.html).toContain('draft pro');
+    // Only the body given: the stored subject.
+    const half = await req('POST', `/templates/${id}/preview`, { body: '<p>b</p>' });
+    expect(half.body.data.subject).toBe('Stored');
+    // Liquid that does not parse: 422 invalid_template on the field, its message naming the line.
+    const broken = await req('POST', `/templates/${id}/preview`, {
+      body: '<p>one</p>\n{% if x %}\n<p>never closed</p>',
+    });
+    expect(broken.status).toBe(422);
+    expect(broken.body.error.errors[0]).toMatchObject({ field: 'body', code: 'invalid_template' });
+    expect(broken.body.error.errors[0].message).toMatch(/line:2/);
+    expect((await req('POST', `/templates/${id}/preview`, { subject: 'a\nb' })).status).toBe(422);
+    // Nothing was saved.
+    const stored = await req('GET', `/templates/${id}`);
+    expect(stored.body.data).toMatchObject({
+      subject: 'Stored {{ firstName }}',
+      body: '<p>stored</p>',
+    });
+  });
+
   it('preview keeps data keys named like Object.prototype members, and refuses data that is not an object', async () => {
     const tpl = await req('POST', '/templates', {
       name: 'Keys',

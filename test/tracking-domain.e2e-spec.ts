@@ -380,6 +380,26 @@ describe('Tracking domain (e2e, DNS from a loopback test server)', () => {
     });
   });
 
+  it("a name outside the project's verified sending domains stays unverified (NOT_OWNED) even with the right CNAME", async () => {
+    // Someone else's company pointed this name here; a project that does not own the parent cannot take it.
+    const stranger = await t.app.createProject('Stranger');
+    t.dns.setCname('links.elsewhere.test', TARGET);
+    expect(
+      (await patch({ trackingDomain: 'links.elsewhere.test' }, stranger.secretKey)).status,
+    ).toBe(200);
+    expect((await verify(stranger.secretKey)).body.data.trackingDomain).toMatchObject({
+      status: 'PENDING',
+      record: { status: 'FAILED', error: 'NOT_OWNED' },
+    });
+    // Verifying the parent as a sending domain is the proof: then the same CNAME verifies.
+    await verifyDomainForTest(t.app, stranger, 'elsewhere.test', t.dns);
+    expect((await verify(stranger.secretKey)).body.data.trackingDomain).toMatchObject({
+      domain: 'links.elsewhere.test',
+      status: 'VERIFIED',
+      record: { status: 'VERIFIED' },
+    });
+  });
+
   it('changing the domain resets its status; null clears it and new mail goes back to PUBLIC_URL', async () => {
     const changed = await patch({ trackingDomain: 'track.acme.test' });
     expect(changed.body.data.trackingDomain).toEqual({

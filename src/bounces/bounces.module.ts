@@ -9,6 +9,8 @@ import { BounceReportsRepository } from './bounce-reports.repository';
 import { BouncesController } from './bounces.controller';
 import { BouncesService } from './bounces.service';
 import { ProjectHealthController } from './project-health.controller';
+import { ProjectStatsController } from './project-stats.controller';
+import { ProjectStatsService } from './project-stats.service';
 import { SenderHealth } from './sender-health';
 import { SenderHealthStatusModule } from './sender-health-status.module';
 import { SuppressionsController } from './suppressions.controller';
@@ -27,8 +29,19 @@ import { SuppressionsController } from './suppressions.controller';
     CampaignsModule,
     SenderHealthStatusModule,
   ],
-  controllers: [BouncesController, SuppressionsController, ProjectHealthController],
-  providers: [BouncePolicy, BounceReportsRepository, BouncesService, SenderHealth],
+  controllers: [
+    BouncesController,
+    SuppressionsController,
+    ProjectHealthController,
+    ProjectStatsController,
+  ],
+  providers: [
+    BouncePolicy,
+    BounceReportsRepository,
+    BouncesService,
+    SenderHealth,
+    ProjectStatsService,
+  ],
   exports: [BouncePolicy],
 })
 export class BouncesModule {}

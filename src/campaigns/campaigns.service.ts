@@ -21,8 +21,14 @@ import {
 import type { CreateCampaignDto } from './dto/create-campaign.dto';
 import type { ListCampaignsQueryDto } from './dto/list-campaigns.query';
 import type { UpdateCampaignDto } from './dto/update-campaign.dto';
+import { ReadDatabase } from '../database/read-database';
 
 /** How far ahead a campaign may be scheduled. */
+/** Statuses after which a campaign's stats no longer change. */
+const FINISHED: ReadonlySet<CampaignStatus> = new Set([
+  CampaignStatus.SENT,
+  CampaignStatus.CANCELLED,
+]);
 const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 3600 * 1000;
 
 /**
@@ -35,6 +41,8 @@ const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 3600 * 1000;
 export class CampaignsService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    /** Reads that tolerate lag: list pages (docs/scaling.md). */
+    private readonly read: ReadDatabase,
     private readonly campaigns: CampaignsRepository,
     private readonly conditions: ConditionsService,
     private readonly domains: DomainsService,
@@ -74,7 +82,7 @@ export class CampaignsService {
     const limit = query.limit ?? 20;
     const afterId = query.cursor ? decodeCursor(query.cursor) : null;
     const { rows, total } = await this.campaigns.page(
-      this.dataSource.manager,
+      this.read.manager,
       projectId,
       { status: query.status, search: query.search },
       afterId,
@@ -192,6 +200,17 @@ export class CampaignsService {
   }
 
   async stats(projectId: string, id: string): Promise<CampaignStatsResponse> {
+    // A finished campaign's stats come from the read database: when it shows the campaign
+    // finished it holds the final counts too (a replica replays commits in order, and the counts
+    // are read after the status). A running campaign, or one the replica has not seen, is read
+    // on the primary.
+    if (this.read.dataSource !== this.dataSource) {
+      const seen = await this.campaigns.findById(this.read.manager, projectId, id);
+      if (seen && FINISHED.has(seen.status)) {
+        const counts = await this.campaigns.counts(this.read.manager, seen.id);
+        return toStats(seen.status, seen.recipientCount ?? 0, counts);
+      }
+    }
     const campaign = await this.find(this.dataSource.manager, projectId, id);
     // Counts read after the status: a SENT status always comes with final counts.
     const counts = await this.campaigns.counts(this.dataSource.manager, campaign.id);

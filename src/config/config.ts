@@ -4,6 +4,8 @@ import { isIP } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 
+const PG_PROTOCOLS = ['postgres:', 'postgresql:'];
+
 export type AppRole = 'all' | 'api' | 'worker';
 const ROLES: readonly AppRole[] = ['all', 'api', 'worker'];
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -35,6 +37,17 @@ export interface AppConfig {
   port: number;
   host: string;
   databaseUrl: string;
+  /**
+   * A direct (unpooled) connection for what needs a session: migrations under their advisory lock,
+   * LISTEN (DATABASE_DIRECT_URL; default DATABASE_URL).
+   */
+  databaseDirectUrl: string;
+  /** Where reads that tolerate lag go (DATABASE_READ_URL); null: the primary (docs/scaling.md). */
+  databaseReadUrl: string | null;
+  /** Whether named prepared statements may be used (DATABASE_PREPARED_STATEMENTS). */
+  databasePreparedStatements: boolean;
+  /** Connections of each pool of this process (DATABASE_POOL_SIZE). */
+  databasePoolSize: number;
   redisUrl: string;
   queuePrefix: string;
   publicUrl: string;
@@ -296,16 +309,18 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   const port = r.int('PORT', 3000, 1, 65535);
   const smtpUrl = r.url('SMTP_URL', null, ['smtp:', 'smtps:']);
   const role = r.oneOf('APP_ROLE', 'all', ROLES);
+  const databaseUrl =
+    r.url('DATABASE_URL', 'postgresql://postgres@127.0.0.1:5432/mailwright', PG_PROTOCOLS) ?? '';
   const config: AppConfig = {
     nodeEnv,
     role,
     port,
     host: r.string('HOST', '0.0.0.0'),
-    databaseUrl:
-      r.url('DATABASE_URL', 'postgresql://postgres@127.0.0.1:5432/mailwright', [
-        'postgres:',
-        'postgresql:',
-      ]) ?? '',
+    databaseUrl,
+    databaseDirectUrl: r.url('DATABASE_DIRECT_URL', databaseUrl, PG_PROTOCOLS) ?? databaseUrl,
+    databaseReadUrl: r.url('DATABASE_READ_URL', null, PG_PROTOCOLS),
+    databasePreparedStatements: r.bool('DATABASE_PREPARED_STATEMENTS', true),
+    databasePoolSize: r.int('DATABASE_POOL_SIZE', 20, 1, 1000),
     redisUrl: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']) ?? '',
     queuePrefix: r.string('QUEUE_PREFIX', DEFAULT_QUEUE_PREFIX),
     publicUrl: (r.url('PUBLIC_URL', `http://localhost:${port}`, ['http:', 'https:']) ?? '').replace(

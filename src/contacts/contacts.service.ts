@@ -25,6 +25,7 @@ import type { CreateContactDto } from './dto/create-contact.dto';
 import type { ContactFiltersQueryDto, ListContactsQueryDto } from './dto/list-contacts.query';
 import { contactCsvHeader, contactCsvLine } from './contacts-csv';
 import type { UpdateContactDto } from './dto/update-contact.dto';
+import { ReadDatabase } from '../database/read-database';
 
 export interface UpsertContactOptions {
   /** Given: a new contact starts with it and an existing one is set to it. */
@@ -70,6 +71,8 @@ export interface ContactChange {
 export class ContactsService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    /** Reads that tolerate lag: list pages (docs/scaling.md). */
+    private readonly read: ReadDatabase,
     private readonly contacts: ContactsRepository,
     private readonly events: EventsService,
   ) {}
@@ -196,7 +199,7 @@ export class ContactsService {
     // Ordered by suppression time: the cursor carries it with the id (the events lists' cursor).
     const after = cursor ? decodeEventCursor(cursor) : null;
     const { rows, total } = await this.contacts.listSuppressed(
-      this.dataSource.manager,
+      this.read.manager,
       projectId,
       reason,
       after,
@@ -246,7 +249,7 @@ export class ContactsService {
     const limit = query.limit ?? 20;
     const afterId = query.cursor ? decodeCursor(query.cursor) : null;
     const { rows, total } = await this.contacts.list(
-      this.dataSource.manager,
+      this.read.manager,
       projectId,
       toListFilter(query),
       afterId,

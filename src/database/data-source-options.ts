@@ -7,7 +7,7 @@ import { SnakeNamingStrategy } from './snake-naming.strategy';
  * needs no registration here; the same options serve the app, the CLI and
  * TypeORM's own migration commands.
  */
-export function dataSourceOptions(databaseUrl: string): DataSourceOptions {
+export function dataSourceOptions(databaseUrl: string, poolSize = 20): DataSourceOptions {
   const root = join(__dirname, '..');
   return {
     type: 'postgres',
@@ -19,6 +19,7 @@ export function dataSourceOptions(databaseUrl: string): DataSourceOptions {
     namingStrategy: new SnakeNamingStrategy(),
     synchronize: false,
     logging: false,
-    extra: { max: 20, application_name: 'mailwright' },
+    // One pool per data source and process (DATABASE_POOL_SIZE): see docs/scaling.md.
+    extra: { max: poolSize, application_name: 'mailwright' },
   };
 }

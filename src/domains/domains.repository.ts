@@ -182,6 +182,27 @@ export class DomainsRepository {
    * started later has written meanwhile (a background check must not
    * overwrite a fresher answer with older DNS data). False when it did not write.
    */
+  /**
+   * The project's VERIFIED sending domain that is `name` or a parent of it
+   * (null when none): a tracking domain must be under one, because a CNAME
+   * proves only that a name points here, not who owns it.
+   */
+  async verifiedParentOf(
+    manager: EntityManager,
+    projectId: string,
+    name: string,
+  ): Promise<string | null> {
+    const rows = await queryRows<{ domain: string }>(
+      manager,
+      `SELECT domain FROM domains
+        WHERE project_id = $1 AND status = 'VERIFIED'
+          AND ($2 = domain OR right($2, length(domain) + 1) = '.' || domain)
+        LIMIT 1`,
+      [projectId, name],
+    );
+    return rows[0]?.domain ?? null;
+  }
+
   /** The domain's status under a row lock (null when deleted): checks that overlap take turns here. */
   async lockStatus(manager: EntityManager, id: string): Promise<DomainStatus | null> {
     const rows: { status: DomainStatus }[] = await manager.query(

@@ -1,4 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
 import { AppConfig } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { TrackingDomainRecord, TrackingDomainStatus } from '../projects/project.entity';
@@ -15,6 +17,7 @@ import {
   Verdict,
 } from './domain-verification.service';
 import { DOMAIN_CHECK_SCHEDULE, DomainCheckSchedule } from './domains.constants';
+import { DomainsRepository } from './domains.repository';
 
 /**
  * Checks projects' tracking domains (contract "Tracking domain"): one CNAME
@@ -22,7 +25,10 @@ import { DOMAIN_CHECK_SCHEDULE, DomainCheckSchedule } from './domains.constants'
  * FAILED by the same rules as a sending domain's required records, on the
  * same schedule (the domain sweep). A name another project has VERIFIED
  * verifies for no one else: the CNAME proves the name points here, not
- * which project may put its links on it.
+ * which project may put its links on it. For the same reason the name must
+ * be one of the project's VERIFIED sending domains or under one (its DKIM
+ * record is the proof of ownership): otherwise a tenant could verify a name
+ * another company pointed here before that company's own project did.
  */
 @Injectable()
 export class TrackingDomainVerifier {
@@ -33,6 +39,8 @@ export class TrackingDomainVerifier {
     private readonly resolver: DnsResolver,
     @Inject(DOMAIN_CHECK_SCHEDULE) private readonly schedule: DomainCheckSchedule,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly domains: DomainsRepository,
   ) {}
 
   /** POST /project/tracking-domain/verify: false when the project has no tracking domain. */
@@ -62,9 +70,16 @@ export class TrackingDomainVerifier {
     const taken =
       judged.verdict === 'MATCH' &&
       (await this.projects.trackingDomainHeldByOther(row.domain, row.projectId));
+    const unowned =
+      judged.verdict === 'MATCH' &&
+      !taken &&
+      (await this.domains.verifiedParentOf(this.dataSource.manager, row.projectId, row.domain)) ===
+        null;
     const check: { verdict: Verdict; problem?: { error: string; found?: string[] } } = taken
       ? { verdict: 'MISMATCH', problem: { error: 'TAKEN' } }
-      : judged;
+      : unowned
+        ? { verdict: 'MISMATCH', problem: { error: 'NOT_OWNED' } }
+        : judged;
     const expired =
       row.status === TrackingDomainStatus.PENDING &&
       now.getTime() - row.setAt.getTime() >= this.schedule.pendingWindowMs;

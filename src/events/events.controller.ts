@@ -6,11 +6,13 @@ import {
   ApiKeyProtected,
   ApiListSuccess,
   ApiOp,
+  ApiSuccess,
 } from '../common/openapi/decorators';
 import { Page, PaginationQueryDto } from '../common/pagination/pagination';
 import { EventNameResponse } from './dto/event-name.response';
 import { EventResponse } from './dto/event.response';
 import { ListEventsQueryDto } from './dto/list-events.query';
+import { EventsPerMinuteQueryDto, EventsPerMinuteResponse } from './dto/events-per-minute';
 import { EventsService } from './events.service';
 
 @ApiTags('events')
@@ -42,5 +44,20 @@ export class EventsController {
     @Query() query: PaginationQueryDto,
   ): Promise<Page<EventNameResponse>> {
     return this.events.names(project.id, query);
+  }
+
+  @Get('per-minute')
+  @ApiOp(
+    'events_perMinute',
+    'Events per minute over the last minutes (default 60, at most 120), oldest first, zeros included',
+    "The dashboard's live figure: one range scan of the (project_id, created_at) index.",
+  )
+  @ApiSuccess(200, EventsPerMinuteResponse)
+  @ApiErrorResponses([400])
+  perMinute(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Query() query: EventsPerMinuteQueryDto,
+  ): Promise<EventsPerMinuteResponse> {
+    return this.events.perMinute(project.id, query.minutes);
   }
 }

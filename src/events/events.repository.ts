@@ -172,6 +172,31 @@ export class EventsRepository {
     return { rows, total: Number(totalRows[0].total) };
   }
 
+  /**
+   * GET /events/per-minute: events of the last `minutes` minutes (the current one included) by
+   * minute, from a range scan of (project_id, created_at); minutes without events are absent.
+   */
+  async perMinute(
+    manager: EntityManager,
+    projectId: string,
+    minutes: number,
+  ): Promise<{ start: Date; counts: { minute: Date; count: number }[] }> {
+    const [bounds] = await queryRows<{ start: Date }>(
+      manager,
+      `SELECT date_trunc('minute', now()) - make_interval(mins => $1 - 1) AS start`,
+      [minutes],
+    );
+    const counts = await queryRows<{ minute: Date; count: number }>(
+      manager,
+      `SELECT date_trunc('minute', created_at) AS minute, count(*)::int AS count
+         FROM events
+        WHERE project_id = $1 AND created_at >= $2
+        GROUP BY 1 ORDER BY 1`,
+      [projectId, bounds.start],
+    );
+    return { start: bounds.start, counts };
+  }
+
   /** GET /events/names: running totals, most recently seen first, then by name. */
   async names(
     manager: EntityManager,

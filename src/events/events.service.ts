@@ -1,3 +1,4 @@
+import { EventsPerMinuteResponse } from './dto/events-per-minute';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
@@ -14,6 +15,7 @@ import {
 import { EventHooks, RecordedEvent } from './event-hooks';
 import type { EventRow } from './event.row';
 import { EventsRepository, NewEvent } from './events.repository';
+import { ReadDatabase } from '../database/read-database';
 
 /**
  * Records and lists events. `record` and `recordMany` run inside the caller's
@@ -25,6 +27,8 @@ import { EventsRepository, NewEvent } from './events.repository';
 export class EventsService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    /** Reads that tolerate lag: list pages (docs/scaling.md). */
+    private readonly read: ReadDatabase,
     private readonly events: EventsRepository,
     private readonly hooks: EventHooks,
   ) {}
@@ -59,7 +63,7 @@ export class EventsService {
     const limit = query.limit ?? 20;
     const after = query.cursor ? decodeEventCursor(query.cursor) : null;
     const { rows, total } = await this.events.list(
-      this.dataSource.manager,
+      this.read.manager,
       projectId,
       { name: query.name, contactId: query.contactId, since: query.since, until: query.until },
       after,
@@ -70,15 +74,25 @@ export class EventsService {
     );
   }
 
+  /** GET /events/per-minute: the dashboard's live figure, one point a minute, zeros filled in. */
+  async perMinute(projectId: string, minutes = 60): Promise<EventsPerMinuteResponse> {
+    const { start, counts } = await this.events.perMinute(
+      this.dataSource.manager,
+      projectId,
+      minutes,
+    );
+    const byMinute = new Map(counts.map((c) => [c.minute.getTime(), c.count]));
+    const points = Array.from({ length: minutes }, (_, i) => {
+      const at = start.getTime() + i * 60_000;
+      return { minute: new Date(at).toISOString(), count: byMinute.get(at) ?? 0 };
+    });
+    return { minutes, points };
+  }
+
   async names(projectId: string, query: PaginationQueryDto): Promise<Page<EventNameResponse>> {
     const limit = query.limit ?? 20;
     const after = query.cursor ? decodeNameCursor(query.cursor) : null;
-    const { rows, total } = await this.events.names(
-      this.dataSource.manager,
-      projectId,
-      after,
-      limit,
-    );
+    const { rows, total } = await this.events.names(this.read.manager, projectId, after, limit);
     return keysetPage(rows, limit, total, toEventNameResponse, (last) =>
       encodeNameCursor({ micros: last.micros, name: last.name }),
     );

@@ -11,6 +11,7 @@ import { APP_CONFIG } from '../config/config.module';
 import { EventHooks, EventRecordedListener, RecordedEvent } from '../events/event-hooks';
 import { QUEUES } from '../queue/queue.constants';
 import { LabelledCount, OperationsRepository } from './operations.repository';
+import { ReadDatabase } from '../database/read-database';
 
 /** Counts that need the database are refreshed at most this often, whatever the scrape rate (one read of a few counter rows). */
 export const DATABASE_COUNTS_TTL_MS = 1_000;
@@ -53,6 +54,8 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy, EventRecor
     @Inject(METRICS_REGISTRY) private readonly metrics: AppMetrics,
     @Inject(APP_CONFIG) config: AppConfig,
     @InjectDataSource() private readonly dataSource: DataSource,
+    /** Reads that tolerate lag: the status gauges (docs/scaling.md). */
+    private readonly read: ReadDatabase,
     private readonly repository: OperationsRepository,
     private readonly moduleRef: ModuleRef,
     private readonly hooks: EventHooks,
@@ -162,7 +165,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy, EventRecor
   }
 
   private async refreshDatabase(global: NonNullable<MetricsService['global']>): Promise<void> {
-    const counts = await this.repository.statusCounts(this.dataSource.manager);
+    const counts = await this.repository.statusCounts(this.read.manager);
     setAll(global.emails, counts.get('emails') ?? []);
     setAll(global.webhookDeliveries, counts.get('webhook_deliveries') ?? []);
     setAll(global.campaigns, counts.get('campaigns') ?? []);

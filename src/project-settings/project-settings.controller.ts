@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiTags } from '@nestjs/swagger';
 import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
 import {
@@ -9,7 +9,11 @@ import {
   ApiSuccess,
 } from '../common/openapi/decorators';
 import { Page, PaginationQueryDto } from '../common/pagination/pagination';
+import { IdParamDto } from '../common/validation/id.param';
+import { ApiKeyType } from '../common/auth/api-key.crypto';
+import { CreateApiKeyDto } from './dto/create-api-key.dto';
 import { UpdateProjectDto } from './dto/update-project.dto';
+import { CreatedApiKeyResponse } from '../projects/dto/created-api-key.response';
 import { ProjectSettingsService } from './project-settings.service';
 import { ApiKeyResponse } from '../projects/dto/api-key.response';
 import { ProjectResponse } from '../projects/dto/project.response';
@@ -74,5 +78,42 @@ export class ProjectSettingsController {
     @Query() query: PaginationQueryDto,
   ): Promise<Page<ApiKeyResponse>> {
     return this.projects.pageKeys(project.id, query);
+  }
+
+  @Post('keys')
+  @ApiOp(
+    'project_createKey',
+    'Create an API key for this project; the key is in this answer only (apiKey)',
+    "A `secret` key (sk_) can call every endpoint and sign in to the dashboard; a `public` key (pk_) only POST /v1/track and /v1/subscribe. Only the key's SHA-256 is stored: store `apiKey` now.",
+  )
+  @ApiSuccess(201, CreatedApiKeyResponse)
+  @ApiErrorResponses([400, 413, 422])
+  createKey(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Body() body: CreateApiKeyDto,
+  ): Promise<CreatedApiKeyResponse> {
+    return this.projects.createKey(
+      project.id,
+      body.type === 'secret' ? ApiKeyType.SECRET : ApiKeyType.PUBLIC,
+      body.name ?? null,
+    );
+  }
+
+  @Delete('keys/:id')
+  @ApiOp(
+    'project_revokeKey',
+    "Revoke one of the project's keys: it answers 401 from then on, and its dashboard sessions end",
+    "The key stays in the listing as revoked. Revoking a revoked key answers it unchanged. The project's last active secret key cannot be revoked (409): create another first. The calling key may revoke itself when another secret key remains.",
+  )
+  @ApiSuccess(200, ApiKeyResponse)
+  @ApiErrorResponses([400, 404, 409], {
+    404: 'KEY_NOT_FOUND: no such key in this project',
+    409: "CONFLICT: the project's last active secret key",
+  })
+  revokeKey(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Param() params: IdParamDto,
+  ): Promise<ApiKeyResponse> {
+    return this.projects.revokeProjectKey(project.id, params.id);
   }
 }

@@ -25,6 +25,10 @@ export class ApiKey extends BaseEntity {
   @Column({ type: 'bytea' })
   hash: Buffer;
 
+  /** A label given at creation (POST /project/keys), so a listing says which key is which. */
+  @Column({ type: 'varchar', length: 100, nullable: true })
+  name: string | null;
+
   @Column({ type: 'timestamptz', nullable: true })
   revokedAt: Date | null;
 }

@@ -31,7 +31,10 @@ const TRACKING_DOMAIN_COLUMNS = `id AS "projectId", tracking_domain AS domain, t
   tracking_domain_record AS record, tracking_domain_set_at AS "setAt", tracking_domain_checked_at AS "checkedAt"`;
 
 /** The stored fields of a new API key (createdAt is the database's). */
-export type NewApiKey = Pick<ApiKey, 'id' | 'projectId' | 'type' | 'prefix' | 'hash' | 'revokedAt'>;
+export type NewApiKey = Pick<
+  ApiKey,
+  'id' | 'projectId' | 'type' | 'prefix' | 'hash' | 'revokedAt' | 'name'
+>;
 
 /**
  * Every statement on projects and their API keys (one aggregate: a project
@@ -245,5 +248,21 @@ export class ProjectsRepository {
       .where('id = :id', { id })
       .execute();
     return manager.findOne(ApiKey, { where: { id } });
+  }
+
+  /** One key of one project, or null (another project's key is as absent as an unknown one). */
+  findKeyOfProject(manager: EntityManager, projectId: string, id: string): Promise<ApiKey | null> {
+    return manager.findOne(ApiKey, { where: { id, projectId } });
+  }
+
+  /** How many unrevoked secret keys the project holds. */
+  async countActiveSecretKeys(manager: EntityManager, projectId: string): Promise<number> {
+    const [row] = await queryRows<{ count: number }>(
+      manager,
+      `SELECT count(*)::int AS count FROM api_keys
+        WHERE project_id = $1 AND type = 'SECRET' AND revoked_at IS NULL`,
+      [projectId],
+    );
+    return row.count;
   }
 }

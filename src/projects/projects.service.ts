@@ -16,6 +16,7 @@ import { APP_CONFIG } from '../config/config.module';
 import { SQLSTATE, sqlState } from '../database/postgres-errors';
 import { ApiKey } from './api-key.entity';
 import { ApiKeyResponse } from './dto/api-key.response';
+import { CreatedApiKeyResponse } from './dto/created-api-key.response';
 import {
   DoubleOptInChange,
   ProjectResponse,
@@ -285,23 +286,55 @@ export class ProjectsService {
     return this.toResponse(project);
   }
 
+  /** A new key of the project (CLI `keys create`, POST /project/keys); the key itself is returned only here. */
   async createKey(
     projectId: string,
     type: ApiKeyType,
-  ): Promise<{ key: ApiKeyResponse; apiKey: string }> {
+    name: string | null = null,
+  ): Promise<CreatedApiKeyResponse> {
     await this.getProject(projectId);
     const apiKey = generateApiKey(type);
     const [row] = await this.projects.insertKeys(this.dataSource.manager, [
-      newKey(projectId, type, apiKey),
+      newKey(projectId, type, apiKey, name),
     ]);
     return { key: toApiKeyResponse(row), apiKey };
+  }
+
+  /**
+   * DELETE /project/keys/{id}: revokes one of the project's own keys (its dashboard sessions end
+   * with it: their lookup ignores revoked keys). The project's last unrevoked secret key cannot be
+   * revoked this way, or the project would lock itself out of its own API (409; the CLI, which
+   * needs no key, still can). The project row is locked so that two concurrent revocations of its
+   * last two secret keys cannot both pass the count. Revoking a revoked key answers it unchanged.
+   */
+  async revokeProjectKey(projectId: string, keyId: string): Promise<ApiKeyResponse> {
+    const row = await this.dataSource.transaction(async (manager) => {
+      await this.projects.lockById(manager, projectId);
+      const key = isUuid(keyId)
+        ? await this.projects.findKeyOfProject(manager, projectId, keyId)
+        : null;
+      if (!key) throw keyNotFound(keyId);
+      if (key.revokedAt) return key;
+      if (
+        key.type === ApiKeyType.SECRET &&
+        (await this.projects.countActiveSecretKeys(manager, projectId)) <= 1
+      ) {
+        throw ApiException.conflict(
+          "This is the project's last active secret key: revoking it would lock the project out of its API",
+          'Create another secret key first (POST /project/keys), then revoke this one.',
+        );
+      }
+      return this.projects.revokeKey(manager, key.id);
+    });
+    await this.cache.invalidate();
+    return toApiKeyResponse(row!);
   }
 
   async revokeKey(keyId: string): Promise<ApiKeyResponse> {
     const row = isUuid(keyId)
       ? await this.projects.revokeKey(this.dataSource.manager, keyId)
       : null;
-    if (!row) throw new ApiException(404, 'KEY_NOT_FOUND', `API key ${keyId} was not found`);
+    if (!row) throw keyNotFound(keyId);
     await this.cache.invalidate();
     return toApiKeyResponse(row);
   }
@@ -373,10 +406,20 @@ function projectNotFound(projectId: string): ApiException {
   return new ApiException(404, 'PROJECT_NOT_FOUND', `Project ${projectId} was not found`);
 }
 
-function newKey(projectId: string, type: ApiKeyType, apiKey: string): NewApiKey {
+function keyNotFound(keyId: string): ApiException {
+  return new ApiException(404, 'KEY_NOT_FOUND', `API key ${keyId} was not found`);
+}
+
+function newKey(
+  projectId: string,
+  type: ApiKeyType,
+  apiKey: string,
+  name: string | null = null,
+): NewApiKey {
   return {
     id: newId(),
     projectId,
+    name,
     type,
     prefix: displayPrefix(apiKey),
     hash: hashApiKey(apiKey),
@@ -388,6 +431,7 @@ function toApiKeyResponse(k: ApiKey): ApiKeyResponse {
   return {
     id: k.id,
     projectId: k.projectId,
+    name: k.name,
     type: k.type === ApiKeyType.SECRET ? 'secret' : 'public',
     prefix: k.prefix,
     revoked: !!k.revokedAt,

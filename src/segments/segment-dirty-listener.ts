@@ -25,7 +25,7 @@ const RECONNECT_MAX_MS = 10_000;
 
 /**
  * Wakes the membership evaluator fast. In worker processes (APP_ROLE worker
- * or all) it holds one LISTEN connection (a plain pg Client on DATABASE_URL)
+ * or all) it holds one LISTEN connection (a plain pg Client on DATABASE_DIRECT_URL: a session)
  * on the channel the dirty-marking triggers notify at commit, and on each
  * notification adds the EVALUATE job (fixed id). Reconnects with backoff
  * after an error, and wakes once after every (re)connect for notifications
@@ -126,7 +126,7 @@ export class SegmentDirtyListener implements OnApplicationBootstrap, BeforeAppli
 
   private async connect(): Promise<void> {
     const client = new Client({
-      connectionString: this.config.databaseUrl,
+      connectionString: this.config.databaseDirectUrl,
       application_name: 'mailwright-segments-listen',
       keepAlive: true,
     });

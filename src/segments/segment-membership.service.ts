@@ -146,14 +146,16 @@ export class SegmentMembershipService {
 
   /**
    * A page of a kept segment's members (newest first, `limit` rows at most)
-   * and their exact count, read from one snapshot so the two agree.
+   * and their exact count, read from one snapshot so the two agree (on `from`: the read
+   * database for an API page).
    */
   page(
+    from: DataSource,
     segmentId: string,
     limit: number,
     beforeId?: string,
   ): Promise<{ rows: ContactRow[]; total: number }> {
-    return this.dataSource.transaction('REPEATABLE READ', async (manager) => ({
+    return from.transaction('REPEATABLE READ', async (manager) => ({
       rows: await this.memberships.members(manager, segmentId, limit, beforeId),
       total: await this.memberships.count(manager, segmentId),
     }));

@@ -18,6 +18,7 @@ import { SegmentChanges, SegmentsRepository } from './segments.repository';
 import { sqlState, SQLSTATE } from '../database/postgres-errors';
 import { Semaphore } from '../common/concurrency/semaphore';
 import { ExpensiveWork } from '../common/rate-limit/expensive-work';
+import { ReadDatabase } from '../database/read-database';
 
 /**
  * How long a stored memberCount is served before it is counted again.
@@ -48,6 +49,8 @@ export class SegmentsService {
     private readonly conditions: ConditionsService,
     private readonly membership: SegmentMembershipService,
     private readonly expensive: ExpensiveWork,
+    /** Counts, previews, member pages and lists tolerate lag (docs/scaling.md); writes stay on dataSource. */
+    private readonly read: ReadDatabase,
   ) {}
 
   async create(projectId: string, dto: CreateSegmentDto): Promise<SegmentResponse> {
@@ -75,12 +78,7 @@ export class SegmentsService {
   async list(projectId: string, query: PaginationQueryDto): Promise<Page<SegmentResponse>> {
     const limit = query.limit ?? 20;
     const afterId = query.cursor ? decodeCursor(query.cursor) : null;
-    const { rows, total } = await this.segments.page(
-      this.dataSource.manager,
-      projectId,
-      afterId,
-      limit,
-    );
+    const { rows, total } = await this.segments.page(this.read.manager, projectId, afterId, limit);
     const page = pageOf(
       rows,
       limit,
@@ -95,7 +93,7 @@ export class SegmentsService {
   }
 
   async get(projectId: string, id: string): Promise<SegmentResponse> {
-    const segment = await this.find(this.dataSource.manager, projectId, id);
+    const segment = await this.find(this.read.manager, projectId, id);
     return toSegmentResponse(segment, await this.freshCount(segment, 'run'));
   }
 
@@ -177,12 +175,17 @@ export class SegmentsService {
     id: string,
     query: PaginationQueryDto,
   ): Promise<Page<ContactResponse>> {
-    const manager = this.dataSource.manager;
+    const manager = this.read.manager;
     const segment = await this.find(manager, projectId, id);
     const limit = query.limit ?? 20;
     const beforeId = query.cursor ? decodeCursor(query.cursor) : undefined;
     if (segment.membershipKeptAt) {
-      const kept = await this.membership.page(segment.id, limit + 1, beforeId);
+      const kept = await this.membership.page(
+        this.read.dataSource,
+        segment.id,
+        limit + 1,
+        beforeId,
+      );
       return pageOf(kept.rows, limit, kept.total, toContactResponse, (row) => row.id);
     }
     const compiled = await this.conditions.compileBoth(manager, segment.condition, projectId);
@@ -191,7 +194,7 @@ export class SegmentsService {
       projectId,
       async () =>
         [
-          await this.dataSource.transaction((m) =>
+          await this.read.dataSource.transaction((m) =>
             this.segments.members(m, projectId, compiled, limit + 1, beforeId),
           ),
           await this.freshCount(segment, null),
@@ -202,7 +205,7 @@ export class SegmentsService {
 
   /** An unsaved condition: live count and the 10 newest matching contacts. */
   async preview(projectId: string, dto: PreviewSegmentDto): Promise<SegmentPreviewResponse> {
-    const manager = this.dataSource.manager;
+    const manager = this.read.manager;
     const condition = await this.conditions.assertValid(manager, dto.condition, {
       projectId,
       path: 'condition',
@@ -215,7 +218,7 @@ export class SegmentsService {
       if (counted === 0) return [counted, []] as const;
       return [
         counted,
-        await this.dataSource.transaction((m) =>
+        await this.read.dataSource.transaction((m) =>
           this.segments.members(m, projectId, compiled, PREVIEW_SAMPLE_SIZE),
         ),
       ] as const;
@@ -243,7 +246,7 @@ export class SegmentsService {
    * never refused; null: the caller already runs it as such).
    */
   private async freshCount(segment: Segment, budget: 'run' | 'charge' | null): Promise<number> {
-    if (segment.membershipKeptAt) return this.membership.count(this.dataSource.manager, segment.id);
+    if (segment.membershipKeptAt) return this.membership.count(this.read.manager, segment.id);
     if (this.isFresh(segment)) return segment.memberCount as number;
     if (budget === null) return this.recount(segment);
     return this.expensive[budget](segment.projectId, () => this.recount(segment));
@@ -255,7 +258,7 @@ export class SegmentsService {
    * A segment never counted is counted now; a kept one is counted exactly.
    */
   private async listCount(segment: Segment): Promise<number> {
-    if (segment.membershipKeptAt) return this.membership.count(this.dataSource.manager, segment.id);
+    if (segment.membershipKeptAt) return this.membership.count(this.read.manager, segment.id);
     if (segment.memberCount === null)
       return this.expensive.charge(segment.projectId, () => this.recount(segment));
     if (!this.isFresh(segment)) this.scheduleRecount(segment);
@@ -292,14 +295,15 @@ export class SegmentsService {
   }
 
   private async countAndStore(segment: Segment): Promise<number> {
-    const manager = this.dataSource.manager;
+    // Counted on the read database, stored on the primary.
+    const manager = this.read.manager;
     const condition: ConditionGroup = segment.condition;
     const compiled = await this.conditions.compile(manager, condition, {
       projectId: segment.projectId,
       purpose: 'count',
     });
     const count = await this.conditions.countCompiled(manager, compiled);
-    await this.segments.storeCount(manager, segment.id, count, condition);
+    await this.segments.storeCount(this.dataSource.manager, segment.id, count, condition);
     return count;
   }
 }

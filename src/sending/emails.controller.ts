@@ -20,7 +20,10 @@ export class EmailsController {
   constructor(private readonly emails: EmailsService) {}
 
   @Get()
-  @ApiOp('emails_list', 'List email records, newest first (filters status, contactId, campaignId)')
+  @ApiOp(
+    'emails_list',
+    'List email records, newest first (filters status, contactId, campaignId, opened, clicked)',
+  )
   @ApiListSuccess(EmailResponse)
   @ApiErrorResponses([400])
   list(@CurrentProject() project: CurrentProjectInfo, @Query() query: ListEmailsQueryDto) {

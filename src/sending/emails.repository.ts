@@ -86,6 +86,8 @@ export interface EmailListFilter {
   status?: EmailStatus;
   contactId?: string;
   campaignId?: string;
+  opened?: boolean;
+  clicked?: boolean;
 }
 
 /** What an email that has just become final still holds: its event and its attachments. */
@@ -224,6 +226,16 @@ function finishParams(emailId: string, status: EmailStatus, fields: FinishFields
  * its own. Content and attachments are EmailContentsRepository's, idempotency
  * keys IdempotencyKeysRepository's.
  */
+
+/** Counts of one window of GET /project/stats. */
+export interface WindowOutcomes {
+  sent: number;
+  opened: number;
+  clicked: number;
+  bounced: number;
+  complained: number;
+}
+
 @Injectable()
 export class EmailsRepository {
   /**
@@ -278,6 +290,10 @@ export class EmailsRepository {
     if (filter.contactId) qb.andWhere('e.contact_id = :contactId', { contactId: filter.contactId });
     if (filter.campaignId)
       qb.andWhere('e.campaign_id = :campaignId', { campaignId: filter.campaignId });
+    if (filter.opened !== undefined)
+      qb.andWhere(`e.opened_at IS ${filter.opened ? 'NOT ' : ''}NULL`);
+    if (filter.clicked !== undefined)
+      qb.andWhere(`e.clicked_at IS ${filter.clicked ? 'NOT ' : ''}NULL`);
     return keysetRows(qb, 'e.id', afterId, limit);
   }
 
@@ -552,6 +568,44 @@ export class EmailsRepository {
       [projectId, days, from],
     );
     return row;
+  }
+
+  /**
+   * GET /project/stats: outcomes of the mail that went out (or was refused) in the last `days`
+   * and in the `days` before, in one pass over the (project_id, COALESCE(sent_at, bounced_at))
+   * expression index's range of 2 × days. Opens and clicks are counted per email (first open or
+   * click), so a rate is "share of emails opened", whatever the window they were opened in.
+   */
+  async outcomesByWindow(
+    manager: EntityManager,
+    projectId: string,
+    days: number,
+  ): Promise<{ current: WindowOutcomes; previous: WindowOutcomes }> {
+    const counts = (side: 'c' | 'p') => {
+      const inside = `COALESCE(sent_at, bounced_at) ${side === 'c' ? '>=' : '<'} now() - make_interval(days => $2)`;
+      return `count(*) FILTER (WHERE ${inside})::int AS ${side}_sent,
+              count(*) FILTER (WHERE ${inside} AND opened_at IS NOT NULL)::int AS ${side}_opened,
+              count(*) FILTER (WHERE ${inside} AND clicked_at IS NOT NULL)::int AS ${side}_clicked,
+              count(*) FILTER (WHERE ${inside} AND status = 'BOUNCED')::int AS ${side}_bounced,
+              count(*) FILTER (WHERE ${inside} AND status = 'COMPLAINED')::int AS ${side}_complained`;
+    };
+    const [row] = await queryRows<Record<string, number>>(
+      manager,
+      `SELECT ${counts('c')},
+              ${counts('p')}
+         FROM emails
+        WHERE project_id = $1
+          AND COALESCE(sent_at, bounced_at) >= now() - make_interval(days => $2 * 2)`,
+      [projectId, days],
+    );
+    const side = (p: string): WindowOutcomes => ({
+      sent: row[`${p}_sent`],
+      opened: row[`${p}_opened`],
+      clicked: row[`${p}_clicked`],
+      bounced: row[`${p}_bounced`],
+      complained: row[`${p}_complained`],
+    });
+    return { current: side('c'), previous: side('p') };
   }
 
   /** The latest email of the project to this (normalised) address that went out or was refused. */

@@ -24,6 +24,7 @@ import { EmailsRepository } from './emails.repository';
 import { ReturnPaths } from './return-paths';
 import { UnsubscribeLinks } from './unsubscribe-links';
 import { TrackingHosts } from '../projects/tracking-hosts';
+import { ReadDatabase } from '../database/read-database';
 
 /** A recipient as the pipeline needs it (a ContactRow fits). */
 export interface EmailRecipient {
@@ -123,6 +124,8 @@ export class EmailsService {
     @InjectQueue(QUEUES.DELIVERY)
     private readonly queue: Queue<DeliveryJobData, unknown, typeof DELIVERY_JOBS.DELIVER>,
     @InjectDataSource() private readonly dataSource: DataSource,
+    /** Reads that tolerate lag: list pages (docs/scaling.md). */
+    private readonly read: ReadDatabase,
     private readonly repository: EmailsRepository,
     private readonly contents: EmailContentsRepository,
     private readonly templates: TemplatesService,
@@ -344,9 +347,15 @@ export class EmailsService {
     const limit = query.limit ?? 20;
     const afterId = query.cursor ? decodeCursor(query.cursor) : null;
     const { rows, total } = await this.repository.list(
-      this.dataSource.manager,
+      this.read.manager,
       projectId,
-      { status: query.status, contactId: query.contactId, campaignId: query.campaignId },
+      {
+        status: query.status,
+        contactId: query.contactId,
+        campaignId: query.campaignId,
+        opened: query.opened,
+        clicked: query.clicked,
+      },
       afterId,
       limit,
     );

@@ -75,7 +75,10 @@ export class TemplatesController {
 
   @Post(':id/preview')
   @HttpCode(200)
-  @ApiOp('templates_preview', 'Render a template with a contact and/or data, without sending')
+  @ApiOp(
+    'templates_preview',
+    'Render a template, or an unsaved subject/body in its place, with a contact and/or data, without sending',
+  )
   @ApiSuccess(200, TemplatePreviewResponse)
   @ApiErrorResponses([400, 404, 413, 422])
   preview(

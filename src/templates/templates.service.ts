@@ -23,6 +23,7 @@ import {
   TemplateRenderError,
 } from './template-renderer';
 import { TemplatesRepository } from './templates.repository';
+import { ReadDatabase } from '../database/read-database';
 
 /** What rendering needs to know about a recipient. */
 export interface RenderRecipient {
@@ -36,6 +37,8 @@ export interface RenderRecipient {
 export class TemplatesService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    /** Reads that tolerate lag: list pages (docs/scaling.md). */
+    private readonly read: ReadDatabase,
     private readonly templates: TemplatesRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly renderer: TemplateRenderer,
@@ -63,7 +66,7 @@ export class TemplatesService {
     const limit = query.limit ?? 20;
     const afterId = query.cursor ? decodeCursor(query.cursor) : null;
     const { rows, total } = await this.templates.list(
-      this.dataSource.manager,
+      this.read.manager,
       projectId,
       { type: query.type, search: query.search },
       afterId,
@@ -106,7 +109,7 @@ export class TemplatesService {
     try {
       return await this.render(
         projectId,
-        { subject: template.subject, body: template.body },
+        { subject: dto.subject ?? template.subject, body: dto.body ?? template.body },
         contact,
         dto.data ?? {},
         `${this.config.publicUrl}/unsubscribe/preview`,

@@ -29,6 +29,7 @@ import { ExecutionStatus, Workflow, WorkflowTriggerType } from './workflow.entit
 import { DueExecution, WorkflowExecutionsRepository } from './workflow-executions.repository';
 import { WorkflowsRepository } from './workflows.repository';
 import { retryOnDeadlock } from '../database/retry-on-deadlock';
+import { ReadDatabase } from '../database/read-database';
 
 /**
  * The event name that starts a workflow of this trigger (the events trigger joins on it). A segment id is
@@ -60,6 +61,8 @@ export function triggerNameOf(trigger: {
 export class WorkflowsService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    /** Reads that tolerate lag: list pages (docs/scaling.md). */
+    private readonly read: ReadDatabase,
     private readonly workflows: WorkflowsRepository,
     private readonly executions: WorkflowExecutionsRepository,
     private readonly dispatcher: WorkflowDispatcher,
@@ -112,14 +115,14 @@ export class WorkflowsService {
     const limit = query.limit ?? 20;
     const afterId = query.cursor ? decodeCursor(query.cursor) : null;
     const { rows, total } = await this.workflows.list(
-      this.dataSource.manager,
+      this.read.manager,
       projectId,
       { enabled: query.enabled, search: query.search?.trim() },
       afterId,
       limit,
     );
     const counts = await this.executions.countsOf(
-      this.dataSource.manager,
+      this.read.manager,
       rows.map((r) => r.id),
     );
     return pageOf(
@@ -314,11 +317,11 @@ export class WorkflowsService {
     id: string,
     query: ListExecutionsQueryDto,
   ): Promise<Page<ExecutionResponse>> {
-    await this.findOrFail(this.dataSource.manager, projectId, id);
+    await this.findOrFail(this.read.manager, projectId, id);
     const limit = query.limit ?? 20;
     const afterId = query.cursor ? decodeCursor(query.cursor) : null;
     const { rows, total } = await this.executions.listExecutions(
-      this.dataSource.manager,
+      this.read.manager,
       id,
       { status: query.status, contactId: query.contactId?.toLowerCase() },
       afterId,

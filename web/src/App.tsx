@@ -5,16 +5,20 @@ import { ContactPage, ContactsPage } from './pages/contacts';
 import { DomainPage, DomainsPage } from './pages/domains';
 import { EmailPage, EmailsPage } from './pages/emails';
 import { EventsPage } from './pages/events';
-import {
-  CampaignsPage,
-  SegmentsPage,
-  TemplatesPage,
-  WebhooksPage,
-  WorkflowsPage,
-} from './pages/lists';
+import { CampaignPage, CampaignsPage, EditCampaignPage, NewCampaignPage } from './pages/campaigns';
 import { OverviewPage } from './pages/overview';
+import { EditSegmentPage, NewSegmentPage, SegmentPage, SegmentsPage } from './pages/segments';
 import { SettingsPage } from './pages/settings';
 import { SignInPage } from './pages/sign-in';
+import { TemplatePage, TemplatesPage } from './pages/templates';
+import { WebhookPage, WebhooksPage } from './pages/webhooks';
+import {
+  EditWorkflowPage,
+  ExecutionPage,
+  NewWorkflowPage,
+  WorkflowPage,
+  WorkflowsPage,
+} from './pages/workflows';
 import { loadSession, signOut, type Session } from './session';
 import { ErrorMessage, PageTitle } from './ui';
 
@@ -101,10 +105,24 @@ function Layout({ session, onSignOut }: { session: Session; onSignOut: () => voi
           <Route path="/emails/:id">{(p) => <EmailPage id={p.id} />}</Route>
           <Route path="/events" component={EventsPage} />
           <Route path="/campaigns" component={CampaignsPage} />
+          <Route path="/campaigns/new" component={NewCampaignPage} />
+          <Route path="/campaigns/:id/edit">{(p) => <EditCampaignPage id={p.id} />}</Route>
+          <Route path="/campaigns/:id">{(p) => <CampaignPage id={p.id} />}</Route>
           <Route path="/templates" component={TemplatesPage} />
+          <Route path="/templates/:id">{(p) => <TemplatePage id={p.id} />}</Route>
           <Route path="/segments" component={SegmentsPage} />
+          <Route path="/segments/new" component={NewSegmentPage} />
+          <Route path="/segments/:id/edit">{(p) => <EditSegmentPage id={p.id} />}</Route>
+          <Route path="/segments/:id">{(p) => <SegmentPage id={p.id} />}</Route>
           <Route path="/workflows" component={WorkflowsPage} />
+          <Route path="/workflows/new" component={NewWorkflowPage} />
+          <Route path="/workflows/:id/edit">{(p) => <EditWorkflowPage id={p.id} />}</Route>
+          <Route path="/workflows/:id/executions/:executionId">
+            {(p) => <ExecutionPage id={p.id} executionId={p.executionId} />}
+          </Route>
+          <Route path="/workflows/:id">{(p) => <WorkflowPage id={p.id} />}</Route>
           <Route path="/webhooks" component={WebhooksPage} />
+          <Route path="/webhooks/:id">{(p) => <WebhookPage id={p.id} />}</Route>
           <Route path="/domains" component={DomainsPage} />
           <Route path="/domains/:id">{(p) => <DomainPage id={p.id} />}</Route>
           <Route path="/settings" component={SettingsPage} />

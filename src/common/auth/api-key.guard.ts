@@ -1,4 +1,6 @@
-import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { AppConfig } from '../../config/config';
+import { APP_CONFIG } from '../../config/config.module';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
 import { ApiException } from '../errors/api-exception';
@@ -7,7 +9,7 @@ import { ApiKeyType, hashApiKey, isWellFormedKey } from './api-key.crypto';
 import { ApiKeyAuthenticator } from './api-key-authenticator';
 import { AUTH_MODE_KEY, AuthenticatedRequest, AuthMode } from './auth.decorators';
 import type { AuthenticatedKey } from './authenticated-key';
-import { csrfTokenMatches, readSessionCookie } from './dashboard-session';
+import { clearedSessionCookie, csrfTokenMatches, readSessionCookie } from './dashboard-session';
 import { SessionAuthenticator } from './session-authenticator';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -16,6 +18,8 @@ export const CSRF_HEADER = 'x-csrf-token';
 interface Authenticated {
   auth: AuthenticatedKey;
   gate: AuthGate;
+  /** The bearer key's hash (none for a session): a 429 for it is remembered (recent-refusals.ts). */
+  keyHash?: Buffer;
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {
@@ -36,6 +40,7 @@ export class ApiKeyGuard implements CanActivate {
     private readonly authenticator: ApiKeyAuthenticator,
     private readonly rateLimits: RateLimitService,
     private readonly sessions: SessionAuthenticator,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -53,10 +58,11 @@ export class ApiKeyGuard implements CanActivate {
     const header = request.headers.authorization;
     // A request with an Authorization header uses the key, whatever cookie it carries.
     const sessionId = header === undefined ? readSessionCookie(request.headers.cookie) : undefined;
-    const { auth, gate } =
+    const { auth, gate, keyHash } =
       sessionId !== undefined
         ? await this.authenticateSession(request, reply, sessionId)
         : await this.authenticateKey(request, reply, header);
+    request.refusalKeyHash = keyHash;
     if (!auth.project.enabled) {
       throw new ApiException(403, 'PROJECT_DISABLED', 'The project of this API key is disabled');
     }
@@ -90,8 +96,10 @@ export class ApiKeyGuard implements CanActivate {
     reply.header('RateLimit-Limit', String(budget.limit));
     reply.header('RateLimit-Remaining', String(budget.remaining));
     reply.header('RateLimit-Reset', String(budget.resetSeconds));
-    if (!budget.allowed)
+    if (!budget.allowed) {
+      request.refusalScope = 'project';
       throw tooManyRequests(reply, budget, 'Rate limit exceeded for this project');
+    }
 
     request.auth = auth;
     return true;
@@ -133,7 +141,7 @@ export class ApiKeyGuard implements CanActivate {
       await this.rateLimits.recordAuthFailure(request.ip);
       throw new ApiException(401, 'INVALID_API_KEY', 'The API key is invalid or has been revoked');
     }
-    return { auth, gate };
+    return { auth, gate, keyHash: keyHash ?? undefined };
   }
 
   /** The dashboard session cookie: counted and limited like a wrong key when it names no live session. */
@@ -155,6 +163,11 @@ export class ApiKeyGuard implements CanActivate {
     }
     if (!auth) {
       await this.rateLimits.recordAuthFailure(request.ip);
+      // The browser drops a cookie that names no session, so the app shows sign-in, not a loop of 401s.
+      reply.header(
+        'set-cookie',
+        clearedSessionCookie({ secure: this.config.publicUrl.startsWith('https:') }),
+      );
       throw new ApiException(
         401,
         'INVALID_API_KEY',

@@ -2,6 +2,7 @@ import { createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/com
 import type { FastifyRequest } from 'fastify';
 import { ApiKeyType } from './api-key.crypto';
 import type { AuthenticatedKey } from './authenticated-key';
+import type { RefusalMarks } from '../rate-limit/recent-refusals';
 
 export const AUTH_MODE_KEY = 'mailwright:auth-mode';
 export type AuthMode = 'secret' | 'public-allowed' | 'none';
@@ -20,7 +21,7 @@ export interface CurrentProjectInfo {
   publicKey: boolean;
 }
 
-export type AuthenticatedRequest = FastifyRequest & { auth?: AuthenticatedKey };
+export type AuthenticatedRequest = FastifyRequest & { auth?: AuthenticatedKey } & RefusalMarks;
 
 export const CurrentProject = createParamDecorator(
   (_data: unknown, ctx: ExecutionContext): CurrentProjectInfo => {

@@ -8,6 +8,13 @@ export class ApiKeyResponse {
   @ApiProperty({ format: 'uuid' })
   projectId: string;
 
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'The name given at creation (POST /project/keys), or null',
+  })
+  name: string | null;
+
   @ApiProperty({ type: String, enum: ['secret', 'public'] })
   type: 'secret' | 'public';
 

@@ -37,9 +37,9 @@ export class TrackingDomainRecordResponse {
   found?: string[];
 
   @ApiPropertyOptional({
-    enum: ['NXDOMAIN', 'NO_RECORD', 'MISMATCH', 'DNS_ERROR', 'TAKEN'],
+    enum: ['NXDOMAIN', 'NO_RECORD', 'MISMATCH', 'DNS_ERROR', 'TAKEN', 'NOT_OWNED'],
     description:
-      'Not verified: why. NXDOMAIN (the name does not exist), NO_RECORD (no CNAME at the name), MISMATCH (a CNAME to another host), DNS_ERROR (no answer from DNS; the status is kept), TAKEN (another project has this tracking domain verified)',
+      'Not verified: why. NXDOMAIN (the name does not exist), NO_RECORD (no CNAME at the name), MISMATCH (a CNAME to another host), DNS_ERROR (no answer from DNS; the status is kept), TAKEN (another project has this tracking domain verified), NOT_OWNED (the CNAME is right but the name is neither a VERIFIED sending domain of this project nor under one)',
   })
   error?: string;
 }

@@ -137,8 +137,32 @@ export interface paths {
         /** The project's API keys (prefixes only; never the secret) */
         get: operations["project_listKeys"];
         put?: never;
-        post?: never;
+        /**
+         * Create an API key for this project; the key is in this answer only (apiKey)
+         * @description A `secret` key (sk_) can call every endpoint and sign in to the dashboard; a `public` key (pk_) only POST /v1/track and /v1/subscribe. Only the key's SHA-256 is stored: store `apiKey` now.
+         */
+        post: operations["project_createKey"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/project/keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke one of the project's keys: it answers 401 from then on, and its dashboard sessions end
+         * @description The key stays in the listing as revoked. Revoking a revoked key answers it unchanged. The project's last active secret key cannot be revoked (409): create another first. The calling key may revoke itself when another secret key remains.
+         */
+        delete: operations["project_revokeKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -306,6 +330,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events/per-minute": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Events per minute over the last minutes (default 60, at most 120), oldest first, zeros included
+         * @description The dashboard's live figure: one range scan of the (project_id, created_at) index.
+         */
+        get: operations["events_perMinute"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/track": {
         parameters: {
             query?: never;
@@ -443,7 +487,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Render a template with a contact and/or data, without sending */
+        /** Render a template, or an unsaved subject/body in its place, with a contact and/or data, without sending */
         post: operations["templates_preview"];
         delete?: never;
         options?: never;
@@ -478,7 +522,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List email records, newest first (filters status, contactId, campaignId) */
+        /** List email records, newest first (filters status, contactId, campaignId, opened, clicked) */
         get: operations["emails_list"];
         put?: never;
         post?: never;
@@ -643,6 +687,26 @@ export interface paths {
         put?: never;
         /** Set sender health back to HEALTHY after a pause (paused campaigns stay PAUSED) */
         post: operations["project_resumeSending"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/project/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sent, open, click, bounce and complaint figures of the last `days` days (default 30) and of the `days` before
+         * @description One statement over the emails' (project_id, COALESCE(sent_at, bounced_at)) index; docs/deliverability.md explains its cost.
+         */
+        get: operations["project_stats"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1245,10 +1309,10 @@ export interface components {
             /** @description Not verified: the CNAME target the last check found, when there was one */
             found?: string[];
             /**
-             * @description Not verified: why. NXDOMAIN (the name does not exist), NO_RECORD (no CNAME at the name), MISMATCH (a CNAME to another host), DNS_ERROR (no answer from DNS; the status is kept), TAKEN (another project has this tracking domain verified)
+             * @description Not verified: why. NXDOMAIN (the name does not exist), NO_RECORD (no CNAME at the name), MISMATCH (a CNAME to another host), DNS_ERROR (no answer from DNS; the status is kept), TAKEN (another project has this tracking domain verified), NOT_OWNED (the CNAME is right but the name is neither a VERIFIED sending domain of this project nor under one)
              * @enum {string}
              */
-            error?: "NXDOMAIN" | "NO_RECORD" | "MISMATCH" | "DNS_ERROR" | "TAKEN";
+            error?: "NXDOMAIN" | "NO_RECORD" | "MISMATCH" | "DNS_ERROR" | "TAKEN" | "NOT_OWNED";
         };
         TrackingDomainResponse: {
             /** @example links.example.com */
@@ -1321,6 +1385,8 @@ export interface components {
             id: string;
             /** Format: uuid */
             projectId: string;
+            /** @description The name given at creation (POST /project/keys), or null */
+            name: string | null;
             /** @enum {string} */
             type: "secret" | "public";
             /**
@@ -1333,6 +1399,26 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             revokedAt: string | null;
+        };
+        CreatedApiKeyResponse: {
+            key: components["schemas"]["ApiKeyResponse"];
+            /**
+             * @description The key itself. Shown only in this answer: store it now
+             * @example sk_3f1cZ…
+             */
+            apiKey: string;
+        };
+        CreateApiKeyDto: {
+            /**
+             * @description `secret` (sk_: every endpoint) or `public` (pk_: POST /v1/track and /v1/subscribe)
+             * @enum {string}
+             */
+            type: "secret" | "public";
+            /**
+             * @description A label shown in the key listing
+             * @example Production server
+             */
+            name?: string;
         };
         TrackingDomainCheckResponse: {
             /**
@@ -1450,6 +1536,18 @@ export interface components {
             count: number;
             /** Format: date-time */
             lastSeenAt: string;
+        };
+        MinuteCountResponse: {
+            /**
+             * Format: date-time
+             * @description The start of the minute (UTC)
+             */
+            minute: string;
+            count: number;
+        };
+        EventsPerMinuteResponse: {
+            minutes: number;
+            points: components["schemas"]["MinuteCountResponse"][];
         };
         TrackResponse: {
             /**
@@ -1657,6 +1755,10 @@ export interface components {
              * @description Render with this contact's data and address
              */
             contactId?: string;
+            /** @description Render this subject instead of the stored one (an unsaved edit); same rules as on save */
+            subject?: string;
+            /** @description Render this body instead of the stored one (an unsaved edit); same rules as on save */
+            body?: string;
         };
         SentEmailResponse: {
             /** Format: uuid */
@@ -1886,6 +1988,49 @@ export interface components {
             reason: string | null;
             /** Format: date-time */
             pausedAt: string | null;
+        };
+        StatsWindowResponse: {
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @description Emails that went out (or were refused) in the window */
+            sent: number;
+            /** @description Of those, opened at least once */
+            opened: number;
+            /** @description Of those, clicked at least once */
+            clicked: number;
+            /** @description Of those, BOUNCED */
+            bounced: number;
+            /** @description Of those, COMPLAINED */
+            complained: number;
+            /**
+             * @description A share of sent (0..1); null when nothing was sent
+             * @example 0.012
+             */
+            openRate: number | null;
+            /**
+             * @description A share of sent (0..1); null when nothing was sent
+             * @example 0.012
+             */
+            clickRate: number | null;
+            /**
+             * @description A share of sent (0..1); null when nothing was sent
+             * @example 0.012
+             */
+            bounceRate: number | null;
+            /**
+             * @description A share of sent (0..1); null when nothing was sent
+             * @example 0.012
+             */
+            complaintRate: number | null;
+        };
+        ProjectStatsResponse: {
+            days: number;
+            /** @description The last `days` days */
+            current: components["schemas"]["StatsWindowResponse"];
+            /** @description The `days` days before those */
+            previous: components["schemas"]["StatsWindowResponse"];
         };
         ProviderHookResponse: {
             /** @enum {string} */
@@ -2438,6 +2583,8 @@ export type SchemaMailboxDto = components['schemas']['MailboxDto'];
 export type SchemaDoubleOptInDto = components['schemas']['DoubleOptInDto'];
 export type SchemaUpdateProjectDto = components['schemas']['UpdateProjectDto'];
 export type SchemaApiKeyResponse = components['schemas']['ApiKeyResponse'];
+export type SchemaCreatedApiKeyResponse = components['schemas']['CreatedApiKeyResponse'];
+export type SchemaCreateApiKeyDto = components['schemas']['CreateApiKeyDto'];
 export type SchemaTrackingDomainCheckResponse = components['schemas']['TrackingDomainCheckResponse'];
 export type SchemaImportStatus = components['schemas']['ImportStatus'];
 export type SchemaImportRowErrorResponse = components['schemas']['ImportRowErrorResponse'];
@@ -2449,6 +2596,8 @@ export type SchemaCreateContactDto = components['schemas']['CreateContactDto'];
 export type SchemaUpdateContactDto = components['schemas']['UpdateContactDto'];
 export type SchemaEventResponse = components['schemas']['EventResponse'];
 export type SchemaEventNameResponse = components['schemas']['EventNameResponse'];
+export type SchemaMinuteCountResponse = components['schemas']['MinuteCountResponse'];
+export type SchemaEventsPerMinuteResponse = components['schemas']['EventsPerMinuteResponse'];
 export type SchemaTrackResponse = components['schemas']['TrackResponse'];
 export type SchemaTrackEventDto = components['schemas']['TrackEventDto'];
 export type SchemaSegmentResponse = components['schemas']['SegmentResponse'];
@@ -2479,6 +2628,8 @@ export type SchemaSuppressionResponse = components['schemas']['SuppressionRespon
 export type SchemaCreateSuppressionDto = components['schemas']['CreateSuppressionDto'];
 export type SchemaSendingStatus = components['schemas']['SendingStatus'];
 export type SchemaProjectHealthResponse = components['schemas']['ProjectHealthResponse'];
+export type SchemaStatsWindowResponse = components['schemas']['StatsWindowResponse'];
+export type SchemaProjectStatsResponse = components['schemas']['ProjectStatsResponse'];
 export type SchemaProviderHookResponse = components['schemas']['ProviderHookResponse'];
 export type SchemaConfigureProviderDto = components['schemas']['ConfigureProviderDto'];
 export type SchemaAudienceType = components['schemas']['AudienceType'];
@@ -3493,6 +3644,233 @@ export interface operations {
             };
             /** @description PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track and POST /v1/subscribe) */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members; template save, preview, test and send renders) the project's budget of expensive work (segment evaluation and slow rendering) is spent; see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INTERNAL_ERROR: an unexpected error; report error.requestId */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    project_createKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateApiKeyDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["CreatedApiKeyResponse"];
+                    };
+                };
+            };
+            /** @description BAD_REQUEST: malformed JSON, unsupported content type, or a bad query or path parameter (error.errors names it) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track and POST /v1/subscribe) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over the limit (10 MB on /v1/send and /contacts/import, 1 MB elsewhere) */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description VALIDATION_ERROR: the body is invalid; error.errors lists each field {field, message, code} */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members; template save, preview, test and send renders) the project's budget of expensive work (segment evaluation and slow rendering) is spent; see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INTERNAL_ERROR: an unexpected error; report error.requestId */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    project_revokeKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID; anything else is a 400 naming the parameter */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ApiKeyResponse"];
+                    };
+                };
+            };
+            /** @description BAD_REQUEST: malformed JSON, unsupported content type, or a bad query or path parameter (error.errors names it) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track and POST /v1/subscribe) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description KEY_NOT_FOUND: no such key in this project */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description CONFLICT: the project's last active secret key */
+            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -4723,6 +5101,99 @@ export interface operations {
                             /** @description Items matching the filters, all pages together */
                             total: number;
                         };
+                    };
+                };
+            };
+            /** @description BAD_REQUEST: malformed JSON, unsupported content type, or a bad query or path parameter (error.errors names it) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track and POST /v1/subscribe) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members; template save, preview, test and send renders) the project's budget of expensive work (segment evaluation and slow rendering) is spent; see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INTERNAL_ERROR: an unexpected error; report error.requestId */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    events_perMinute: {
+        parameters: {
+            query?: {
+                /** @description How many minutes back, the current minute included */
+                minutes?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["EventsPerMinuteResponse"];
                     };
                 };
             };
@@ -6517,6 +6988,10 @@ export interface operations {
                 status?: components["schemas"]["EmailStatus"];
                 contactId?: string;
                 campaignId?: string;
+                /** @description true: only emails opened at least once (openedAt set); false: never opened */
+                opened?: boolean;
+                /** @description true: only emails with at least one tracked click (clickedAt set); false: none */
+                clicked?: boolean;
             };
             header?: never;
             path?: never;
@@ -7507,6 +7982,99 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["ProjectHealthResponse"];
                     };
+                };
+            };
+            /** @description MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track and POST /v1/subscribe) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members; template save, preview, test and send renders) the project's budget of expensive work (segment evaluation and slow rendering) is spent; see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INTERNAL_ERROR: an unexpected error; report error.requestId */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    project_stats: {
+        parameters: {
+            query?: {
+                /** @description The window: the last `days` days, compared with the `days` before */
+                days?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ProjectStatsResponse"];
+                    };
+                };
+            };
+            /** @description BAD_REQUEST: malformed JSON, unsupported content type, or a bad query or path parameter (error.errors names it) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key) */

@@ -16,6 +16,7 @@ import {
 } from '../ui';
 import type { ApiError } from '../api/client';
 import type { operations } from '../api/schema';
+import { ContactImport } from './contact-import';
 
 type ExportQuery = NonNullable<operations['contacts_export']['parameters']['query']>;
 
@@ -114,6 +115,7 @@ export function ContactsPage() {
         Contacts
       </PageTitle>
       <AddContact />
+      <ContactImport onFinished={state.reload} />
       <form className="filters" role="search" onSubmit={submit}>
         <Field label="Search by email">
           {(id) => (

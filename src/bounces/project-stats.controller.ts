@@ -1,0 +1,33 @@
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import { CurrentProject, CurrentProjectInfo } from '../common/auth/auth.decorators';
+import {
+  ApiErrorResponses,
+  ApiKeyProtected,
+  ApiOp,
+  ApiSuccess,
+} from '../common/openapi/decorators';
+import { ProjectStatsQueryDto, ProjectStatsResponse } from './dto/project-stats';
+import { ProjectStatsService } from './project-stats.service';
+
+@ApiTags('project')
+@ApiKeyProtected()
+@Controller('project/stats')
+export class ProjectStatsController {
+  constructor(private readonly stats: ProjectStatsService) {}
+
+  @Get()
+  @ApiOp(
+    'project_stats',
+    'Sent, open, click, bounce and complaint figures of the last `days` days (default 30) and of the `days` before',
+    "One statement over the emails' (project_id, COALESCE(sent_at, bounced_at)) index; docs/deliverability.md explains its cost.",
+  )
+  @ApiSuccess(200, ProjectStatsResponse)
+  @ApiErrorResponses([400])
+  get(
+    @CurrentProject() project: CurrentProjectInfo,
+    @Query() query: ProjectStatsQueryDto,
+  ): Promise<ProjectStatsResponse> {
+    return this.stats.get(project.id, query.days ?? 30);
+  }
+}

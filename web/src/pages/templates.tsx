@@ -1,0 +1,455 @@
+import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { Link, useLocation } from 'wouter';
+import { api, unwrap, type ApiError } from '../api/client';
+import type { SchemaTemplateResponse, SchemaTemplateType } from '../api/schema';
+import {
+  asApiError,
+  ErrorMessage,
+  Field,
+  PageTitle,
+  Pager,
+  Show,
+  useCursor,
+  useLoad,
+  when,
+} from '../ui';
+import './editor.css';
+
+const TYPES: SchemaTemplateType[] = ['MARKETING', 'TRANSACTIONAL'];
+
+export function TemplatesPage() {
+  const [type, setType] = useState<SchemaTemplateType | ''>('');
+  const paging = useCursor(type);
+  const state = useLoad(
+    () =>
+      unwrap(
+        api.GET('/templates', {
+          params: { query: { limit: 50, cursor: paging.cursor, type: type || undefined } },
+        }),
+      ).then((r) => r.data),
+    [paging.cursor, type],
+  );
+  return (
+    <>
+      <PageTitle>Templates</PageTitle>
+      <NewTemplate />
+      <div className="filters">
+        <Field label="Type">
+          {(id) => (
+            <select
+              id={id}
+              value={type}
+              onChange={(e) => setType(e.target.value as SchemaTemplateType | '')}
+            >
+              <option value="">All</option>
+              {TYPES.map((t) => (
+                <option key={t}>{t}</option>
+              ))}
+            </select>
+          )}
+        </Field>
+      </div>
+      <Show state={state}>
+        {(data) => (
+          <>
+            {data.items.length === 0 ? (
+              <p>No templates yet.</p>
+            ) : (
+              <div className="table-wrap">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Name</th>
+                      <th scope="col">Subject</th>
+                      <th scope="col">Type</th>
+                      <th scope="col">Updated</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {data.items.map((t) => (
+                      <tr key={t.id}>
+                        <td>
+                          <Link href={`/templates/${t.id}`}>{t.name}</Link>
+                        </td>
+                        <td>{t.subject}</td>
+                        <td>{t.type}</td>
+                        <td>{when(t.updatedAt)}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )}
+            <Pager page={paging.page} data={data} paging={paging} label="Templates" />
+          </>
+        )}
+      </Show>
+    </>
+  );
+}
+
+/** A new template is saved first (name, type, a starting subject and body), then edited with its preview. */
+function NewTemplate() {
+  const [name, setName] = useState('');
+  const [type, setType] = useState<SchemaTemplateType>('MARKETING');
+  const [error, setError] = useState<ApiError>();
+  const [busy, setBusy] = useState(false);
+  const [, navigate] = useLocation();
+  const create = async (e: FormEvent) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      const created = await unwrap(
+        api.POST('/templates', {
+          body: {
+            name: name.trim(),
+            type,
+            subject: 'Hello {{ firstName | default: "there" }}',
+            body: '<p>Hello {{ firstName | default: "there" }},</p>\n\n<p><a href="{{ unsubscribeUrl }}">Unsubscribe</a></p>',
+          },
+        }),
+      );
+      navigate(`/templates/${created.data.id}`);
+    } catch (err) {
+      setError(asApiError(err));
+      setBusy(false);
+    }
+  };
+  return (
+    <details className="add">
+      <summary>New template</summary>
+      <form className="filters" onSubmit={create}>
+        <Field label="Template name">
+          {(id) => (
+            <input id={id} value={name} required onChange={(e) => setName(e.target.value)} />
+          )}
+        </Field>
+        <Field label="Template type">
+          {(id) => (
+            <select
+              id={id}
+              value={type}
+              onChange={(e) => setType(e.target.value as SchemaTemplateType)}
+            >
+              {TYPES.map((t) => (
+                <option key={t}>{t}</option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <button type="submit" disabled={busy}>
+          {busy ? 'Creating…' : 'Create template'}
+        </button>
+      </form>
+      <ErrorMessage error={error} />
+    </details>
+  );
+}
+
+export function TemplatePage({ id }: { id: string }) {
+  const state = useLoad(
+    () => unwrap(api.GET('/templates/{id}', { params: { path: { id } } })).then((r) => r.data),
+    [id],
+  );
+  return <Show state={state}>{(t) => <TemplateEditor key={t.id} template={t} />}</Show>;
+}
+
+/** A Liquid error's line, from the parser's message ("…, line:3, col:5"). */
+export function liquidLine(message: string): number | undefined {
+  const m = /line:(\d+)/.exec(message);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** Selects line `line` (1-based) of a textarea and scrolls to it. */
+export function goToLine(area: HTMLTextAreaElement | null, line: number): void {
+  if (!area) return;
+  const lines = area.value.split('\n');
+  const start = lines.slice(0, line - 1).reduce((n, l) => n + l.length + 1, 0);
+  area.focus();
+  area.setSelectionRange(start, start + (lines[line - 1]?.length ?? 0));
+  const lineHeight = area.scrollHeight / Math.max(lines.length, 1);
+  area.scrollTop = Math.max(0, (line - 3) * lineHeight);
+}
+
+/** The API's 422 on the Liquid fields, each with its line when the parser gave one. */
+export function LiquidErrors({
+  error,
+  onLine,
+}: {
+  error: ApiError | undefined;
+  onLine: (field: string, line: number) => void;
+}) {
+  if (!error) return null;
+  const liquid = error.fieldErrors.filter((f) => f.field === 'subject' || f.field === 'body');
+  if (liquid.length === 0) return <ErrorMessage error={error} />;
+  return (
+    <div className="error" role="alert">
+      <p>The Liquid does not parse:</p>
+      <ul>
+        {liquid.map((f) => {
+          const line = liquidLine(f.message);
+          const label = f.field === 'body' ? 'Body' : 'Subject';
+          return (
+            <li key={f.field + f.message}>
+              {label}
+              {line !== undefined && <>, line {line}</>}: {f.message}{' '}
+              {line !== undefined && f.field === 'body' && (
+                <button type="button" className="small" onClick={() => onLine(f.field, line)}>
+                  Go to line {line}
+                </button>
+              )}
+            </li>
+          );
+        })}
+      </ul>
+    </div>
+  );
+}
+
+function TemplateEditor({ template }: { template: SchemaTemplateResponse }) {
+  const [draft, setDraft] = useState({
+    name: template.name,
+    type: template.type,
+    subject: template.subject,
+    body: template.body,
+    from: template.from ?? '',
+  });
+  const [saved, setSaved] = useState(template);
+  const [sample, setSample] = useState('{\n  "firstName": "Ada"\n}');
+  const [saveError, setSaveError] = useState<ApiError>();
+  const [saving, setSaving] = useState(false);
+  const [status, setStatus] = useState('');
+  const bodyRef = useRef<HTMLTextAreaElement>(null);
+  const [, navigate] = useLocation();
+  const preview = useLivePreview(template.id, draft.subject, draft.body, sample);
+
+  const dirty =
+    draft.name !== saved.name ||
+    draft.type !== saved.type ||
+    draft.subject !== saved.subject ||
+    draft.body !== saved.body ||
+    draft.from !== (saved.from ?? '');
+
+  const save = async (e: FormEvent) => {
+    e.preventDefault();
+    setSaving(true);
+    setSaveError(undefined);
+    setStatus('');
+    try {
+      const res = await unwrap(
+        api.PATCH('/templates/{id}', {
+          params: { path: { id: template.id } },
+          body: {
+            name: draft.name.trim(),
+            type: draft.type,
+            subject: draft.subject,
+            body: draft.body,
+            from: draft.from.trim() || null,
+          },
+        }),
+      );
+      setSaved(res.data);
+      setStatus(`Saved at ${new Date().toLocaleTimeString()}`);
+    } catch (err) {
+      setSaveError(asApiError(err));
+    } finally {
+      setSaving(false);
+    }
+  };
+
+  const remove = async () => {
+    if (!window.confirm(`Delete the template “${saved.name}”?`)) return;
+    try {
+      await unwrap(api.DELETE('/templates/{id}', { params: { path: { id: template.id } } }));
+      navigate('/templates');
+    } catch (err) {
+      setSaveError(asApiError(err));
+    }
+  };
+
+  const set = (key: keyof typeof draft) => (value: string) =>
+    setDraft((d) => ({ ...d, [key]: value }));
+
+  return (
+    <>
+      <PageTitle
+        actions={
+          <button type="button" className="danger" onClick={remove}>
+            Delete
+          </button>
+        }
+      >
+        {saved.name}
+      </PageTitle>
+      <p className="muted">
+        <Link href="/templates">All templates</Link> · updated {when(saved.updatedAt)}
+      </p>
+      <div className="editor">
+        <form className="editor-form" onSubmit={save} aria-label="Template">
+          <Field label="Name">
+            {(id) => (
+              <input
+                id={id}
+                value={draft.name}
+                required
+                onChange={(e) => set('name')(e.target.value)}
+              />
+            )}
+          </Field>
+          <Field label="Type">
+            {(id) => (
+              <select id={id} value={draft.type} onChange={(e) => set('type')(e.target.value)}>
+                {TYPES.map((t) => (
+                  <option key={t}>{t}</option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <Field label="Default sender (optional)">
+            {(id) => (
+              <input
+                id={id}
+                type="email"
+                value={draft.from}
+                placeholder="news@yourdomain.com"
+                onChange={(e) => set('from')(e.target.value)}
+              />
+            )}
+          </Field>
+          <Field label="Subject (Liquid)">
+            {(id) => (
+              <input
+                id={id}
+                value={draft.subject}
+                required
+                onChange={(e) => set('subject')(e.target.value)}
+              />
+            )}
+          </Field>
+          <Field label="Body (HTML with Liquid)">
+            {(id) => (
+              <textarea
+                id={id}
+                ref={bodyRef}
+                className="code"
+                rows={16}
+                spellCheck={false}
+                value={draft.body}
+                required
+                onChange={(e) => set('body')(e.target.value)}
+              />
+            )}
+          </Field>
+          <LiquidErrors error={saveError} onLine={(_, line) => goToLine(bodyRef.current, line)} />
+          <div className="actions">
+            <button type="submit" disabled={saving || !dirty}>
+              {saving ? 'Saving…' : 'Save'}
+            </button>
+            <span className="muted" role="status">
+              {dirty ? 'Unsaved changes' : status}
+            </span>
+          </div>
+        </form>
+        <section className="preview" aria-labelledby="preview-title">
+          <h2 id="preview-title">Preview</h2>
+          <Field label="Sample data (JSON)">
+            {(id) => (
+              <textarea
+                id={id}
+                className="code"
+                rows={4}
+                spellCheck={false}
+                value={sample}
+                onChange={(e) => setSample(e.target.value)}
+              />
+            )}
+          </Field>
+          <PreviewPane preview={preview} onLine={(_, line) => goToLine(bodyRef.current, line)} />
+        </section>
+      </div>
+    </>
+  );
+}
+
+interface PreviewState {
+  rendered?: { subject: string; html: string; text: string };
+  error?: ApiError;
+  busy: boolean;
+}
+
+/**
+ * Renders what is being typed through the API (POST /templates/{id}/preview with the unsaved
+ * subject and body), 400 ms after the last keystroke; an answer to an older draft is dropped.
+ */
+function useLivePreview(id: string, subject: string, body: string, sample: string): PreviewState {
+  const [state, setState] = useState<PreviewState>({ busy: true });
+  useEffect(() => {
+    let data: Record<string, unknown> = {};
+    try {
+      const parsed: unknown = sample.trim() ? JSON.parse(sample) : {};
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error();
+      data = parsed as Record<string, unknown>;
+    } catch {
+      setState((s) => ({
+        ...s,
+        busy: false,
+        error: asApiError(
+          new Error('Sample data must be a JSON object, e.g. {"firstName": "Ada"}'),
+        ),
+      }));
+      return;
+    }
+    let current = true;
+    setState((s) => ({ ...s, busy: true }));
+    const timer = setTimeout(() => {
+      unwrap(
+        api.POST('/templates/{id}/preview', {
+          params: { path: { id } },
+          body: { subject, body, data },
+        }),
+      ).then(
+        (r) => current && setState({ rendered: r.data, busy: false }),
+        (err: unknown) =>
+          current &&
+          setState((s) => ({ rendered: s.rendered, error: asApiError(err), busy: false })),
+      );
+    }, 400);
+    return () => {
+      current = false;
+      clearTimeout(timer);
+    };
+  }, [id, subject, body, sample]);
+  return state;
+}
+
+export function PreviewPane({
+  preview,
+  onLine,
+}: {
+  preview: PreviewState;
+  onLine: (field: string, line: number) => void;
+}) {
+  return (
+    <div aria-busy={preview.busy}>
+      <LiquidErrors error={preview.error} onLine={onLine} />
+      {preview.rendered ? (
+        <div className={preview.error ? 'stale' : undefined}>
+          <p>
+            <span className="label">Subject</span> <strong>{preview.rendered.subject}</strong>
+            {preview.error && <span className="muted"> (last good render)</span>}
+          </p>
+          {/* No scripts, no same-origin access: the rendered HTML is the user's, shown as mail would be. */}
+          <iframe
+            className="preview-frame"
+            title="Rendered email"
+            sandbox=""
+            srcDoc={preview.rendered.html}
+          />
+        </div>
+      ) : (
+        !preview.error && <p>Rendering…</p>
+      )}
+    </div>
+  );
+}
