@@ -277,6 +277,25 @@ describe('DeliveryPacer scripts (Redis)', () => {
     expect(again.slot).toBe(t0 + 700);
   });
 
+  it('asks for no slot while a group runs at or above EMAIL_RATE_PER_SECOND, and does once a deferral takes it below', async () => {
+    const capped = new DeliveryPacer(
+      redis,
+      testConfig('postgresql://unused', prefix, {
+        EMAIL_RATE_PER_SECOND: '5',
+        DELIVERY_GROUP_RATES: 'apple=10,yahoo=2',
+      }),
+      new AppMetrics(),
+    );
+    expect(await capped.binds('yahoo')).toBe(true);
+    expect(await capped.binds('apple')).toBe(false);
+    await capped.deferred('apple', Date.now());
+    expect(await capped.binds('apple')).toBe(false);
+    await new Promise((r) => setTimeout(r, 1100));
+    await capped.deferred('apple', Date.now());
+    // 10 → 5 → 2.5: below the ceiling, its slots matter again.
+    expect(await capped.binds('apple')).toBe(true);
+  });
+
   it('halves once per second, not for mail sent before the last decrease, never below 0.1/s, and grows back after a quiet period', async () => {
     const t1 = t0 + 10_000_000;
     await redis.del(`${prefix}:pacing:microsoft`);

@@ -26,6 +26,9 @@ export interface GroupRate {
   configured: number;
 }
 
+/** How old the in-process copy of the group rates may be when deciding whether a group's pace can bind. */
+const SNAPSHOT_MS = 1000;
+
 /** A group's state is dropped after a day untouched (by then its rate has long grown back). */
 const STATE_TTL_MS = 86_400_000;
 
@@ -108,6 +111,8 @@ type PacingRedis = Redis & {
 export class DeliveryPacer {
   private readonly redis: PacingRedis;
   private readonly prefix: string;
+  private snapshot: { at: number; rates: Map<ProviderGroup, number> } | null = null;
+  private refreshing: Promise<void> | null = null;
 
   constructor(
     @Inject(REDIS) redis: Redis,
@@ -132,6 +137,26 @@ export class DeliveryPacer {
         },
       });
     }
+  }
+
+  /**
+   * Whether `group`'s pace can hold a message back: its rate now is below
+   * EMAIL_RATE_PER_SECOND, the ceiling BullMQ already enforces. A group
+   * configured at or above it and not slowed needs no slot (no round trip);
+   * its rate is read from Redis at most once a second for this answer.
+   */
+  async binds(group: ProviderGroup, now = Date.now()): Promise<boolean> {
+    const ceiling = this.config.emailRatePerSecond;
+    if (this.config.deliveryGroupRates[group] < ceiling) return true;
+    if (!this.snapshot || now - this.snapshot.at >= SNAPSHOT_MS) {
+      this.refreshing ??= this.rates(now)
+        .then((rates) => {
+          this.snapshot = { at: now, rates: new Map(rates.map((r) => [r.group, r.current])) };
+        })
+        .finally(() => (this.refreshing = null));
+      await this.refreshing;
+    }
+    return (this.snapshot?.rates.get(group) ?? 0) < ceiling;
   }
 
   /** A slot for the next message to `group`, or `held` again when it is still valid. */
@@ -169,6 +194,8 @@ export class DeliveryPacer {
       String(MIN_GROUP_RATE),
       String(DECREASE_INTERVAL_MS),
     );
+    // This process sees its own decrease at once; the others within SNAPSHOT_MS.
+    this.snapshot?.rates.set(group, Number(rate));
     return {
       reservation: { slot: Number(slot), at: Number(at) },
       rate: Number(rate),

@@ -146,7 +146,7 @@ export class DeliveryService {
 
     // Only mail that leaves by SMTP is paced: the outbox has no provider at the other end.
     const group = this.transport.kind === 'smtp' ? await this.groups.groupOf(email.toEmail) : null;
-    if (group !== null) {
+    if (group !== null && (await this.pacer.binds(group))) {
       const pace = await this.pacer.reserve(group, held);
       const wait = pace.slot - Date.now();
       if (wait > PACE_SLACK_MS) {
