@@ -155,6 +155,7 @@ async function main() {
     REQUIRE_VERIFIED_SENDER: 'false',
     API_RATE_LIMIT_PER_MINUTE: '10000000',
     EMAIL_RATE_PER_SECOND: '10000',
+    DELIVERY_GROUP_RATES: require('./support').LIFTED_GROUP_RATES,
     MAIL_OUTBOX_DIR: join(require('node:os').tmpdir(), `mw-bench-bounces-${process.pid}`),
     RETURN_PATH_DOMAIN: DOMAIN,
     INBOUND_SMTP_PORT: String(inboundPort),

@@ -394,7 +394,7 @@ async function main() {
     const campaignId = created.json.data.id;
 
     worker = await startWorker(
-      { ...common, APP_ROLE: 'worker', SMTP_URL: `smtp://127.0.0.1:${sink.port}`, EMAIL_RATE_PER_SECOND: String(RATE) },
+      { ...common, APP_ROLE: 'worker', SMTP_URL: `smtp://127.0.0.1:${sink.port}`, EMAIL_RATE_PER_SECOND: String(RATE), DELIVERY_GROUP_RATES: require('./support').LIFTED_GROUP_RATES },
       [...WORKER_NODE_OPTIONS, ...(process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean)],
     );
     await sleep(1000);

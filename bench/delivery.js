@@ -106,7 +106,7 @@ async function main() {
   const sink = await startSink();
   const db = await createBenchDatabase('delivery');
   const project = createProject(db.url, 'Delivery bench');
-  const common = { DATABASE_URL: db.url, QUEUE_PREFIX: PREFIX, SMTP_URL: `smtp://127.0.0.1:${sink.port}`, EMAIL_RATE_PER_SECOND: '1000000' };
+  const common = { DATABASE_URL: db.url, QUEUE_PREFIX: PREFIX, SMTP_URL: `smtp://127.0.0.1:${sink.port}`, EMAIL_RATE_PER_SECOND: '1000000', DELIVERY_GROUP_RATES: require('./support').LIFTED_GROUP_RATES };
   let api;
   let worker;
   try {

@@ -258,7 +258,7 @@ async function memoryPart() {
     const common = { DATABASE_URL: db.url, QUEUE_PREFIX: `${PREFIX}m`, REQUIRE_VERIFIED_SENDER: 'false' };
     app = await startApp({ ...common, APP_ROLE: 'api', API_RATE_LIMIT_PER_MINUTE: API_RATE_LIMIT });
     worker = await startWorker(
-      { ...common, APP_ROLE: 'worker', SMTP_URL: `smtp://127.0.0.1:${sink.port}`, EMAIL_RATE_PER_SECOND: '1000' },
+      { ...common, APP_ROLE: 'worker', SMTP_URL: `smtp://127.0.0.1:${sink.port}`, EMAIL_RATE_PER_SECOND: '1000', DELIVERY_GROUP_RATES: require('./support').LIFTED_GROUP_RATES },
       [`--max-old-space-size=${HEAP_CAP_MB}`],
     );
     await sleep(1000);

@@ -451,6 +451,7 @@ async function main() {
     QUEUE_PREFIX: PREFIX,
     SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
     EMAIL_RATE_PER_SECOND: String(EMAIL_RATE),
+    DELIVERY_GROUP_RATES: require('./support').LIFTED_GROUP_RATES,
     API_RATE_LIMIT_PER_MINUTE: '10000000',
     METRICS_TOKEN,
   };

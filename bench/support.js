@@ -134,7 +134,7 @@ async function closedLoop(concurrency, seconds, fn) {
 /** The local SMTP sink (bench/smtp-sink.js) in a process of its own: `port`, `stats()`, `reset()`. */
 function startSink() {
   const child = fork(join(__dirname, 'smtp-sink.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ask = (type) =>
+  const ask = (type, extra = {}) =>
     new Promise((resolve) => {
       const onMessage = (m) => {
         if (m.type === type) {
@@ -143,10 +143,18 @@ function startSink() {
         }
       };
       child.on('message', onMessage);
-      child.send({ type });
+      child.send({ type, ...extra });
     });
   return new Promise((resolve) => {
-    child.once('message', (m) => resolve({ port: m.port, stats: () => ask('stats'), reset: () => ask('reset'), child }));
+    child.once('message', (m) =>
+      resolve({
+        port: m.port,
+        stats: () => ask('stats'),
+        reset: () => ask('reset'),
+        throttle: (domain, perSecond) => ask('throttle', { domain, perSecond }),
+        child,
+      }),
+    );
   });
 }
 
@@ -206,8 +214,15 @@ function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/**
+ * DELIVERY_GROUP_RATES for benches that are not about pacing: every provider group far above the
+ * rates they measure, so EMAIL_RATE_PER_SECOND alone limits them as before.
+ */
+const LIFTED_GROUP_RATES = 'google=1000000,microsoft=1000000,yahoo=1000000,apple=1000000,other=1000000';
+
 module.exports = {
   ROOT,
+  LIFTED_GROUP_RATES,
   DIST,
   REDIS_URL,
   closedLoop,

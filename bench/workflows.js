@@ -292,7 +292,7 @@ async function main() {
     const bootAt = Date.now();
     const profileArgs = PROFILE_DIR ? ['--require', __filename] : [];
     worker = startWorker(
-      { ...common, APP_ROLE: 'worker', SMTP_URL: `smtp://127.0.0.1:${sink.port}`, EMAIL_RATE_PER_SECOND: String(RATE), ...(PROFILE_DIR ? { BENCH_PROFILE_DIR: PROFILE_DIR, BENCH_POOL_WAITERS: process.env.BENCH_POOL_WAITERS || '' } : {}) },
+      { ...common, APP_ROLE: 'worker', SMTP_URL: `smtp://127.0.0.1:${sink.port}`, EMAIL_RATE_PER_SECOND: String(RATE), DELIVERY_GROUP_RATES: require('./support').LIFTED_GROUP_RATES, ...(PROFILE_DIR ? { BENCH_PROFILE_DIR: PROFILE_DIR, BENCH_POOL_WAITERS: process.env.BENCH_POOL_WAITERS || '' } : {}) },
       [...NODE_ARGS, ...profileArgs],
     );
     const snapshot = () => ({

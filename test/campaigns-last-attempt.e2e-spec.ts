@@ -22,7 +22,7 @@ import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './s
 /**
  * A worker SIGKILLed during an email's last delivery attempt, with real
  * processes only (`node dist/main.js` as api and worker, Postgres, Redis,
- * loopback SMTP and DNS). The SMTP server answers 451 to every attempt but
+ * loopback SMTP and DNS). The SMTP server answers 450 to every attempt but
  * the last, which it holds open; the worker is killed while it waits, and a
  * new worker is started. Every email ends in a final state, the campaign
  * reaches SENT, and while the last email is open the campaign's RUN job
@@ -90,9 +90,9 @@ describe('campaign whose worker dies during an email last attempt (e2e)', () => 
 
   /**
    * A campaign to RECIPIENTS contacts on its own domain, one of which (`stuck`)
-   * gets 451 on every attempt but the last, which the relay holds at DATA; the
+   * gets 450 on every attempt but the last, which the relay holds at DATA; the
    * worker is SIGKILLed during it. Answers once the worker is dead, the relay
-   * answering at once again (and 451 to `stuck` for good: its email can only fail).
+   * answering at once again (and 450 to `stuck` for good: its email can only fail).
    */
   const killDuringLastAttempt = async (
     name: string,
@@ -128,7 +128,7 @@ describe('campaign whose worker dies during an email last attempt (e2e)', () => 
     expect(created.status).toBe(201);
     const campaignId = created.body.data.id as string;
 
-    smtp.fail({ stage: 'RCPT', code: 451, recipient: stuck, times: ATTEMPTS - 1 });
+    smtp.fail({ stage: 'RCPT', code: 450, recipient: stuck, times: ATTEMPTS - 1 });
     smtp.dataDelayMs = 30_000;
     const first = await cluster.startWorker();
     expect((await callApi(api.base, key, 'POST', `/campaigns/${campaignId}/send`, {})).status).toBe(
@@ -143,7 +143,7 @@ describe('campaign whose worker dies during an email last attempt (e2e)', () => 
     expect(inLastAttempt).toMatchObject({ status: 'SENDING', attempts: ATTEMPTS });
     expect(await cluster.stop(first, 'SIGKILL')).toBe('SIGKILL');
     smtp.dataDelayMs = 0;
-    smtp.fail({ stage: 'RCPT', code: 451, recipient: stuck });
+    smtp.fail({ stage: 'RCPT', code: 450, recipient: stuck });
     return { base: api.base, key, campaignId, stuck };
   };
 

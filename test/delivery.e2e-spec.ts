@@ -49,13 +49,14 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
 
   beforeEach(() => t.smtp.reset());
 
-  it('retries a 451 with backoff and delivers once: SENT after 3 attempts', async () => {
+  // 450 and 452: transient failures that are not deferrals (421, 451 and 4.7.x are paced instead: delivery-pacing.e2e-spec).
+  it('retries a 450 with backoff and delivers once: SENT after 3 attempts', async () => {
     const transient = async () =>
       (await t.app.app.get<AppMetrics>(METRICS_REGISTRY).smtpErrors.get()).values.find(
         (v) => v.labels.class === 'transient',
       )?.value ?? 0;
     const transientBefore = await transient();
-    t.smtp.fail({ stage: 'RCPT', code: 451, recipient: 'slow@example.org', times: 2 });
+    t.smtp.fail({ stage: 'RCPT', code: 450, recipient: 'slow@example.org', times: 2 });
     const res = await t.send({
       to: 'slow@example.org',
       from: 'hello@acme.test',
@@ -72,14 +73,14 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     expect(record.status).toBe('SENT');
     expect(record.attempts).toBe(3);
     expect(record.error).toBeNull();
-    expect(t.smtp.refusals).toEqual(['451 RCPT slow@example.org', '451 RCPT slow@example.org']);
+    expect(t.smtp.refusals).toEqual(['450 RCPT slow@example.org', '450 RCPT slow@example.org']);
     expect(t.smtp.messagesTo('slow@example.org')).toHaveLength(1);
     // GET /metrics' mailwright_smtp_errors_total{class="transient"}: one per retried attempt.
     expect((await transient()) - transientBefore).toBe(2);
   });
 
   it('marks FAILED when transient failures outlast the attempts, and records email.failed', async () => {
-    t.smtp.fail({ stage: 'DATA', code: 421, recipient: 'down@example.org' });
+    t.smtp.fail({ stage: 'DATA', code: 452, recipient: 'down@example.org' });
     const res = await t.send({
       to: 'down@example.org',
       from: 'hello@acme.test',
@@ -94,7 +95,7 @@ describe('Delivery: retries, bounces, suppression, idempotency, unsubscribe', ()
     );
     expect(record.status).toBe('FAILED');
     expect(record.attempts).toBe(4);
-    expect(record.error).toContain('421');
+    expect(record.error).toContain('452');
     expect(t.smtp.messagesTo('down@example.org')).toHaveLength(0);
     const events = await t.app.request({
       method: 'GET',

@@ -3,9 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   ConfigValidationError,
+  DEFAULT_GROUP_RATES,
   environmentWithDotEnv,
   loadConfig,
   mailDestination,
+  parseGroupRates,
 } from './config';
 
 describe('loadConfig', () => {
@@ -38,6 +40,45 @@ describe('loadConfig', () => {
     expect(config.appSecret).toHaveLength(64);
     expect(readFileSync(join(dir, 'var/app-secret'), 'utf8').trim()).toBe(config.appSecret);
     expect(loadConfig({}, dir).appSecret).toBe(config.appSecret);
+  });
+
+  it('reads DELIVERY_GROUP_RATES: the contract defaults, overrides by group, decimals', () => {
+    const dir = cwd();
+    expect(loadConfig({}, dir).deliveryGroupRates).toEqual({
+      google: 10,
+      microsoft: 10,
+      yahoo: 5,
+      apple: 5,
+      other: 20,
+    });
+    expect(loadConfig({}, dir).deliveryPacingRecoveryMs).toBe(60_000);
+    expect(
+      loadConfig({ DELIVERY_GROUP_RATES: ' google = 50, other=0.5 ,Apple=1' }, dir)
+        .deliveryGroupRates,
+    ).toEqual({ google: 50, microsoft: 10, yahoo: 5, apple: 1, other: 0.5 });
+  });
+
+  it('refuses a bad DELIVERY_GROUP_RATES at boot, naming what is wrong', () => {
+    for (const raw of [
+      'gmail=10',
+      'google=10,google=20',
+      'google=fast',
+      'google=0',
+      'google=0.05',
+      'google=-1',
+      'google',
+      'google=10;other=5',
+      'google=2000000',
+    ]) {
+      const problems: string[] = [];
+      expect(parseGroupRates(problems, raw)).toEqual(DEFAULT_GROUP_RATES);
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(/^DELIVERY_GROUP_RATES: /);
+      expect(() => loadConfig({ DELIVERY_GROUP_RATES: raw }, cwd())).toThrow(ConfigValidationError);
+    }
+    expect(() => loadConfig({ DELIVERY_PACING_RECOVERY_MS: '5' }, cwd())).toThrow(
+      /DELIVERY_PACING_RECOVERY_MS/,
+    );
   });
 
   it('names every bad variable at once', () => {

@@ -14,6 +14,20 @@ const HOST_NAME =
   /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/** Mailbox provider groups, each paced at a rate of its own (contract: "Pacing per mailbox provider"). */
+export const PROVIDER_GROUPS = ['google', 'microsoft', 'yahoo', 'apple', 'other'] as const;
+export type ProviderGroup = (typeof PROVIDER_GROUPS)[number];
+export type GroupRates = Record<ProviderGroup, number>;
+export const DEFAULT_GROUP_RATES: Readonly<GroupRates> = {
+  google: 10,
+  microsoft: 10,
+  yahoo: 5,
+  apple: 5,
+  other: 20,
+};
+/** The floor of a slowed group: one message per 10 s. */
+export const MIN_GROUP_RATE = 0.1;
+
 /**
  * The whole runtime configuration, validated once at boot. Nothing else in the
  * code base reads process.env: it asks for an AppConfig.
@@ -43,6 +57,16 @@ export interface AppConfig {
   smtpUrl: string | null;
   mailOutboxDir: string;
   emailRatePerSecond: number;
+  /**
+   * Messages per second per provider group across all workers (DELIVERY_GROUP_RATES); groups not
+   * named keep their default. EMAIL_RATE_PER_SECOND still caps the sum.
+   */
+  deliveryGroupRates: GroupRates;
+  /**
+   * Quiet period after a group's last deferral before its rate grows back, and the time each tenth
+   * of the configured rate then takes (DELIVERY_PACING_RECOVERY_MS, default one minute).
+   */
+  deliveryPacingRecoveryMs: number;
   /** Delivery attempts per email before it is FAILED (transient SMTP errors only). */
   deliveryAttempts: number;
   /** Base of the exponential delivery backoff in ms: attempt n waits base * 2^(n-1). */
@@ -321,6 +345,8 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     smtpUrl,
     mailOutboxDir: resolve(cwd, r.string('MAIL_OUTBOX_DIR', './var/outbox')),
     emailRatePerSecond: r.int('EMAIL_RATE_PER_SECOND', 14, 1, 1_000_000),
+    deliveryGroupRates: parseGroupRates(r.problems, r.optional('DELIVERY_GROUP_RATES')),
+    deliveryPacingRecoveryMs: r.int('DELIVERY_PACING_RECOVERY_MS', 60_000, 100, 24 * 3_600_000),
     deliveryAttempts: r.int('DELIVERY_ATTEMPTS', 8, 1, 100),
     deliveryBackoffMs: r.int('DELIVERY_BACKOFF_MS', 15_000, 1, 3_600_000),
     apiRateLimitPerMinute: r.int('API_RATE_LIMIT_PER_MINUTE', 1000, 1, 10_000_000),
@@ -419,6 +445,40 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
   }
   if (r.problems.length > 0) throw new ConfigValidationError(r.problems);
   return config;
+}
+
+/**
+ * DELIVERY_GROUP_RATES: `group=rate` pairs, comma-separated, rates in messages per second (decimals
+ * allowed, from one per 10 s up to 1,000,000); unnamed groups keep their default. Problems are
+ * pushed to `problems` (unknown or repeated group, bad rate) and the defaults returned.
+ */
+export function parseGroupRates(problems: string[], raw: string | null | undefined): GroupRates {
+  const rates: GroupRates = { ...DEFAULT_GROUP_RATES };
+  if (raw === undefined || raw === null || raw.trim() === '') return rates;
+  const seen = new Set<string>();
+  const bad: string[] = [];
+  for (const pair of raw.split(',')) {
+    const match = /^\s*([a-z]+)\s*=\s*(\d+(?:\.\d+)?)\s*$/i.exec(pair);
+    const group = match?.[1].toLowerCase();
+    const rate = Number(match?.[2]);
+    if (
+      !match ||
+      !(PROVIDER_GROUPS as readonly string[]).includes(group as string) ||
+      seen.has(group as string) ||
+      rate < MIN_GROUP_RATE ||
+      rate > 1_000_000
+    ) {
+      bad.push(pair.trim());
+      continue;
+    }
+    seen.add(group as string);
+    rates[group as ProviderGroup] = rate;
+  }
+  if (bad.length === 0) return rates;
+  problems.push(
+    `DELIVERY_GROUP_RATES: expected comma-separated group=rate pairs (groups ${PROVIDER_GROUPS.join(', ')}, each once; rates ${MIN_GROUP_RATE}..1000000 messages per second), got "${bad.join('", "')}"`,
+  );
+  return { ...DEFAULT_GROUP_RATES };
 }
 
 /** The contract's retry schedule of outbound webhooks: 5 s, 1 min, 10 min, 1 h, 6 h, 24 h. */

@@ -8,15 +8,26 @@ import { DeliveryProcessor } from './delivery.processor';
 import { DeliveryRecovery } from './delivery-recovery';
 import { DeliveryService } from './delivery.service';
 import { MailTransport } from './mail-transport';
+import { DeliveryPacer } from './delivery-pacer';
+import { ProviderGroups } from './provider-groups';
 
 /**
  * Delivering accepted mail: the QUEUES.DELIVERY worker, the per-email state
  * machine (QUEUED → SENDING → a final status), the SMTP or outbox transport,
- * and the recovery of emails that lost their job. It works on the email
+ * the recovery of emails that lost their job, and the pacing per mailbox
+ * provider group (DeliveryPacer). It works on the email
  * records SendingModule accepts.
  */
 @Module({
   imports: [SendingModule, BouncesModule, DomainsModule, EventsModule, EngagementModule],
-  providers: [DeliveryService, DeliveryProcessor, DeliveryRecovery, MailTransport],
+  providers: [
+    DeliveryService,
+    DeliveryProcessor,
+    DeliveryRecovery,
+    MailTransport,
+    ProviderGroups,
+    DeliveryPacer,
+  ],
+  exports: [DeliveryPacer],
 })
 export class DeliveryModule {}

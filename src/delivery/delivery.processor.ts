@@ -60,11 +60,22 @@ export class DeliveryProcessor extends WorkerHost implements OnModuleInit {
   ): Promise<DeliveryOutcome | { found: number }> {
     if (job.name === DELIVERY_JOBS.RECOVER) return this.recovery.recover();
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-    const outcome = await this.delivery.deliver(job.data.emailId, lastAttempt);
+    const pace = job.data.pace;
+    const held = pace?.attempt === job.attemptsMade ? pace : null;
+    const outcome = await this.delivery.deliver(job.data.emailId, lastAttempt, held);
     // The project is disabled: the job waits, parked, for its enable (no attempt counted).
     if (isPaused(outcome)) {
       if (token) return this.parked.park(job, token, outcome.pausedFor);
       return 'skipped';
+    }
+    // Its provider group's slot is later (pacing, or a deferral): it waits in the queue, not in a worker.
+    if (typeof outcome === 'object' && 'pace' in outcome) {
+      if (!token) return 'skipped';
+      await job.updateData({
+        emailId: job.data.emailId,
+        pace: { ...outcome.pace, attempt: job.attemptsMade },
+      });
+      return handBackJob(job, token, Math.ceil(outcome.pace.slot));
     }
     // Marketing mail held by sender health or a paused campaign: it looks again later.
     if (typeof outcome === 'object') {

@@ -22,6 +22,10 @@ import { TemplatesService } from '../templates/templates.service';
 import { EmailContentsRepository, StoredContent } from '../sending/email-contents.repository';
 import { AppMetrics, METRICS_REGISTRY } from '../common/metrics/metrics';
 import type { Paused } from '../queue/parked-jobs';
+import type { ProviderGroup } from '../config/config';
+import { DeliveryPacer, PaceReservation } from './delivery-pacer';
+import { isDeferral } from './pacing';
+import { ProviderGroups } from './provider-groups';
 
 /** The message as it goes on the wire (before tracking is added to the HTML). */
 interface OutgoingContent {
@@ -59,6 +63,25 @@ export interface Held {
   heldUntil: number;
 }
 
+/**
+ * The email waits for its provider group's pace (its slot is further away
+ * than PACE_SLACK_MS, or the group deferred it): the claim was given back and
+ * the job waits, delayed, until `pace.slot`, no attempt counted.
+ */
+export interface Paced {
+  pace: PaceReservation;
+}
+
+/** A slot this close is waited for in the worker; a later one hands the job back to the queue. */
+export const PACE_SLACK_MS = 20;
+
+/**
+ * For this long after an email was accepted its deferrals count no attempt
+ * (the receiver asked us to slow down, not to give up); later each deferral
+ * uses one, so a recipient that defers for ever ends FAILED.
+ */
+export const DEFERRAL_GRACE_MS = 24 * 3_600_000;
+
 /** The message cannot be built (its shared content is gone or does not render for this contact): FAILED, no retry. */
 class ContentError extends Error {}
 
@@ -92,15 +115,21 @@ export class DeliveryService {
     private readonly unsubscribeLinks: UnsubscribeLinks,
     @Inject(METRICS_REGISTRY) private readonly metrics: AppMetrics,
     private readonly returnPaths: ReturnPaths,
+    private readonly groups: ProviderGroups,
+    private readonly pacer: DeliveryPacer,
   ) {}
 
   private readonly contents = new Map<string, StoredContent>();
 
-  /** `pausedFor`: the email's project is disabled; the row was not touched (the processor parks the job). */
+  /**
+   * `pausedFor`: the email's project is disabled; the row was not touched (the processor parks the job).
+   * `pace`: it waits for its provider group's slot. `held`: the slot this job reserved before.
+   */
   async deliver(
     emailId: string,
     lastJobAttempt: boolean,
-  ): Promise<DeliveryOutcome | Paused | Held> {
+    held: PaceReservation | null = null,
+  ): Promise<DeliveryOutcome | Paused | Held | Paced> {
     const email = await this.repository.claim(this.dataSource.manager, emailId);
     if (!email) {
       // Rare (a repeated job, a disabled project, held marketing mail): only then the second look.
@@ -113,6 +142,18 @@ export class DeliveryService {
     if (email.status === EmailStatus.SUPPRESSED) {
       await this.emailContents.releaseAttachments(this.dataSource.manager, email.attachments);
       return 'suppressed';
+    }
+
+    // Only mail that leaves by SMTP is paced: the outbox has no provider at the other end.
+    const group = this.transport.kind === 'smtp' ? await this.groups.groupOf(email.toEmail) : null;
+    if (group !== null && (await this.pacer.binds(group))) {
+      const pace = await this.pacer.reserve(group, held);
+      const wait = pace.slot - Date.now();
+      if (wait > PACE_SLACK_MS) {
+        await this.repository.releaseClaim(this.dataSource.manager, email.id, null, true);
+        return { pace };
+      }
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     }
 
     let sender: SenderDomain | null;
@@ -151,6 +192,8 @@ export class DeliveryService {
       email.id,
       sender?.returnPathDomain ?? null,
     );
+    // When the attempt left: a deferral of mail sent before the group last slowed down is no new signal.
+    const sentAt = Date.now();
     try {
       const contents = await this.emailContents.attachmentContents(
         this.dataSource.manager,
@@ -188,6 +231,12 @@ export class DeliveryService {
         await this.finishBounced(email, error, description, content.renderedSubject, returnPath);
         return 'bounced';
       }
+      if (group !== null && isDeferral(error)) {
+        const paced = await this.deferred(email, group, sentAt, description, lastAttempt);
+        if (paced) return paced;
+        await this.finishFailed(email, description, content.renderedSubject, returnPath);
+        return 'failed';
+      }
       if (lastAttempt) {
         await this.finishFailed(email, description, content.renderedSubject, returnPath);
         return 'failed';
@@ -205,6 +254,33 @@ export class DeliveryService {
       content.renderedSubject,
     );
     return 'sent';
+  }
+
+  /**
+   * The group deferred this message: the group slows down (DeliveryPacer) and
+   * the message retries at the group's pace, not on the exponential backoff.
+   * Null when the deferral used the email's last attempt (past
+   * DEFERRAL_GRACE_MS): the caller fails it.
+   */
+  private async deferred(
+    email: ClaimedEmail,
+    group: ProviderGroup,
+    sentAt: number,
+    description: string,
+    lastAttempt: boolean,
+  ): Promise<Paced | null> {
+    const signal = await this.pacer.deferred(group, sentAt);
+    this.metrics.deliveryDeferrals.inc({ group });
+    this.metrics.smtpErrors.inc({ class: 'transient' });
+    if (signal.halved)
+      this.logger.warn(
+        { group, rate: signal.rate, error: description },
+        'a mailbox provider deferred mail: its group slows down',
+      );
+    const refund = Date.now() - new Date(email.queuedAt).getTime() < DEFERRAL_GRACE_MS;
+    if (!refund && lastAttempt) return null;
+    await this.repository.releaseClaim(this.dataSource.manager, email.id, description, refund);
+    return { pace: signal.reservation };
   }
 
   /**

@@ -80,6 +80,13 @@ export const SMTP_POOL_CONNECTIONS = 10;
 
 type Mailer = ReturnType<typeof createTransport>;
 
+/** What nodemailer's pool logs when a reused connection was closed before a message went (pool-resource.js). */
+const CLOSED_BEFORE_SENDING = 'was closed by the server before message';
+/** A reply in an error text: `Server closed the connection: 421 4.7.28 …`. */
+const REPLY_IN_TEXT = /\b([45]\d\d)([ -].*)$/;
+/** Reasons kept for messages whose send has not answered yet (a bound, not a working set). */
+const DROPPED_REASONS_SIZE = 1000;
+
 /**
  * The wire. With SMTP_URL: a pooled SMTP client. Without: each message is
  * written as an RFC 5322 .eml file to MAIL_OUTBOX_DIR (built and DKIM-signed
@@ -93,6 +100,8 @@ export class MailTransport implements OnApplicationShutdown {
   private readonly outbox: string | null;
   private outboxReady: Promise<unknown> | null = null;
   private readonly signingKeys = new Map<string, KeyObject>();
+  /** Why the pool's connection was closed before each of these messages went out, by `<Message-ID>`. */
+  private readonly droppedBefore = new Map<string, string>();
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     if (config.smtpUrl) {
@@ -107,6 +116,12 @@ export class MailTransport implements OnApplicationShutdown {
         socketTimeout: 60_000,
         disableFileAccess: true,
         disableUrlAccess: true,
+        // The pool would silently re-send a message whose connection closed before it went, up to
+        // 5 times within 2 s: also after a 421 at RCPT (a provider asking us to slow down), which
+        // must reach delivery pacing instead of hitting the provider again. send() retries a
+        // merely stale connection itself.
+        maxRequeues: 0,
+        logger: this.poolLogger(),
       });
     } else {
       this.outbox = config.mailOutboxDir;
@@ -119,6 +134,50 @@ export class MailTransport implements OnApplicationShutdown {
   }
 
   async send(message: OutgoingMessage): Promise<TransportResult> {
+    try {
+      return await this.sendOnce(message);
+    } catch (error) {
+      const key = `<${message.messageId}>`;
+      const dropped = this.droppedBefore.get(key);
+      if (dropped === undefined) throw error;
+      this.droppedBefore.delete(key);
+      const reply = REPLY_IN_TEXT.exec(dropped);
+      // The server said why it closed (421 …): that is the answer to this message.
+      if (reply)
+        throw Object.assign(new Error(dropped), {
+          code: 'ECONNECTION',
+          responseCode: Number(reply[1]),
+          response: `${reply[1]}${reply[2]}`,
+        });
+      // A pooled connection the server had dropped while idle: no byte went, one more try.
+      return this.sendOnce(message);
+    }
+  }
+
+  /**
+   * Only the pool's note that a reused connection closed before a message
+   * went is kept; nodemailer's other log lines are dropped as before.
+   */
+  private poolLogger(): Record<string, (...args: unknown[]) => void> {
+    const ignore = (): void => undefined;
+    return {
+      trace: ignore,
+      debug: ignore,
+      warn: ignore,
+      error: ignore,
+      fatal: ignore,
+      info: (meta, format, ...args) => {
+        if (typeof format !== 'string' || !format.includes(CLOSED_BEFORE_SENDING)) return;
+        const messageId = (meta as { messageId?: unknown } | undefined)?.messageId;
+        if (typeof messageId !== 'string') return;
+        if (this.droppedBefore.size >= DROPPED_REASONS_SIZE)
+          this.droppedBefore.delete(this.droppedBefore.keys().next().value as string);
+        this.droppedBefore.set(messageId, String(args[args.length - 1] ?? ''));
+      },
+    };
+  }
+
+  private async sendOnce(message: OutgoingMessage): Promise<TransportResult> {
     const info = await this.mailer.sendMail({
       messageId: `<${message.messageId}>`,
       from: message.from.name

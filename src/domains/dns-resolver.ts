@@ -17,8 +17,16 @@ export type DnsLookup<T> =
 export type TxtLookup = DnsLookup<string[]>;
 /** CNAME targets, as the resolver returns them. */
 export type CnameLookup = DnsLookup<string>;
+/** MX records: exchange host and preference. */
+export type MxLookup = DnsLookup<{ exchange: string; priority: number }>;
 
-/** TXT and CNAME lookups through the resolvers of DNS_SERVERS (system resolvers when unset), with a bounded wait. */
+/** How long one lookup may wait: per try, and how many tries. */
+export interface LookupBudget {
+  timeoutMs: number;
+  tries: number;
+}
+
+/** TXT, CNAME and MX lookups through the resolvers of DNS_SERVERS (system resolvers when unset), with a bounded wait. */
 @Injectable()
 export class DnsResolver {
   /** Per-try timeout and tries: a check of five names stays well under the 10 s a verify request may take. */
@@ -35,15 +43,18 @@ export class DnsResolver {
     return this.lookup(name, (resolver) => resolver.resolveCname(name));
   }
 
+  /** MX records; delivery asks with a short budget of its own so a slow resolver never stalls it. */
+  lookupMx(name: string, budget?: LookupBudget): Promise<MxLookup> {
+    return this.lookup(name, (resolver) => resolver.resolveMx(name), budget);
+  }
+
   private async lookup<T>(
     name: string,
     query: (resolver: dns.Resolver) => Promise<T[]>,
+    budget: LookupBudget = { timeoutMs: DnsResolver.TIMEOUT_MS, tries: DnsResolver.TRIES },
   ): Promise<DnsLookup<T>> {
     // One Resolver per lookup: cheap, and concurrent lookups never share (or cancel) each other's channel.
-    const resolver = new dns.Resolver({
-      timeout: DnsResolver.TIMEOUT_MS,
-      tries: DnsResolver.TRIES,
-    });
+    const resolver = new dns.Resolver({ timeout: budget.timeoutMs, tries: budget.tries });
     if (this.config.dnsServers.length > 0) resolver.setServers(this.config.dnsServers);
     try {
       return { kind: 'FOUND', records: await query(resolver) };

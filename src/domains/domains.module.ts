@@ -31,6 +31,6 @@ import { TrackingDomainVerifier } from './tracking-domain-verifier';
     // A copy per app instance, so a test tuning one instance's schedule leaves the others alone.
     { provide: DOMAIN_CHECK_SCHEDULE, useFactory: () => ({ ...DEFAULT_DOMAIN_CHECK_SCHEDULE }) },
   ],
-  exports: [DomainsService, TrackingDomainVerifier],
+  exports: [DomainsService, TrackingDomainVerifier, DnsResolver],
 })
 export class DomainsModule {}

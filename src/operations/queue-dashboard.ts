@@ -8,6 +8,7 @@ import type { Queue } from 'bullmq';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { bearerToken, tokenMatches } from '../common/metrics/metrics';
 import { RateLimitService } from '../common/rate-limit/rate-limit.service';
+import { DeliveryPacer, GroupRate } from '../delivery/delivery-pacer';
 import { QUEUES } from '../queue/queue.constants';
 
 export const DASHBOARD_PATH = '/admin/queues';
@@ -27,9 +28,14 @@ export async function mountQueueDashboard(
   adminToken: string,
   secureCookies: boolean,
 ): Promise<void> {
-  const queues = Object.values(QUEUES).map(
-    (name) => new BullMQAdapter(app.get<Queue>(getQueueToken(name), { strict: false })),
-  );
+  const pacer = app.get(DeliveryPacer, { strict: false });
+  let rates: GroupRate[] = [];
+  const queues = Object.values(QUEUES).map((name) => {
+    const queue = app.get<Queue>(getQueueToken(name), { strict: false });
+    return name === QUEUES.DELIVERY
+      ? new DeliveryQueueAdapter(queue, () => describeRates(rates))
+      : new BullMQAdapter(queue);
+  });
   const serverAdapter = new BullBoardFastifyAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({
@@ -63,7 +69,11 @@ export async function mountQueueDashboard(
   await fastify.register(async (scope) => {
     scope.addHook('onRequest', async (request, reply) => {
       if (await tooManyGuesses(request, reply)) return reply;
-      if (allowed(request)) return;
+      if (allowed(request)) {
+        // The board's queue list carries the delivery queue's description: the group rates as they are now.
+        if (request.url.startsWith(`${DASHBOARD_PATH}/api/queues`)) rates = await pacer.rates();
+        return;
+      }
       if (request.headers.authorization) await rateLimits.recordTokenGuess(request.ip);
       if ((request.headers.accept ?? '').includes('text/html'))
         return reply.redirect(LOGIN_PATH, 303);
@@ -103,6 +113,29 @@ export async function mountQueueDashboard(
     ].join('; ');
     return reply.code(303).header('set-cookie', cookie).header('location', DASHBOARD_PATH).send();
   });
+}
+
+/** The delivery queue in Bull Board, described by the current rate of each provider group. */
+class DeliveryQueueAdapter extends BullMQAdapter {
+  constructor(
+    queue: Queue,
+    private readonly describe: () => string,
+  ) {
+    super(queue);
+  }
+
+  override getDescription(): string {
+    return this.describe();
+  }
+}
+
+/** `Paced per mailbox provider (messages/s now of configured): google 10/10, …`. */
+export function describeRates(rates: GroupRate[]): string {
+  if (rates.length === 0) return 'Paced per mailbox provider';
+  const round = (n: number): string => String(Math.round(n * 100) / 100);
+  return `Paced per mailbox provider (messages/s now of configured): ${rates
+    .map((r) => `${r.group} ${round(r.current)}/${round(r.configured)}`)
+    .join(', ')}`;
 }
 
 function sessionMac(adminToken: string, expires: number): string {

@@ -20,6 +20,13 @@ export const DELIVERY_JOBS = {
 
 export interface DeliveryJobData {
   emailId: string;
+  /**
+   * The provider group's slot this job was handed back to wait for (delivery
+   * pacing), with the job's attemptsMade then: honoured once it runs again
+   * in the same attempt. Not an id, but the one thing a paced job must carry
+   * so that it is not rescheduled behind every job that came after it.
+   */
+  pace?: { slot: number; at: number; attempt: number };
 }
 
 export type DeliveryQueueJob =

@@ -34,6 +34,8 @@ export interface ClaimedEmail {
   attachments: EmailAttachmentRef[];
   /** Attempts so far, this one included. */
   attempts: number;
+  /** When the email was accepted: how long deferrals may go on without counting attempts. */
+  queuedAt: Date;
   trackOpens: boolean;
   trackClicks: boolean;
   /** The contact as it is now, for a render at delivery (only when `contentId` is set). */
@@ -327,7 +329,7 @@ export class EmailsRepository {
        RETURNING e.id, e.project_id AS "projectId", e.contact_id AS "contactId", e.status,
                  e.to_email AS "toEmail", e.to_name AS "toName", e.from_email AS "fromEmail", e.from_name AS "fromName",
                  e.reply_to AS "replyTo", e.subject, e.html, e.text, e.headers, e.attachments, e.attempts,
-                 e.track_opens AS "trackOpens", e.track_clicks AS "trackClicks", e.content_id AS "contentId",
+                 e.queued_at AS "queuedAt", e.track_opens AS "trackOpens", e.track_clicks AS "trackClicks", e.content_id AS "contentId",
                  e.marketing, c.subscribed AS "contactSubscribed",
                  CASE WHEN e.content_id IS NOT NULL THEN c.data END AS "contactData",
                  CASE WHEN p.tracking_domain_status = 'VERIFIED' THEN p.tracking_domain END AS "trackingDomain")
@@ -721,6 +723,25 @@ export class EmailsRepository {
       manager,
       `UPDATE emails SET status = 'QUEUED', error = $2, updated_at = now() WHERE id = $1 AND status = 'SENDING'`,
       [emailId, error],
+    );
+  }
+
+  /**
+   * Gives a claimed email back to QUEUED: its delivery waits for its provider
+   * group's pace (no attempt made, `refund`), or the attempt was deferred
+   * (421, 451, 4.7.x). `error`, when given, replaces the row's.
+   */
+  async releaseClaim(
+    manager: EntityManager,
+    emailId: string,
+    error: string | null,
+    refund: boolean,
+  ): Promise<void> {
+    await queryRows(
+      manager,
+      `UPDATE emails SET status = 'QUEUED', attempts = attempts - $3, error = COALESCE($2, error), updated_at = now()
+        WHERE id = $1 AND status = 'SENDING'`,
+      [emailId, error, refund ? 1 : 0],
     );
   }
 

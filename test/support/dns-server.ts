@@ -12,7 +12,7 @@ const UDP_LIMIT_WITHOUT_EDNS = 512;
  * A small authoritative DNS server for tests, on 127.0.0.1 with a random free
  * port, over UDP and TCP (same port). TXT records are set and removed at
  * runtime; a record may be several character-strings (the way long DKIM keys
- * are published). A name may instead hold a CNAME, given in answer to any
+ * are published). MX records are set the same way (setMx). A name may instead hold a CNAME, given in answer to any
  * question about it (the target is not followed). A name without records
  * answers NXDOMAIN.
  *
@@ -21,6 +21,7 @@ const UDP_LIMIT_WITHOUT_EDNS = 512;
 export class TestDnsServer {
   private readonly txt = new Map<string, string[][]>();
   private readonly cnames = new Map<string, string>();
+  private readonly mx = new Map<string, Array<{ exchange: string; preference: number }>>();
   private readonly failing = new Set<string>();
   private udp?: dgram.Socket;
   private tcp?: net.Server;
@@ -62,6 +63,11 @@ export class TestDnsServer {
     this.cnames.delete(key(name));
   }
 
+  /** Replaces the MX records at a name (`exchange` host names with their preference). */
+  setMx(name: string, ...records: Array<{ exchange: string; preference: number }>): void {
+    this.mx.set(key(name), records);
+  }
+
   /** Answers SERVFAIL for a name until cleared: a broken upstream, not an absent record. */
   setFailure(name: string, failing = true): void {
     if (failing) this.failing.add(key(name));
@@ -71,6 +77,7 @@ export class TestDnsServer {
   clear(): void {
     this.txt.clear();
     this.cnames.clear();
+    this.mx.clear();
     this.failing.clear();
   }
 
@@ -157,7 +164,16 @@ export class TestDnsServer {
         answers: [{ type: 'CNAME', name: question.name, ttl: 1, class: 'IN', data: cname }],
       });
     }
-    if (!records) return packet.encode({ ...base, flags: flags | NXDOMAIN });
+    const mx = this.mx.get(key(question.name));
+    if (mx && question.type === 'MX') {
+      return packet.encode({
+        ...base,
+        flags,
+        answers: mx.map((data) => ({ type: 'MX', name: question.name, ttl: 1, class: 'IN', data })),
+      });
+    }
+    // A name with only MX records exists: other questions about it get no answer, not NXDOMAIN.
+    if (!records) return packet.encode({ ...base, flags: mx ? flags : flags | NXDOMAIN });
     const answers: packet.Answer[] =
       question.type === 'TXT'
         ? records.map((strings) => ({

@@ -1,7 +1,7 @@
 import { TestDnsServer } from './dns-server';
 import { DomainBody, publishDomainRecords } from './domains';
 import { freePort, runCli, ServiceProcess, startService, waitForHttp } from './processes';
-import { TEST_REDIS_URL } from './test-app';
+import { LIFTED_GROUP_RATES, TEST_REDIS_URL } from './test-app';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -141,7 +141,11 @@ export class ServiceCluster {
   }
 
   private start(env: Record<string, string>): ServiceProcess {
-    const proc = startService({ ...this.baseEnv(), ...env }, this.cwd);
+    // Pacing stays out of the way unless a spec sets DELIVERY_GROUP_RATES itself.
+    const proc = startService(
+      { DELIVERY_GROUP_RATES: LIFTED_GROUP_RATES, ...this.baseEnv(), ...env },
+      this.cwd,
+    );
     this.running.push(proc);
     return proc;
   }

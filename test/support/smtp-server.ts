@@ -67,6 +67,8 @@ export class TestSmtpServer {
   /** Milliseconds to wait before answering DATA: a slow relay, so work stays in flight longer. */
   dataDelayMs = 0;
   private rules: Array<SmtpRule & { fired: number }> = [];
+  private throttle: { domain: string; perSecond: number; second: number; count: number } | null =
+    null;
   private waiters: Array<{ count: number; resolve: () => void }> = [];
   private readonly server: SMTPServer;
   private readonly parse: boolean;
@@ -87,7 +89,11 @@ export class TestSmtpServer {
       maxClients: 1000,
       onMailFrom: (address, session, callback) => callback(this.unknownParams(address)),
       onRcptTo: (address, session, callback) =>
-        callback(this.unknownParams(address) ?? this.scripted('RCPT', address.address)),
+        callback(
+          this.unknownParams(address) ??
+            this.throttled(address.address) ??
+            this.scripted('RCPT', address.address),
+        ),
       onData: (stream, session, callback) => this.onData(stream, session, callback),
     });
     this.server.on('error', () => undefined);
@@ -109,6 +115,41 @@ export class TestSmtpServer {
 
   fail(rule: SmtpRule): void {
     this.rules.push({ ...rule, fired: 0 });
+  }
+
+  /**
+   * A provider's rate limit: RCPT TO for `domain` past `perSecond` accepted
+   * in one clock second answers `421 4.7.28` (Gmail's "rate limited"), and
+   * counts in `deferred`. Null turns it off.
+   */
+  throttleDomain(domain: string | null, perSecond = 0): void {
+    this.throttle = domain
+      ? { domain: domain.toLowerCase(), perSecond, second: 0, count: 0 }
+      : null;
+  }
+
+  /** RCPT TO answered by throttleDomain's 421, by domain. */
+  readonly deferred = new Map<string, number>();
+
+  private throttled(recipient: string): Error | null {
+    const rule = this.throttle;
+    const domain = recipient.slice(recipient.lastIndexOf('@') + 1).toLowerCase();
+    if (!rule || domain !== rule.domain) return null;
+    const second = Math.floor(Date.now() / 1000);
+    if (second !== rule.second) {
+      rule.second = second;
+      rule.count = 0;
+    }
+    if (rule.count < rule.perSecond) {
+      rule.count++;
+      return null;
+    }
+    this.deferred.set(domain, (this.deferred.get(domain) ?? 0) + 1);
+    const error = new Error(
+      '4.7.28 Our system has detected an unusual rate of unsolicited mail; try again later',
+    ) as Error & { responseCode: number };
+    error.responseCode = 421;
+    return error;
   }
 
   clearRules(): void {
@@ -147,6 +188,8 @@ export class TestSmtpServer {
     this.refusals.length = 0;
     this.accepted = 0;
     this.rules = [];
+    this.throttle = null;
+    this.deferred.clear();
   }
 
   async close(): Promise<void> {

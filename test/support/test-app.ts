@@ -58,7 +58,14 @@ export async function flushPrefix(prefix: string): Promise<void> {
   }
 }
 
-/** Environment for a test instance: quiet logs, an outbox in a temp dir, a fixed secret. */
+/**
+ * DELIVERY_GROUP_RATES for tests that are not about pacing: every provider group far above what a
+ * test sends, so EMAIL_RATE_PER_SECOND alone limits delivery, as before pacing existed.
+ */
+export const LIFTED_GROUP_RATES =
+  'google=100000,microsoft=100000,yahoo=100000,apple=100000,other=100000';
+
+/** Environment for a test instance: quiet logs, an outbox in a temp dir, a fixed secret, lifted group rates. */
 export function testConfig(
   databaseUrl: string,
   queuePrefix: string,
@@ -74,6 +81,7 @@ export function testConfig(
       APP_SECRET: 'test-secret-test-secret-test-secret-0123456789',
       MAIL_OUTBOX_DIR: join(cwd, 'outbox'),
       AUTH_FAILURE_LIMIT_PER_MINUTE: '1000',
+      DELIVERY_GROUP_RATES: LIFTED_GROUP_RATES,
       ...env,
     },
     cwd,

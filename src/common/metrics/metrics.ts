@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { PROVIDER_GROUPS } from '../../config/config';
 
 /** Injection token of the application's prom-client Registry (one per app instance). */
 export const METRICS_REGISTRY = Symbol('METRICS_REGISTRY');
@@ -18,6 +19,8 @@ export class AppMetrics {
   readonly smtpErrors: Counter<'class'>;
   /** email.* events as they are published: deliveries per second is rate(…{event="email.sent"}). */
   readonly emailEvents: Counter<'event'>;
+  /** SMTP deferrals (421, 451, 4.7.x) by mailbox provider group: each slows that group's pacing. */
+  readonly deliveryDeferrals: Counter<'group'>;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'mailwright_' });
@@ -40,6 +43,13 @@ export class AppMetrics {
       labelNames: ['event'],
       registers: [this.registry],
     });
+    this.deliveryDeferrals = new Counter({
+      name: 'mailwright_delivery_deferrals_total',
+      help: 'SMTP deferrals (421, 451 or 4.7.x) received by this process, by mailbox provider group',
+      labelNames: ['group'],
+      registers: [this.registry],
+    });
+    for (const group of PROVIDER_GROUPS) this.deliveryDeferrals.inc({ group }, 0);
   }
 
   /**

@@ -22,6 +22,7 @@ import {
   startService,
 } from '../../support/processes';
 import { startTestSmtpServer, TestSmtpServer } from '../../support/smtp-server';
+import { LIFTED_GROUP_RATES } from '../../support/test-app';
 import { PrivatePostgres, ResilientPg } from './private-postgres';
 import { PrivateRedis } from './private-redis';
 import { isAlive, run, sleep } from './run';
@@ -139,6 +140,7 @@ export class FaultWorld {
       API_RATE_LIMIT_PER_MINUTE: '10000000',
       AUTH_FAILURE_LIMIT_PER_MINUTE: '10000000',
       EMAIL_RATE_PER_SECOND: String(this.options.emailRatePerSecond),
+      DELIVERY_GROUP_RATES: LIFTED_GROUP_RATES,
       RECOVERY_EVERY_MS: '2000',
     };
   }
