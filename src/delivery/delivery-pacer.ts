@@ -12,6 +12,8 @@ import {
 import { APP_CONFIG } from '../config/config.module';
 import { REDIS } from '../queue/redis.module';
 import { currentRate, DECREASE_INTERVAL_MS, GroupPaceState } from './pacing';
+import { redisKey } from '../queue/redis-keys';
+import { QUEUES } from '../queue/queue.constants';
 
 /** A slot of a group's schedule: send at `slot`; `at`, when it was reserved (ms since the epoch). */
 export interface PaceReservation {
@@ -119,7 +121,8 @@ export class DeliveryPacer {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(METRICS_REGISTRY) metrics: AppMetrics,
   ) {
-    this.prefix = `${config.queuePrefix}:pacing`;
+    // In the delivery queue's slot on a Redis Cluster (each script touches one key anyway).
+    this.prefix = redisKey(config, QUEUES.DELIVERY, 'pacing');
     // defineCommand is idempotent per name: every instance on this client shares the same scripts.
     redis.defineCommand('paceReserve', { numberOfKeys: 1, lua: RESERVE });
     redis.defineCommand('paceDefer', { numberOfKeys: 1, lua: DEFER });
