@@ -37,6 +37,18 @@ export function keyTypeOf(key: string): ApiKeyType | null {
 }
 
 /** A well-formed key: the prefix then base64url; anything else is refused before any lookup. */
+/** The key of an `Authorization: Bearer <key>` header, or null when the header is not one. */
+export function bearerKey(header: string | undefined): string | null {
+  if (typeof header !== 'string') return null;
+  return /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] ?? null;
+}
+
+/** The hash of a bearer header's key when it is well formed (what the key cache and table hold), else null. */
+export function bearerKeyHash(header: string | undefined): Buffer | null {
+  const key = bearerKey(header);
+  return key !== null && isWellFormedKey(key) ? hashApiKey(key) : null;
+}
+
 export function isWellFormedKey(key: string): boolean {
   return /^(sk|pk)_[A-Za-z0-9_-]{16,128}$/.test(key);
 }

@@ -5,7 +5,7 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
 import { ApiException } from '../errors/api-exception';
 import { AuthGate, RateLimitService, RateLimitState } from '../rate-limit/rate-limit.service';
-import { ApiKeyType, hashApiKey, isWellFormedKey } from './api-key.crypto';
+import { ApiKeyType, bearerKey, bearerKeyHash } from './api-key.crypto';
 import { ApiKeyAuthenticator } from './api-key-authenticator';
 import { AUTH_MODE_KEY, AuthenticatedRequest, AuthMode } from './auth.decorators';
 import type { AuthenticatedKey } from './authenticated-key';
@@ -111,9 +111,8 @@ export class ApiKeyGuard implements CanActivate {
     reply: FastifyReply,
     header: string | undefined,
   ): Promise<Authenticated> {
-    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     // Hashed once: both the cache and the table are keyed by the hash.
-    const keyHash = match && isWellFormedKey(match[1]) ? hashApiKey(match[1]) : null;
+    const keyHash = bearerKeyHash(header);
     // One Redis round trip: this IP's failed-auth count, the auth epoch, and the
     // project's counter when this process already knows the key's project (a key
     // never changes project). Postgres is asked only when the key is not cached.
@@ -129,7 +128,7 @@ export class ApiKeyGuard implements CanActivate {
         'Too many failed authentication attempts from this address',
       );
     }
-    if (!match) {
+    if (bearerKey(header) === null) {
       await this.rateLimits.recordAuthFailure(request.ip);
       throw new ApiException(
         401,

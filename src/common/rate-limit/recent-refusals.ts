@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { hashApiKey, isWellFormedKey } from '../auth/api-key.crypto';
+import { bearerKeyHash } from '../auth/api-key.crypto';
 import { buildErrorEnvelope } from '../errors/all-exceptions.filter';
 
 /**
@@ -42,7 +42,7 @@ export function registerRecentRefusals(fastify: FastifyInstance): void {
 
   fastify.addHook('onRequest', (request, reply, done) => {
     if (refusals.size === 0) return done();
-    const hash = bearerKeyHash(request.headers.authorization);
+    const hash = bearerKeyHash(request.headers.authorization)?.toString('base64');
     if (!hash) return done();
     const now = Date.now();
     const route = `${hash} ${request.method} ${request.routeOptions.url}`;
@@ -89,12 +89,6 @@ export function registerRecentRefusals(fastify: FastifyInstance): void {
     });
     done(null, payload);
   });
-}
-
-function bearerKeyHash(header: string | undefined): string | null {
-  if (typeof header !== 'string') return null;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match && isWellFormedKey(match[1]) ? hashApiKey(match[1]).toString('base64') : null;
 }
 
 function live(refusals: Map<string, Refusal>, key: string, now: number): Refusal | null {
