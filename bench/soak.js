@@ -67,6 +67,7 @@
  */
 const { execFileSync, fork, spawn } = require('node:child_process');
 const { readFileSync, existsSync } = require('node:fs');
+const { machineCpuSeconds, procCpuSeconds } = require('./cpu');
 const http = require('node:http');
 const os = require('node:os');
 const { join, resolve } = require('node:path');
@@ -370,23 +371,6 @@ function procRss(pid) {
   } catch {
     return NaN;
   }
-}
-
-/** CPU seconds a process has used so far (utime + stime; clock ticks of 1/100 s). */
-function procCpuSeconds(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
-
-/** Busy and total CPU seconds of the whole machine, all cores (/proc/stat). */
-function machineCpuSeconds() {
-  const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
-  const total = ticks.slice(0, 8).reduce((a, b) => a + b, 0);
-  return { busy: (total - ticks[3] - ticks[4]) / 100, total: total / 100 };
 }
 
 /** Unlabelled samples and the HTTP request counts of a Prometheus text body. */

@@ -84,7 +84,7 @@
  *
  *   BENCH_WORKFLOWS=all npm run bench:track
  */
-const { readdirSync, readFileSync } = require('node:fs');
+const { backendsDelta, postgresCpuSeconds, procCpuSeconds } = require('./cpu');
 const http = require('node:http');
 const { join } = require('node:path');
 const { Pool } = require('pg');
@@ -558,37 +558,6 @@ async function workflowsMain() {
     if (keys.length) await redis.del(...keys);
     redis.disconnect();
   }
-}
-
-/** CPU seconds a process has used so far (Linux /proc; clock ticks of 1/100 s). */
-function procCpuSeconds(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
-
-/** CPU seconds per live Postgres backend connected to `database` (its cmdline names it): pid -> seconds. */
-function postgresCpuSeconds(database) {
-  const out = new Map();
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(` ${database} `)) out.set(pid, procCpuSeconds(pid));
-    } catch {
-      // gone
-    }
-  }
-  return out;
-}
-
-/** CPU the backends alive at `after` used since `before` (one that exited in between is not counted). */
-function backendsDelta(before, after) {
-  let sum = 0;
-  for (const [pid, seconds] of after) sum += seconds - (before.get(pid) ?? 0);
-  return sum;
 }
 
 main().catch((error) => {

@@ -53,7 +53,7 @@
 const http = require('node:http');
 const { fork, spawn } = require('node:child_process');
 const { createHmac, timingSafeEqual } = require('node:crypto');
-const { readdirSync, readFileSync } = require('node:fs');
+const { backendsDelta, machineCpuSeconds, postgresCpuSeconds, procCpuSeconds, redisCpuSeconds } = require('./cpu');
 const { performance } = require('node:perf_hooks');
 
 const ROLE = process.argv[2];
@@ -424,57 +424,6 @@ function usage(before, after) {
 function cpuSeconds() {
   const { user, system } = process.cpuUsage();
   return (user + system) / 1e6;
-}
-
-/** CPU seconds a process has used so far (Linux /proc; clock ticks of 1/100 s). */
-function procCpuSeconds(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
-
-/** CPU seconds per live Postgres backend connected to `database` (its cmdline names it): pid -> seconds. */
-function postgresCpuSeconds(database) {
-  const out = new Map();
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(` ${database} `)) out.set(pid, procCpuSeconds(pid));
-    } catch {
-      // gone
-    }
-  }
-  return out;
-}
-
-/** CPU the backends alive at `after` used since `before` (a backend that exited in between is not counted). */
-function backendsDelta(before, after) {
-  let sum = 0;
-  for (const [pid, seconds] of after) sum += seconds - (before.get(pid) ?? 0);
-  return sum;
-}
-
-/** CPU seconds of the local redis-server (shared with whatever else uses it). */
-function redisCpuSeconds() {
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('redis-server')) return procCpuSeconds(pid);
-    } catch {
-      // gone
-    }
-  }
-  return NaN;
-}
-
-/** Busy and total CPU seconds of the whole machine (all cores). */
-function machineCpuSeconds() {
-  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const total = cpu.reduce((a, b) => a + b, 0);
-  return { busy: (total - cpu[3] - cpu[4]) / 100, total: total / 100 };
 }
 
 /** This file in another role, with an IPC channel; resolves on its `ready` message. */

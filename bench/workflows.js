@@ -93,7 +93,8 @@
  */
 const http = require('node:http');
 const { fork, spawn } = require('node:child_process');
-const { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } = require('node:fs');
+const { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } = require('node:fs');
+const { backendsDelta, machineCpuSeconds, postgresCpuSeconds, procCpuSeconds, procCpuSplit, redisCpuSeconds } = require('./cpu');
 const path = require('node:path');
 const { join } = path;
 const { performance } = require('node:perf_hooks');
@@ -654,60 +655,6 @@ function usage(before, after) {
   return `${((busy / total) * 100).toFixed(0)}% (${busy.toFixed(1)} of ${total.toFixed(1)} core-seconds)`;
 }
 
-/** CPU seconds a process has used so far (Linux /proc; clock ticks of 1/100 s). */
-/** The process's user and system CPU seconds (system: the kernel's work for its syscalls, loopback sockets' delivery included). */
-function procCpuSplit(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
-  } catch {
-    return { user: NaN, system: NaN };
-  }
-}
-
-function procCpuSeconds(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
-
-/** CPU seconds per live Postgres backend connected to `database` (its cmdline names it): pid -> seconds. */
-function postgresCpuSeconds(database) {
-  const out = new Map();
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(` ${database} `)) out.set(pid, procCpuSeconds(pid));
-    } catch {
-      // gone
-    }
-  }
-  return out;
-}
-
-/** CPU the backends alive at `after` used since `before` (one that exited in between is not counted). */
-function backendsDelta(before, after) {
-  let sum = 0;
-  for (const [pid, seconds] of after) sum += seconds - (before.get(pid) ?? 0);
-  return sum;
-}
-
-/** CPU seconds of the local redis-server (shared with whatever else uses it). */
-function redisCpuSeconds() {
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('redis-server')) return procCpuSeconds(pid);
-    } catch {
-      // gone
-    }
-  }
-  return NaN;
-}
-
 /** A process's state, threads and memory (Linux /proc). */
 function procStatus(pid) {
   try {
@@ -735,13 +682,6 @@ function filler(kb) {
     '<p>Hello again {{ contact.email }}: lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod ' +
     'tempor incididunt ut labore et dolore magna aliqua. <a href="https://example.com/docs">Read the docs</a>.</p>\n';
   return paragraph.repeat(Math.ceil((kb * 1024) / paragraph.length));
-}
-
-/** Busy and total CPU seconds of the whole machine (all cores). */
-function machineCpuSeconds() {
-  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const total = cpu.reduce((a, b) => a + b, 0);
-  return { busy: (total - cpu[3] - cpu[4]) / 100, total: total / 100 };
 }
 
 /**
