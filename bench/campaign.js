@@ -65,7 +65,7 @@ require('node:module').Module._initPaths();
 
 const { Client } = require('pg');
 const { v7: uuidv7 } = require('uuid');
-const { DIST, REDIS_URL, createBenchDatabase, createProject, percentile, rssBytes, sleep, startApp, startSink, startWorker } = require('./support');
+const { DIST, REDIS_URL, createBenchDatabase, createProject, percentile, rssBytes, sleep, startApp, startSink, startWorker, deleteRedisKeys } = require('./support');
 
 const { COUNTER_SLOTS } = require(join(DIST, 'campaigns/campaign-counter.entity.js'));
 const { FANOUT_BATCH } = require(join(DIST, 'campaigns/campaign-runner.js'));
@@ -524,11 +524,7 @@ async function main() {
     if (worker && (await worker.stop())) console.log('note: the worker did not exit within 10 s of SIGTERM (campaign still sending); killed');
     sink.child.send({ type: 'stop' });
     await db.drop();
-    const { Redis } = require('ioredis');
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${PREFIX}:*`);
-    for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000));
-    redis.disconnect();
+    await deleteRedisKeys(`${PREFIX}:*`);
   }
 }
 

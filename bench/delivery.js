@@ -9,12 +9,11 @@
  *
  *   npm run bench:delivery          (builds first; BENCH_EMAILS=20000)
  */
-const { spawn } = require('node:child_process');
 const { generateKeyPairSync } = require('node:crypto');
 const { join } = require('node:path');
 const nodemailer = require('nodemailer');
 const { Client } = require('pg');
-const { createBenchDatabase, createProject, startApp, startSink, DIST, ROOT, REDIS_URL } = require('./support');
+const { createBenchDatabase, createProject, startApp, startSink, ROOT, REDIS_URL, deleteRedisKeys, startWorker } = require('./support');
 
 // A private build (BENCH_DIST outside the checkout) resolves its packages from the checkout's node_modules.
 process.env.NODE_PATH = [join(ROOT, 'node_modules'), process.env.NODE_PATH].filter(Boolean).join(require('node:path').delimiter);
@@ -23,33 +22,8 @@ require('node:module').Module._initPaths();
 const EMAILS = Number(process.env.BENCH_EMAILS || 20_000);
 const POOL_CONNECTIONS = 10; // src/delivery/mail-transport.ts SMTP_POOL_CONNECTIONS
 const BASELINE_IN_FLIGHT = 100;
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean);
 const PREFIX = `mwbenchdl${process.pid}`;
-
-/**
- * A worker process listens on no port: started without waiting for /health/ready.
- * BENCH_NODE_ARGS are passed to it (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
- */
-function startWorker(env) {
-  const nodeArgs = (process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, join(DIST, 'main.js')], {
-    env: {
-      PATH: process.env.PATH || '',
-      NODE_PATH: join(ROOT, 'node_modules'),
-      REDIS_URL,
-      APP_SECRET: 'bench-secret-bench-secret-bench-secret-0123456789',
-      LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  return {
-    stop: async () => {
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      await new Promise((resolve) => child.once('exit', resolve));
-    },
-  };
-}
 
 async function waitForCount(sink, target, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
@@ -160,7 +134,7 @@ async function main() {
     await sink.reset();
     console.log('service: one worker process (APP_ROLE=worker), rate limit lifted ...');
     const started = Date.now();
-    worker = startWorker({ ...common, APP_ROLE: 'worker' });
+    worker = await startWorker({ ...common, APP_ROLE: 'worker' }, NODE_ARGS);
     const stats = await waitForCount(sink, EMAILS, 600_000);
     // From the first message accepted to the last: the worker's boot is not delivery time.
     const serviceRate = EMAILS / ((stats.lastAt - stats.firstAt) / 1000);
@@ -174,11 +148,7 @@ async function main() {
     if (worker) await worker.stop();
     sink.child.send({ type: 'stop' });
     await db.drop();
-    const { Redis } = require('ioredis');
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${PREFIX}:*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await deleteRedisKeys(`${PREFIX}:*`);
   }
 }
 

@@ -24,10 +24,9 @@
  *
  *   npm run bench:pacing          (builds first; BENCH_EMAILS=20000, BENCH_YAHOO_LIMIT=5, BENCH_GROUP_RATE=1000)
  */
-const { spawn } = require('node:child_process');
 const { join } = require('node:path');
 const { Client } = require('pg');
-const { createBenchDatabase, createProject, startApp, startSink, DIST, ROOT, REDIS_URL } = require('./support');
+const { createBenchDatabase, createProject, startApp, startSink, DIST, ROOT, REDIS_URL, deleteRedisKeys, startWorker } = require('./support');
 
 process.env.NODE_PATH = [join(ROOT, 'node_modules'), process.env.NODE_PATH].filter(Boolean).join(require('node:path').delimiter);
 require('node:module').Module._initPaths();
@@ -38,28 +37,8 @@ const DOMAINS = ['gmail.com', 'outlook.com', 'yahoo.com', 'example.org'];
 const OTHERS = DOMAINS.filter((d) => d !== 'yahoo.com');
 const GROUP_RATE = Number(process.env.BENCH_GROUP_RATE || 1000);
 const GROUP_RATES = ['google', 'microsoft', 'yahoo', 'apple', 'other'].map((g) => `${g}=${GROUP_RATE}`).join(',');
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean);
 const PREFIX = `mwbenchpace${process.pid}`;
-
-function startWorker(env) {
-  const child = spawn(process.execPath, [join(DIST, 'main.js')], {
-    env: {
-      PATH: process.env.PATH || '',
-      NODE_PATH: join(ROOT, 'node_modules'),
-      REDIS_URL,
-      APP_SECRET: 'bench-secret-bench-secret-bench-secret-0123456789',
-      LOG_LEVEL: 'error',
-      ...env,
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  return {
-    stop: async () => {
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      await new Promise((resolve) => child.once('exit', resolve));
-    },
-  };
-}
 
 /** The other groups' messages per second at the sink, first accepted to last. */
 function othersRate(stats) {
@@ -155,7 +134,7 @@ async function main() {
       console.log(`\nrun ${run} (${deferring ? `yahoo.com deferred past ${YAHOO_LIMIT}/s` : 'no deferrals'}): queueing ...`);
       await queue(api, auth, run);
       const started = Date.now();
-      worker = startWorker({ ...common, APP_ROLE: 'worker' });
+      worker = await startWorker({ ...common, APP_ROLE: 'worker', LOG_LEVEL: 'error' }, NODE_ARGS);
       const othersTotal = Array.from({ length: EMAILS }, (_, n) => DOMAINS[n % DOMAINS.length]).filter((d) => d !== 'yahoo.com').length;
       const stats = await waitFor(sink, (s) => OTHERS.reduce((n, d) => n + (s.domains[d]?.count ?? 0), 0) >= othersTotal, 900_000);
       const others = othersRate(stats);
@@ -178,11 +157,7 @@ async function main() {
     await pg.end().catch(() => undefined);
     sink.child.send({ type: 'stop' });
     await db.drop();
-    const { Redis } = require('ioredis');
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${PREFIX}:*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await deleteRedisKeys(`${PREFIX}:*`);
   }
 }
 

@@ -20,7 +20,7 @@ const net = require('node:net');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { Pool } = require('pg');
-const { closedLoop, createBenchDatabase, createProject, startApp, REDIS_URL } = require('./support');
+const { closedLoop, createBenchDatabase, createProject, startApp, REDIS_URL, deleteRedisKeys } = require('./support');
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 4);
 const SECONDS = Number(process.env.BENCH_SECONDS || 3);
@@ -208,11 +208,7 @@ async function main() {
     await apps.pooled?.stop();
     await bouncer.stop();
     await db.drop();
-    const { Redis } = require('ioredis');
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${PREFIX}*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await deleteRedisKeys(`${PREFIX}*`);
   }
 }
 

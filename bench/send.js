@@ -14,7 +14,7 @@ const http = require('node:http');
 const { Queue } = require('bullmq');
 const { Pool } = require('pg');
 const { v7: uuidv7 } = require('uuid');
-const { closedLoop, createBenchDatabase, createProject, startApp, REDIS_URL } = require('./support');
+const { closedLoop, createBenchDatabase, createProject, startApp, REDIS_URL, deleteRedisKeys } = require('./support');
 
 const CONCURRENCY = 32;
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
@@ -135,11 +135,7 @@ async function main() {
   } finally {
     await app.stop();
     await db.drop();
-    const { Redis } = require('ioredis');
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${PREFIX}*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await deleteRedisKeys(`${PREFIX}*`);
   }
 }
 

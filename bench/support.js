@@ -159,7 +159,7 @@ function startSink() {
 }
 
 /** A worker process (`node dist/main.js`, APP_ROLE from env) serves no HTTP: ready once its heartbeat file names it with no problem. */
-async function startWorker(env, nodeArgs) {
+async function startWorker(env, nodeArgs = []) {
   const heartbeat = join(tmpdir(), `mailwright-worker-${env.QUEUE_PREFIX}.json`);
   const child = spawn(process.execPath, [...nodeArgs, join(DIST, 'main.js')], {
     env: {
@@ -205,6 +205,18 @@ async function startWorker(env, nodeArgs) {
   };
 }
 
+/** Deletes the Redis keys matching `pattern` (a bench's queue prefix), a thousand per DEL. */
+async function deleteRedisKeys(pattern) {
+  const { Redis } = require('ioredis');
+  const redis = new Redis(REDIS_URL);
+  try {
+    const keys = await redis.keys(pattern);
+    for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000));
+  } finally {
+    redis.disconnect();
+  }
+}
+
 function rssBytes(pid) {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return match ? Number(match[1]) * 1024 : 0;
@@ -228,6 +240,7 @@ module.exports = {
   closedLoop,
   createBenchDatabase,
   createProject,
+  deleteRedisKeys,
   freePort,
   percentile,
   rssBytes,

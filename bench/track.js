@@ -89,7 +89,7 @@ const http = require('node:http');
 const { join } = require('node:path');
 const { Pool } = require('pg');
 const { v7: uuidv7 } = require('uuid');
-const { DIST, REDIS_URL, closedLoop, createBenchDatabase, createProject, startApp } = require('./support');
+const { DIST, REDIS_URL, closedLoop, createBenchDatabase, createProject, startApp, deleteRedisKeys } = require('./support');
 
 // The baseline applies the service's own data rule, from the build under test.
 const { toTrackedDataPatch } = require(join(DIST, 'contacts/contact-data.js'));
@@ -389,11 +389,7 @@ async function webhooksMain() {
     await pool.end();
     await app.stop();
     await db.drop();
-    const { Redis } = require('ioredis');
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await deleteRedisKeys(`${prefix}:*`);
   }
 }
 
@@ -552,11 +548,7 @@ async function workflowsMain() {
     await pool.end();
     await app.stop();
     await db.drop();
-    const { Redis } = require('ioredis');
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await deleteRedisKeys(`${prefix}:*`);
   }
 }
 

@@ -201,7 +201,7 @@ function runBaseline() {
 async function main() {
   const { join } = require('node:path');
   const { Client } = require('pg');
-  const { DIST, REDIS_URL, createBenchDatabase, createProject, startApp } = require('./support');
+  const { DIST, REDIS_URL, createBenchDatabase, createProject, startApp, deleteRedisKeys } = require('./support');
 
   const DELIVERIES = Number(process.env.BENCH_DELIVERIES || 20_000);
   const ENDPOINTS = Number(process.env.BENCH_ENDPOINTS || 1);
@@ -386,11 +386,7 @@ async function main() {
     if (api) await api.stop();
     receiver.child.send({ type: 'stop' });
     await db.drop();
-    const { Redis } = require('ioredis');
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${PREFIX}:*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await deleteRedisKeys(`${PREFIX}:*`);
   }
 
   /** A worker process listens on no port: started without waiting for /health/ready. */

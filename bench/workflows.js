@@ -188,7 +188,7 @@ function runChains() {
 
 async function main() {
   const { Client } = require('pg');
-  const { DIST, REDIS_URL, createBenchDatabase, createProject, percentile, startApp, startSink } = require('./support');
+  const { DIST, REDIS_URL, createBenchDatabase, createProject, percentile, startApp, startSink, deleteRedisKeys } = require('./support');
   const { WORKFLOW_CONCURRENCY } = require(join(DIST, 'workflows/workflows.processor.js'));
 
   const EXECUTIONS = Number(process.env.BENCH_EXECUTIONS || 10_000);
@@ -485,11 +485,7 @@ async function main() {
     sink.child.send({ type: 'stop' });
     if (process.env.BENCH_KEEP_DB) console.log(`database kept (BENCH_KEEP_DB): ${db.url}`);
     else await db.drop();
-    const { Redis } = require('ioredis');
-    const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${PREFIX}*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await deleteRedisKeys(`${PREFIX}*`);
   }
 
   async function runBaseline(label) {
