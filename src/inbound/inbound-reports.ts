@@ -11,9 +11,9 @@ import { EmailCandidate, emailCandidates, pickEmail, reportsOf } from './inbound
 import { InboundResult, InboundStatus } from './inbound-message.entity';
 import { InboundMessagesRepository } from './inbound-messages.repository';
 import { InboundMetrics } from './inbound-metrics';
+import { InboundParser } from './inbound-parser';
 import { InboundUnsubscribes } from './inbound-unsubscribes';
 import type { ParsedInbound } from './parsed-inbound';
-import { parseInbound } from './parsers';
 
 const OUTCOME_OF = {
   [InboundStatus.PROCESSED]: 'processed',
@@ -45,11 +45,11 @@ interface Prepared {
  * The inbound queue's work on stored messages: parse each, find the email it
  * reports on, hand each report to the bounce policy, record the outcome.
  * The jobs a worker runs at once share one batch (`process`): one load, one
- * correlation query, and one transaction that applies every report and
- * finishes every row, so a batch is applied entirely or not at all. A
- * message that cannot be parsed, and every message of a batch whose
- * transaction failed, runs again on its own, so one bad message never holds
- * the others back. Safe to run again at any point (a retry, a worker killed
+ * parse task on the parse thread (InboundParser), one correlation query, and
+ * one transaction that applies every report and finishes every row, so a
+ * batch is applied entirely or not at all. Every message of a batch whose
+ * parse or transaction failed runs again on its own, so one bad message
+ * never holds the others back. Safe to run again at any point (a retry, a worker killed
  * mid-way): a row is finished only from RECEIVED, in the transaction of its
  * reports, and the policy applies a report's dedupe key once.
  */
@@ -71,6 +71,7 @@ export class InboundReports {
     private readonly policy: BouncePolicy,
     private readonly metrics: InboundMetrics,
     private readonly unsubscribes: InboundUnsubscribes,
+    private readonly parser: InboundParser,
   ) {}
 
   /** One job's message, applied in a batch with the jobs running beside it. */
@@ -79,7 +80,7 @@ export class InboundReports {
   }
 
   /**
-   * One message on its own (a large one, one that did not parse, one of a
+   * One message on its own (a large one, one of a batch that did not parse, one of a
    * failed batch); rejects with what its run threw. It may settle before
    * the batch that started it answers, so it is marked handled here: the
    * batch hands the same promise to the job, which sees the rejection.
@@ -115,18 +116,14 @@ export class InboundReports {
       else loaded.push({ id, raw: row.raw, rcptTo: row.rcptTo });
     }
 
-    const parsed = await Promise.all(
-      loaded.map(async (message) => {
-        try {
-          return { message, parsed: await parseInbound(message.raw) };
-        } catch (error) {
-          if (solo) throw error;
-          answers.set(message.id, this.alone(message.id));
-          return null;
-        }
-      }),
-    );
-    const ok = parsed.filter((entry) => entry !== null);
+    let ok: Array<{ message: (typeof loaded)[number]; parsed: ParsedInbound }> = [];
+    try {
+      const parsed = await this.parser.parseMany(loaded.map((message) => message.raw));
+      ok = loaded.map((message, i) => ({ message, parsed: parsed[i] }));
+    } catch (error) {
+      if (solo) throw error;
+      for (const message of loaded) answers.set(message.id, this.alone(message.id));
+    }
     const candidates = ok.map((entry) =>
       emailCandidates(entry.message.rcptTo, entry.parsed, this.tokens),
     );

@@ -7,6 +7,7 @@ import { InboundListener } from './inbound-listener';
 import { InboundMessagesRepository } from './inbound-messages.repository';
 import { InboundMessagesService } from './inbound-messages.service';
 import { InboundMetrics } from './inbound-metrics';
+import { InboundParser } from './inbound-parser';
 import { InboundReports } from './inbound-reports';
 import { InboundUnsubscribes } from './inbound-unsubscribes';
 import { InboundProcessor } from './inbound.processor';
@@ -30,6 +31,7 @@ import { InboundRecovery } from './inbound.recovery';
     InboundMessagesService,
     InboundMetrics,
     InboundListener,
+    InboundParser,
     InboundReports,
     InboundUnsubscribes,
     InboundRecovery,

@@ -1,0 +1,48 @@
+import { Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Piscina } from 'piscina';
+import type { ParsedInbound } from './parsed-inbound';
+
+/**
+ * The compiled thread entry: under ts-jest this file runs from src/, but threads load JavaScript,
+ * so they take the build's copy (npm test builds first), as the render pool does.
+ */
+const THREAD_FILE = __filename.endsWith('.ts')
+  ? resolve(__dirname, '../../dist/inbound/parsers/parse-thread.js')
+  : resolve(__dirname, 'parsers/parse-thread.js');
+
+/**
+ * Parses inbound messages (parsers/parseInbound) on a thread of its own instead of the event
+ * loop: mail from the internet is parsed while the same loop answers the listener's SMTP
+ * sessions (and, with APP_ROLE=all, API requests), so a batch of parses no longer holds their
+ * answers back, and the parse takes the second core. One thread: batches wait for each other.
+ */
+@Injectable()
+export class InboundParser implements OnApplicationShutdown {
+  private pool: Piscina | null = null;
+
+  /** One parse per raw message, in order; rejects when the thread failed (the batch runs again). */
+  parseMany(raws: Buffer[]): Promise<ParsedInbound[]> {
+    if (raws.length === 0) return Promise.resolve([]);
+    return this.threadPool().run(raws) as Promise<ParsedInbound[]>;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    const pool = this.pool;
+    this.pool = null;
+    await pool?.destroy();
+  }
+
+  private threadPool(): Piscina {
+    if (!this.pool && !existsSync(THREAD_FILE))
+      throw new Error(`${THREAD_FILE} is missing: run npm run build (npm test does)`);
+    this.pool ??= new Piscina({
+      filename: THREAD_FILE,
+      // Started with the first batch and kept: a start loads mailparser (tens of milliseconds).
+      minThreads: 1,
+      maxThreads: 1,
+    });
+    return this.pool;
+  }
+}
