@@ -380,12 +380,18 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
     { name: 'bad email', status: 422, body: { email: 'not-an-address' } },
   ],
   'GET /contacts/{id}': (f) => [{ name: 'get', status: 200, params: { id: f.contactId } }],
-  'PATCH /contacts/{id}': (f) => [
+  'PATCH /contacts/{id}': async (f) => [
     {
       name: 'update',
       status: 200,
       params: { id: f.contactId },
       body: { subscribed: true, data: { city: 'Paris' } },
+    },
+    {
+      name: 'new email',
+      status: 200,
+      params: { id: await f.newContact() },
+      body: { email: `${unique('moved')}@openapi.test` },
     },
   ],
   'DELETE /contacts/{id}': async (f) => [
@@ -774,6 +780,10 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
     { name: 'filtered', status: 200, query: `contactId=${f.contactId}&status=QUEUED` },
   ],
   'GET /emails/{id}': (f) => [{ name: 'get', status: 200, params: { id: f.emailId } }],
+  'GET /emails/{id}/content': (f) => [
+    { name: 'content', status: 200, params: { id: f.emailId } },
+    { name: 'unknown', status: 404, params: { id: '00000000-0000-7000-8000-000000000000' } },
+  ],
 
   'GET /domains': () => [
     { name: 'list', status: 200 },
