@@ -115,29 +115,16 @@ describe('Contacts API', () => {
       ]);
     });
 
-    it('PATCH changes the email (normalised), 409 when another contact has it, 422 for unknown fields', async () => {
+    it('PATCH refuses unknown fields and email changes (422)', async () => {
       const id = (await create(a.secretKey, { email: 'patch2@example.com' })).body.data.id;
-      await create(a.secretKey, { email: 'taken@example.com' });
-      const patch = (body: unknown) =>
-        app.request({ method: 'PATCH', url: `/contacts/${id}`, key: a.secretKey, body });
-      const moved = await patch({ email: ' Moved@Example.com ' });
-      expect(moved.status).toBe(200);
-      expect(moved.body.data).toMatchObject({ id, email: 'moved@example.com' });
-      const taken = await patch({ email: 'TAKEN@example.com', data: { lost: true } });
-      expect(taken.status).toBe(409);
-      expect(taken.body.error.code).toBe('CONFLICT');
-      const after = await app.request({ method: 'GET', url: `/contacts/${id}`, key: a.secretKey });
-      expect(after.body.data).toMatchObject({ email: 'moved@example.com', data: {} });
-      expect((await patch({ email: 'not-an-email' })).body.error.errors[0]).toMatchObject({
-        field: 'email',
-        code: 'invalid_string',
+      const res = await app.request({
+        method: 'PATCH',
+        url: `/contacts/${id}`,
+        key: a.secretKey,
+        body: { email: 'x@example.com' },
       });
-      const unknown = await patch({ name: 'x' });
-      expect(unknown.status).toBe(422);
-      expect(unknown.body.error.errors[0]).toMatchObject({
-        field: 'name',
-        code: 'unrecognized_keys',
-      });
+      expect(res.status).toBe(422);
+      expect(res.body.error.errors[0]).toMatchObject({ field: 'email', code: 'unrecognized_keys' });
     });
 
     it('DELETE erases the contact and its events', async () => {

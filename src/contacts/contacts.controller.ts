@@ -88,12 +88,9 @@ export class ContactsController {
   }
 
   @Patch(':id')
-  @ApiOp(
-    'contacts_update',
-    'Update a contact: a new email, subscribed, data merged (top-level keys, null removes a key)',
-  )
+  @ApiOp('contacts_update', 'Update a contact: data merges top-level keys, null removes a key')
   @ApiSuccess(200, ContactResponse)
-  @ApiErrorResponses([400, 404, 409, 413, 422])
+  @ApiErrorResponses([400, 404, 413, 422])
   update(
     @CurrentProject() project: CurrentProjectInfo,
     @Param() params: IdParamDto,

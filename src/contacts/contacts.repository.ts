@@ -341,21 +341,6 @@ export class ContactsRepository {
     );
   }
 
-  /** PATCH's new address; null when the contact is not the project's. A taken address raises the unique violation. */
-  async setEmail(
-    manager: EntityManager,
-    projectId: string,
-    id: string,
-    email: string,
-  ): Promise<ContactRow | null> {
-    const rows = await queryRows<ContactRow>(
-      manager,
-      `UPDATE contacts SET email = $3, updated_at = now() WHERE project_id = $1 AND id = $2 ${RETURNING_CONTACT}`,
-      [projectId, id, email],
-    );
-    return rows[0] ?? null;
-  }
-
   /** PATCH: merge data and optionally set subscribed, in one statement. */
   /** The same change to these contacts of the project; answers the rows changed. */
   updateMany(

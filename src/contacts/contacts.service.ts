@@ -318,34 +318,12 @@ export class ContactsService {
    */
   async update(projectId: string, id: string, dto: UpdateContactDto): Promise<ContactResponse> {
     const { row, events } = await this.dataSource.transaction(async (manager) => {
-      if (dto.email !== undefined) await this.changeEmail(manager, projectId, id, dto.email);
       const result = await this.applyUpdate(manager, projectId, id, dto);
       if (!result) throw ApiException.notFound('contact', id);
       return result;
     });
     await this.events.publish(events.map((event) => ({ ...event, email: row.email })));
     return toContactResponse(row);
-  }
-
-  private async changeEmail(
-    manager: EntityManager,
-    projectId: string,
-    id: string,
-    requested: string,
-  ): Promise<void> {
-    const email = normalizeEmail(requested);
-    try {
-      if (!(await this.contacts.setEmail(manager, projectId, id, email)))
-        throw ApiException.notFound('contact', id);
-    } catch (error) {
-      if (sqlState(error) === SQLSTATE.UNIQUE_VIOLATION) {
-        throw ApiException.conflict(
-          `A contact with email ${email} already exists in this project`,
-          'Pick another address, or delete the other contact first.',
-        );
-      }
-      throw error;
-    }
   }
 
   /**

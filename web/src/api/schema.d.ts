@@ -292,7 +292,7 @@ export interface paths {
         delete: operations["contacts_delete"];
         options?: never;
         head?: never;
-        /** Update a contact: a new email, subscribed, data merged (top-level keys, null removes a key) */
+        /** Update a contact: data merges top-level keys, null removes a key */
         patch: operations["contacts_update"];
         trace?: never;
     };
@@ -1526,11 +1526,6 @@ export interface components {
             };
         };
         UpdateContactDto: {
-            /**
-             * @description A new address: trimmed and lower-cased like on create; 409 when another contact of the project has it. Past email records keep the address they were sent to
-             * @example ada@example.com
-             */
-            email?: string;
             subscribed?: boolean;
             /** @description Merged into the stored data (top-level keys); a key set to null is removed */
             data?: {
@@ -4936,16 +4931,6 @@ export interface operations {
             };
             /** @description <RESOURCE>_NOT_FOUND: no such id in this project */
             404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description CONFLICT: a duplicate, or the resource is in a state that forbids the operation */
-            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

@@ -1,7 +1,7 @@
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import { api, unwrap, type ApiError } from '../api/client';
 import type { SchemaContactResponse } from '../api/schema';
-import { asApiError, ErrorMessage, Field } from '../ui';
+import { asApiError, ErrorMessage } from '../ui';
 import './editor.css';
 import './edit-forms.css';
 
@@ -39,8 +39,9 @@ function rowsOf(data: Record<string, unknown>, nextKey: () => number): DataRow[]
 }
 
 /**
- * PATCH /contacts/{id} from a form: the address, the subscription, and the data fields (keys
- * removed in the form are sent as null, which the API removes).
+ * PATCH /contacts/{id} from a form: the subscription and the data fields (keys removed in the form
+ * are sent as null, which the API removes). The address is not editable: the contract's PATCH takes
+ * `subscribed` and `data` only.
  */
 export function ContactEditor({
   contact,
@@ -51,13 +52,11 @@ export function ContactEditor({
 }) {
   const counter = useRef(0);
   const nextKey = () => counter.current++;
-  const [email, setEmail] = useState(contact.email);
   const [subscribed, setSubscribed] = useState(contact.subscribed);
   const [rows, setRows] = useState<DataRow[]>(() => rowsOf(contact.data, nextKey));
   // The contact changed (saved here, or by the page's own buttons): the form starts from it again,
   // so a later save never sends back a stale subscription.
   useEffect(() => {
-    setEmail(contact.email);
     setSubscribed(contact.subscribed);
     setRows(rowsOf(contact.data, nextKey));
   }, [contact.updatedAt]);
@@ -79,8 +78,7 @@ export function ContactEditor({
       const name = row.name.trim();
       if (name) data[name] = parsed(row.value);
     }
-    const body: { email?: string; subscribed?: boolean; data: Record<string, unknown> } = { data };
-    if (email.trim().toLowerCase() !== contact.email) body.email = email;
+    const body: { subscribed?: boolean; data: Record<string, unknown> } = { data };
     if (subscribed !== contact.subscribed) body.subscribed = subscribed;
     setBusy(true);
     try {
@@ -102,17 +100,7 @@ export function ContactEditor({
     >
       <h2 id={`${hintId}-title`}>Edit contact</h2>
       <ErrorMessage error={error} />
-      <Field label="Email">
-        {(id) => (
-          <input
-            id={id}
-            type="email"
-            required
-            value={email}
-            onChange={(e) => setEmail(e.target.value)}
-          />
-        )}
-      </Field>
+      <p className="muted">The address stays as it is; for another address, add a new contact.</p>
       <div className="field checkbox">
         <label>
           <input
