@@ -473,6 +473,13 @@ describe('campaigns (e2e)', () => {
         campaignId: created.id,
         source: 'CAMPAIGN',
       });
+      // Campaign mail is rendered again for its contact: the words delivered, no tracking, a preview unsubscribe link.
+      const content = (await req('GET', `/emails/${row.id}/content`)).body.data;
+      expect(content.origin).toBe('RENDERED');
+      expect(content.subject).toBe(message.parsed!.subject);
+      expect(content.html).toContain('href="https://shop.example/deal"');
+      expect(content.html).not.toContain('/t/o/');
+      expect(content.html).toContain('/unsubscribe/preview');
       // Resubscribe for the tests after this one.
       await db.query('UPDATE contacts SET subscribed = true WHERE email = $1 AND project_id = $2', [
         row.to_email,

@@ -774,6 +774,10 @@ const CASES: Record<string, (f: Fixtures) => Promise<Case[]> | Case[]> = {
     { name: 'filtered', status: 200, query: `contactId=${f.contactId}&status=QUEUED` },
   ],
   'GET /emails/{id}': (f) => [{ name: 'get', status: 200, params: { id: f.emailId } }],
+  'GET /emails/{id}/content': (f) => [
+    { name: 'content', status: 200, params: { id: f.emailId } },
+    { name: 'unknown', status: 404, params: { id: '00000000-0000-7000-8000-000000000000' } },
+  ],
 
   'GET /domains': () => [
     { name: 'list', status: 200 },

@@ -645,12 +645,13 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     expect(foreign.body.error.code).toBe('DOMAIN_NOT_VERIFIED');
   });
 
-  it("lists email records with filters, and hides other projects' records", async () => {
+  it("lists email records with filters, shows each one's stored message, and hides other projects' records", async () => {
     const res = await t.send({
       to: ['list1@example.org', 'list2@example.org'],
       from: 'hello@acme.test',
-      subject: 's',
-      body: 'b',
+      subject: 'For {{ email }}',
+      body: '<p>Hi <b>{{ email }}</b></p>',
+      track: true,
     });
     const [first] = res.body.data.emails;
     await waitForEmailStatus(t.app, t.project.secretKey, first.id, ['SENT']);
@@ -677,6 +678,35 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     });
     expect(foreign.status).toBe(404);
     expect(foreign.body.error.code).toBe('EMAIL_NOT_FOUND');
+    // The stored message as composed for this recipient, without the open pixel delivery added.
+    const content = await t.app.request({
+      method: 'GET',
+      url: `/emails/${first.id}/content`,
+      key: t.project.secretKey,
+    });
+    expect(content.status).toBe(200);
+    expect(content.body.data).toEqual({
+      subject: `For ${first.to}`,
+      html: `<p>Hi <b>${first.to}</b></p>`,
+      text: expect.stringContaining(`Hi ${first.to}`),
+      origin: 'STORED',
+    });
+    const delivered = t.smtp.messagesTo(first.to).pop()!;
+    expect(String(delivered.parsed!.html)).toContain('/t/o/');
+    const foreignContent = await t.app.request({
+      method: 'GET',
+      url: `/emails/${first.id}/content`,
+      key: other.secretKey,
+    });
+    expect(foreignContent.status).toBe(404);
+    expect(foreignContent.body.error.code).toBe('EMAIL_NOT_FOUND');
+    const badId = await t.app.request({
+      method: 'GET',
+      url: '/emails/nope/content',
+      key: t.project.secretKey,
+    });
+    expect(badId.status).toBe(400);
+    expect(badId.body.error.code).toBe('BAD_REQUEST');
     const bad = await t.app.request({
       method: 'GET',
       url: '/emails?status=LOST',

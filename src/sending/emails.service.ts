@@ -15,7 +15,9 @@ import type { EventRow } from '../events/event.row';
 import { DELIVERY_JOBS, DeliveryJobData } from '../queue/jobs';
 import { PRIORITY, QUEUES } from '../queue/queue.constants';
 import { RenderedContent, RenderSource } from '../templates/template-renderer';
-import { TemplatesService } from '../templates/templates.service';
+import { renderFailure, TemplatesService } from '../templates/templates.service';
+import { ContactsService } from '../contacts/contacts.service';
+import { EmailContentOrigin, EmailContentResponse } from './dto/email-content.response';
 import { EmailResponse } from './dto/email.response';
 import { ListEmailsQueryDto } from './dto/list-emails.query';
 import { Email, EmailAttachmentRef, EmailSource, EmailStatus } from './email.entity';
@@ -134,6 +136,7 @@ export class EmailsService {
     private readonly domains: DomainsService,
     private readonly returnPaths: ReturnPaths,
     private readonly trackingHosts: TrackingHosts,
+    private readonly contacts: ContactsService,
   ) {}
 
   /** The signed one-click link of a contact (and the message it is in). */
@@ -375,6 +378,44 @@ export class EmailsService {
     if (!row) throw ApiException.notFound('email', id);
     const returnPaths = await this.returnPathsOf(projectId, [row]);
     return toEmailResponse(row, returnPaths.get(row.id) ?? null);
+  }
+
+  /**
+   * The message of one record: the rendered copy stored at send time, or for
+   * campaign mail (content stored once, rendered at delivery) a render made
+   * now for the contact as it is now, with the preview unsubscribe link, so a
+   * real unsubscribe token is never handed out by a read.
+   */
+  async content(projectId: string, id: string): Promise<EmailContentResponse> {
+    const row = await this.repository.findById(this.dataSource.manager, projectId, id);
+    if (!row) throw ApiException.notFound('email', id);
+    if (row.contentId === null) {
+      return {
+        subject: row.subject,
+        html: row.html ?? '',
+        text: row.text ?? '',
+        origin: EmailContentOrigin.STORED,
+      };
+    }
+    const manager = this.dataSource.manager;
+    const [shared, contact] = await Promise.all([
+      this.contents.findContent(manager, row.contentId),
+      this.contacts.findRow(manager, projectId, row.contactId),
+    ]);
+    // The content is RESTRICT-referenced and the contact cascades its emails: both exist while the row does.
+    if (!shared || !contact) throw ApiException.notFound('email', id);
+    try {
+      const rendered = await this.templates.render(
+        projectId,
+        shared,
+        contact,
+        null,
+        `${this.config.publicUrl}/unsubscribe/preview`,
+      );
+      return { ...rendered, origin: EmailContentOrigin.RENDERED };
+    } catch (error) {
+      throw renderFailure(error);
+    }
   }
 
   /**

@@ -244,6 +244,54 @@ describe('templates and campaigns in Chromium', () => {
     await page.getByText('No one has clicked yet.').waitFor();
     await expectAccessible();
 
+    // One email's page: its delivery, the message in a frame sandboxed to nothing, and for a
+    // hard-bounced one (reported through POST /bounces) the bounce's details.
+    const opened = await callApi(
+      base,
+      project.secretKey,
+      'GET',
+      `/emails?campaignId=${id}&opened=true`,
+    );
+    const openedId = opened.body.data.items[0].id as string;
+    const unopened = await callApi(
+      base,
+      project.secretKey,
+      'GET',
+      `/emails?campaignId=${id}&opened=false&limit=1`,
+    );
+    const bouncedId = unopened.body.data.items[0].id as string;
+    const bounce = await callApi(base, project.secretKey, 'POST', '/bounces', {
+      emailId: bouncedId,
+      type: 'hard',
+      status: '5.1.1',
+      diagnostic: '550 5.1.1 mailbox unknown',
+    });
+    expect(bounce.status).toBe(200);
+    const emailPage = `${base}/app/emails/${openedId}`;
+    await page.goto(emailPage);
+    await page.getByRole('heading', { name: 'News for Reader 007', level: 1 }).waitFor();
+    const frame = page.getByTitle('Rendered email');
+    await expect(frame.getAttribute('sandbox')).resolves.toBe('');
+    await expect(frame.getAttribute('srcdoc')).resolves.toContain('Reader 007');
+    await page
+      .frameLocator('iframe[title="Rendered email"]')
+      .getByText(/Reader 007/)
+      .first()
+      .waitFor();
+    await page.getByText(/rendered again now for the contact/).waitFor();
+    await page.getByRole('button', { name: 'Text', exact: true }).click();
+    await page
+      .locator('pre')
+      .getByText(/Reader 007/)
+      .waitFor();
+    await expectAccessible();
+    await screenshot(page, 'email');
+    await page.goto(`${base}/app/emails/${bouncedId}`);
+    await page.getByRole('heading', { name: 'Bounce', level: 2 }).waitFor();
+    await page.getByText('550 5.1.1 mailbox unknown').waitFor();
+    await page.getByText('5.1.1', { exact: true }).waitFor();
+    await expectAccessible();
+
     await nav('Campaigns');
     await page.getByLabel('Status').selectOption('DRAFT');
     await page.getByText('No campaigns match.').waitFor();
@@ -251,7 +299,7 @@ describe('templates and campaigns in Chromium', () => {
     await page.getByRole('link', { name: 'November news' }).waitFor();
 
     await page.setViewportSize({ width: 360, height: 740 });
-    for (const url of [campaignUrl, `${base}/app/campaigns/new`]) {
+    for (const url of [campaignUrl, `${base}/app/campaigns/new`, emailPage]) {
       await page.goto(url);
       await page.getByRole('heading', { level: 1 }).waitFor();
       await page.locator('[aria-busy="true"]').first().waitFor({ state: 'detached' });

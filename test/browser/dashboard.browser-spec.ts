@@ -162,7 +162,9 @@ describe('dashboard in Chromium', () => {
     await page.getByText('1 contacts').waitFor();
     await page.getByRole('link', { name: 'person07@customers.example' }).click();
     await page.getByRole('heading', { name: 'person07@customers.example', level: 1 }).waitFor();
-    await page.getByText('"plan": "pro"').waitFor();
+    // Its data fields in the edit form.
+    await expect(page.getByLabel('Field 1 name').inputValue()).resolves.toBe('plan');
+    await expect(page.getByLabel('Field 1 value').inputValue()).resolves.toBe('pro');
     await expectAccessible();
 
     // A deep link loads the same page from the server.
@@ -189,6 +191,51 @@ describe('dashboard in Chromium', () => {
     await page.getByLabel('Email address').fill('newcomer@customers.example');
     await page.getByRole('button', { name: 'Add contact' }).click();
     await page.getByRole('heading', { name: 'newcomer@customers.example', level: 1 }).waitFor();
+
+    // Edit it: the header's Unsubscribe first (the form follows it), then a data field typed as
+    // JSON and a text one. The address has no input: PATCH does not take email.
+    const newcomerId = page.url().split('/').pop() as string;
+    await page.getByRole('button', { name: 'Unsubscribe' }).click();
+    await page.getByRole('button', { name: 'Subscribe', exact: true }).waitFor();
+    await expect(page.getByLabel('Subscribed').isChecked()).resolves.toBe(false);
+    await expect(page.getByLabel('Email', { exact: true }).count()).resolves.toBe(0);
+    await page.getByRole('button', { name: 'Add field' }).click();
+    await page.getByLabel('Field 1 name').fill('score');
+    await page.getByLabel('Field 1 value').fill('42');
+    await page.getByRole('button', { name: 'Add field' }).click();
+    await page.getByLabel('Field 2 name').fill('city');
+    await page.getByLabel('Field 2 value').fill('Oslo');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('status').getByText('Saved.').waitFor();
+    await expectAccessible();
+    const edited = await callApi(base, project.secretKey, 'GET', `/contacts/${newcomerId}`);
+    expect(edited.body.data).toMatchObject({
+      email: 'newcomer@customers.example',
+      subscribed: false,
+      suppressed: false,
+      data: { score: 42, city: 'Oslo' },
+    });
+    // Removing a field removes the key.
+    await page.getByRole('button', { name: 'Remove field city' }).click();
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('status').getByText('Saved.').waitFor();
+    const trimmed = await callApi(base, project.secretKey, 'GET', `/contacts/${newcomerId}`);
+    expect(trimmed.body.data.data).toEqual({ score: 42 });
+
+    // Suppress through POST /suppressions (reason manual), then lift it.
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Suppress', exact: true }).click();
+    await page.getByRole('button', { name: 'Lift suppression' }).waitFor();
+    await page.getByText('Suppressed', { exact: true }).waitFor();
+    const suppressions = await callApi(base, project.secretKey, 'GET', '/suppressions');
+    expect(suppressions.body.data.items).toContainEqual(
+      expect.objectContaining({ contactId: newcomerId, reason: 'manual' }),
+    );
+    await expectAccessible();
+    await page.getByRole('button', { name: 'Lift suppression' }).click();
+    await page.getByRole('button', { name: 'Suppress', exact: true }).waitFor();
+    const lifted = await callApi(base, project.secretKey, 'GET', `/contacts/${newcomerId}`);
+    expect(lifted.body.data.suppressed).toBe(false);
   });
 
   it('adds a domain, shows its records with copy buttons and verifies it against DNS', async () => {
@@ -261,12 +308,20 @@ describe('dashboard in Chromium', () => {
     // (The contacts journey may have added one.)
     await page.getByText(/^Page 1 · \d+ contacts$/).waitFor();
     // Nothing sticks out to the right but inside a scrolling table (named, so a failure says what).
-    const sticking = await page.evaluate<string[]>(`[...document.querySelectorAll('body *')]
+    const overflowing = `[...document.querySelectorAll('body *')]
       .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5 && !e.closest('.table-wrap'))
-      .map((e) => e.tagName.toLowerCase() + (e.className ? '.' + e.className : '') + ' ' + (e.textContent || '').slice(0, 30))`);
+      .map((e) => e.tagName.toLowerCase() + (e.className ? '.' + e.className : '') + ' ' + (e.textContent || '').slice(0, 30))`;
+    const sticking = await page.evaluate<string[]>(overflowing);
     expect(sticking).toEqual([]);
     await expectAccessible();
     await screenshot(page, 'contacts-360');
+    // A contact's page with its edit form: the data rows stack, nothing sticks out. (person59 is on
+    // page 1: the list is newest first, 50 a page.)
+    await page.getByRole('link', { name: 'person59@customers.example' }).click();
+    await page.getByRole('heading', { name: 'person59@customers.example', level: 1 }).waitFor();
+    await page.getByLabel('Field 1 value').waitFor();
+    expect(await page.evaluate<string[]>(overflowing)).toEqual([]);
+    await expectAccessible();
   });
 
   it('refuses a state-changing call from another origin that has no CSRF token', async () => {

@@ -278,24 +278,69 @@ describe('segments and workflows in Chromium', () => {
     await expectAccessible();
     await screenshot(page, 'workflow-execution');
 
-    // Edit: a bad step is the API's 422, with the path into the steps, and nothing changes.
+    // The advanced view holds the same steps as JSON; bad JSON keeps you there until it parses.
+    // Then the visual tree: the condition in the condition builder, a step removed from its
+    // "yes" branch and a delay added there; a bad value is the API's 422 with the path into the steps.
     await page.getByRole('link', { name: 'Onboarding' }).click();
     await page.getByRole('link', { name: 'Edit' }).click();
     await page.getByRole('heading', { name: 'Edit workflow', level: 1 }).waitFor();
+    await page.getByLabel('Advanced: edit the steps as JSON').check();
+    await expect(page.getByLabel('Steps (JSON)').inputValue()).resolves.toContain('"stop"');
+    await page.getByLabel('Steps (JSON)').fill('[{"id": "tag",');
+    await page.getByText(/Not valid JSON/).waitFor();
+    await page.getByLabel('Advanced: edit the steps as JSON').click();
     await page
-      .getByLabel('Steps (JSON)')
-      .fill(JSON.stringify([{ id: 'tag', type: 'DELAY', amount: 0, unit: 'days' }]));
-    await page.getByRole('list', { name: 'Steps preview' }).getByText('DELAY').waitFor();
+      .getByRole('alert')
+      .getByText(/Fix the JSON/)
+      .waitFor();
+    await expect(page.getByLabel('Advanced: edit the steps as JSON').isChecked()).resolves.toBe(
+      true,
+    );
+    await page.getByRole('link', { name: 'Cancel' }).click();
+    await page.getByRole('link', { name: 'Edit' }).click();
+    await page.getByRole('heading', { name: 'Edit workflow', level: 1 }).waitFor();
+    const check = page.getByRole('group', { name: 'Step check', exact: true });
+    await check.getByRole('group', { name: 'Condition of check' }).waitFor();
+    await check
+      .getByRole('group', { name: 'Condition 1' })
+      .getByLabel('Operator')
+      .selectOption('notEquals');
+    const yes = page.getByRole('list', { name: 'Steps of check (yes)' });
+    await yes.getByRole('group', { name: 'Step welcomed' }).waitFor();
+    await page
+      .getByRole('list', { name: 'Steps of check (no)' })
+      .getByRole('group', { name: 'Step stop' })
+      .waitFor();
+    await yes.getByRole('button', { name: 'Remove welcomed' }).click();
+    await page.getByLabel('New step in check (yes)').selectOption('DELAY');
+    // By keyboard: the add button takes Enter like any button.
+    await page.getByRole('button', { name: 'Add step to check (yes)' }).focus();
+    await page.keyboard.press('Enter');
+    const delay = yes.getByRole('group', { name: /^Step delay-/ });
+    await delay.getByLabel('Wait amount').fill('0');
+    await expectAccessible();
+    await screenshot(page, 'workflow-editor');
     await page.getByRole('button', { name: 'Save workflow' }).click();
     await page
       .getByRole('alert')
-      .getByText(/steps\[0\]\.amount/)
+      .getByText(/steps\[1\]\.then\[0\]\.amount/)
       .first()
       .waitFor();
-    await expectAccessible();
-    await page.getByLabel('Steps (JSON)').fill('[{"id": "tag",');
-    await page.getByText(/Not valid JSON/).waitFor();
-    await page.getByRole('link', { name: 'Cancel' }).click();
+    await delay.getByLabel('Wait amount').fill('2');
+    await delay.getByLabel('Wait unit').selectOption('hours');
+    await page.getByRole('button', { name: 'Save workflow' }).click();
+    await page.getByRole('heading', { name: 'Onboarding', level: 1 }).waitFor();
+    await page.getByText('wait 2 hours').waitFor();
+    const saved = await callApi(base, project.secretKey, 'GET', `/workflows/${workflowId}`);
+    const savedCheck = saved.body.data.steps[1];
+    expect(savedCheck.condition.conditions[0]).toMatchObject({
+      field: 'data.onboarded',
+      operator: 'notEquals',
+    });
+    expect(savedCheck.then).toEqual([
+      { id: expect.stringMatching(/^delay-/), type: 'DELAY', amount: 2, unit: 'hours' },
+    ]);
+    expect(savedCheck.else).toMatchObject([{ id: 'stop', type: 'EXIT' }]);
 
     // Disable from the workflow's page.
     await page.getByRole('button', { name: 'Disable' }).click();
@@ -312,11 +357,15 @@ describe('segments and workflows in Chromium', () => {
     await page.getByRole('heading', { name: 'New workflow', level: 1 }).waitFor();
     await page.getByLabel('Name', { exact: true }).fill('Buyers');
     await page.getByLabel('Trigger event name').fill('purchase');
+    // The example steps in the visual editor: at 360 px nothing sticks out, branches included.
+    await page.setViewportSize({ width: 360, height: 740 });
     await page
-      .getByRole('list', { name: 'Steps preview' })
-      .getByText('Else', { exact: true })
+      .getByRole('list', { name: 'Steps of check (no)' })
+      .getByRole('group', { name: 'Step done' })
       .waitFor();
+    expect(await overflowing()).toEqual([]);
     await expectAccessible();
+    await page.setViewportSize({ width: 1200, height: 900 });
     await page.getByRole('button', { name: 'Create workflow' }).click();
     await page.getByRole('heading', { name: 'Buyers', level: 1 }).waitFor();
     await page.getByText('event purchase').waitFor();

@@ -549,6 +549,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/emails/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the message of one email: subject, HTML and text
+         * @description Transactional and workflow mail: the rendered message stored when it was accepted (what delivery sends, before the open pixel and tracked links are added). Campaign mail stores its content once per campaign and renders it per recipient at delivery, so it is rendered again now with the contact’s current data (`origin: RENDERED`).
+         */
+        get: operations["emails_content"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/unsubscribe/{token}": {
         parameters: {
             query?: never;
@@ -1902,6 +1922,20 @@ export interface components {
             /** Format: date-time */
             complainedAt: string | null;
         };
+        /**
+         * @description STORED: the rendered message stored when the email was accepted, what delivery sends. RENDERED: campaign mail, whose content is stored once per campaign and rendered per recipient at delivery; rendered again now with the contact’s current data, so it differs from what was sent if that data changed since, and its unsubscribe link is a preview link
+         * @enum {string}
+         */
+        EmailContentOrigin: "STORED" | "RENDERED";
+        EmailContentResponse: {
+            subject: string;
+            /** @description The HTML body as composed, before delivery adds the open pixel and rewrites tracked links */
+            html: string;
+            /** @description The plain-text part */
+            text: string;
+            /** @description STORED: the rendered message stored when the email was accepted, what delivery sends. RENDERED: campaign mail, whose content is stored once per campaign and rendered per recipient at delivery; rendered again now with the contact’s current data, so it differs from what was sent if that data changed since, and its unsubscribe link is a preview link */
+            origin: components["schemas"]["EmailContentOrigin"];
+        };
         SubscribeResponse: {
             /**
              * Format: uuid
@@ -2619,6 +2653,8 @@ export type SchemaEmailStatus = components['schemas']['EmailStatus'];
 export type SchemaEmailSource = components['schemas']['EmailSource'];
 export type SchemaEmailBounceResponse = components['schemas']['EmailBounceResponse'];
 export type SchemaEmailResponse = components['schemas']['EmailResponse'];
+export type SchemaEmailContentOrigin = components['schemas']['EmailContentOrigin'];
+export type SchemaEmailContentResponse = components['schemas']['EmailContentResponse'];
 export type SchemaSubscribeResponse = components['schemas']['SubscribeResponse'];
 export type SchemaSubscribeDto = components['schemas']['SubscribeDto'];
 export type SchemaBounceResultResponse = components['schemas']['BounceResultResponse'];
@@ -7149,6 +7185,119 @@ export interface operations {
             };
             /** @description <RESOURCE>_NOT_FOUND: no such id in this project */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED: over the per-project limit, too many failed authentications from this address, or (segment previews, counts, members; template save, preview, test and send renders) the project's budget of expensive work (segment evaluation and slow rendering) is spent; see Retry-After */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description INTERNAL_ERROR: an unexpected error; report error.requestId */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description TIMEOUT: the request's database work ran past API_STATEMENT_TIMEOUT_MS and was rolled back; retry after Retry-After */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    emails_content: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A UUID; anything else is a 400 naming the parameter */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["EmailContentResponse"];
+                    };
+                };
+            };
+            /** @description BAD_REQUEST: malformed JSON, unsupported content type, or a bad query or path parameter (error.errors names it) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description MISSING_API_KEY (no "Authorization: Bearer" header) or INVALID_API_KEY (unknown or revoked key) */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description PROJECT_DISABLED, or FORBIDDEN (a pk_ key on anything but POST /v1/track and POST /v1/subscribe) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description <RESOURCE>_NOT_FOUND: no such id in this project */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description VALIDATION_ERROR: the body is invalid; error.errors lists each field {field, message, code} */
+            422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

@@ -6,7 +6,6 @@ import {
   Badge,
   ErrorMessage,
   Field,
-  Json,
   PageTitle,
   Pager,
   Show,
@@ -16,6 +15,7 @@ import {
 } from '../ui';
 import type { ApiError } from '../api/client';
 import type { operations } from '../api/schema';
+import { ContactEditor, SuppressionControl } from './contact-edit';
 import { ContactImport } from './contact-import';
 
 type ExportQuery = NonNullable<operations['contacts_export']['parameters']['query']>;
@@ -268,8 +268,8 @@ export function ContactPage({ id }: { id: string }) {
             <dt>Updated</dt>
             <dd>{when(contact.updatedAt)}</dd>
           </dl>
-          <h2>Data</h2>
-          <Json value={contact.data} />
+          <ContactEditor contact={contact} onSaved={state.reload} />
+          <SuppressionControl contact={contact} onChanged={state.reload} />
           <h2>Emails</h2>
           {emails.length === 0 ? (
             <p>No emails.</p>

@@ -2,7 +2,8 @@ import { useState } from 'react';
 import { Link } from 'wouter';
 import { api, unwrap } from '../api/client';
 import type { SchemaEmailStatus } from '../api/schema';
-import { Badge, Field, Json, PageTitle, Pager, Show, useCursor, useLoad, when } from '../ui';
+import { Badge, Field, PageTitle, Pager, Show, useCursor, useLoad, when } from '../ui';
+import { DeliveryDetails, EmailPreview } from './email-content';
 
 const STATUSES: SchemaEmailStatus[] = [
   'QUEUED',
@@ -112,14 +113,6 @@ export function EmailPage({ id }: { id: string }) {
             <dd>{e.from}</dd>
             <dt>Source</dt>
             <dd>{e.source}</dd>
-            <dt>Attempts</dt>
-            <dd>{e.attempts}</dd>
-            {e.error && (
-              <>
-                <dt>Error</dt>
-                <dd>{e.error}</dd>
-              </>
-            )}
             <dt>Queued</dt>
             <dd>{when(e.queuedAt)}</dd>
             <dt>Sent</dt>
@@ -133,12 +126,8 @@ export function EmailPage({ id }: { id: string }) {
               <code>{e.messageId ?? '—'}</code>
             </dd>
           </dl>
-          {e.bounce && (
-            <>
-              <h2>Bounce</h2>
-              <Json value={e.bounce} />
-            </>
-          )}
+          <DeliveryDetails email={e} />
+          <EmailPreview id={e.id} />
         </>
       )}
     </Show>

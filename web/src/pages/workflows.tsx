@@ -17,6 +17,7 @@ import {
   when,
 } from '../ui';
 import { useEventNames, useSegmentChoices } from './segments';
+import { StepsEditor } from './workflow-tree';
 
 type Workflow = components['schemas']['WorkflowResponse'];
 type TriggerType = components['schemas']['WorkflowTriggerType'];
@@ -596,9 +597,12 @@ function WorkflowForm({ initial }: { initial?: Workflow }) {
   const [segmentId, setSegmentId] = useState(initial?.trigger.segmentId ?? '');
   const [enabled, setEnabled] = useState(initial?.enabled ?? false);
   const [allowReentry, setAllowReentry] = useState(initial?.allowReentry ?? false);
-  const [stepsText, setStepsText] = useState(
-    JSON.stringify(initial ? initial.steps : EXAMPLE_STEPS, null, 2),
+  const [steps, setSteps] = useState<Step[]>(() =>
+    initial ? (initial.steps as Step[]) : (EXAMPLE_STEPS as Step[]),
   );
+  // The visual tree by default; the JSON text is the "advanced" view of the same steps.
+  const [advanced, setAdvanced] = useState(false);
+  const [stepsText, setStepsText] = useState('');
   const [error, setError] = useState<ApiError>();
   const [saving, setSaving] = useState(false);
   const [, navigate] = useLocation();
@@ -615,10 +619,24 @@ function WorkflowForm({ initial }: { initial?: Workflow }) {
     }
   }, [stepsText]);
 
+  const toggleAdvanced = (on: boolean) => {
+    setError(undefined);
+    if (on) {
+      setStepsText(JSON.stringify(steps, null, 2));
+    } else if (parsed.steps) {
+      setSteps(parsed.steps);
+    } else {
+      setError(asApiError(new Error(`Fix the JSON to go back: ${parsed.problem}`)));
+      return;
+    }
+    setAdvanced(on);
+  };
+
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     setError(undefined);
-    if (!parsed.steps) {
+    const toSave = advanced ? parsed.steps : steps;
+    if (!toSave) {
       setError(asApiError(new Error(parsed.problem)));
       return;
     }
@@ -635,7 +653,7 @@ function WorkflowForm({ initial }: { initial?: Workflow }) {
       enabled,
       allowReentry,
       trigger,
-      steps: parsed.steps,
+      steps: toSave,
     };
     try {
       const saved = initial
@@ -729,34 +747,56 @@ function WorkflowForm({ initial }: { initial?: Workflow }) {
         />
         Allow a contact to run it again after its previous run ended
       </label>
-      <Field label="Steps (JSON)">
-        {(id) => (
-          <textarea
-            id={id}
-            className="json-editor"
-            spellCheck={false}
-            aria-describedby="steps-help"
-            value={stepsText}
-            onChange={(e) => setStepsText(e.target.value)}
+      <fieldset>
+        <legend>Steps</legend>
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={advanced}
+            onChange={(e) => toggleAdvanced(e.target.checked)}
+          />
+          Advanced: edit the steps as JSON
+        </label>
+        {advanced ? (
+          <>
+            <Field label="Steps (JSON)">
+              {(id) => (
+                <textarea
+                  id={id}
+                  className="json-editor"
+                  spellCheck={false}
+                  aria-describedby="steps-help"
+                  value={stepsText}
+                  onChange={(e) => setStepsText(e.target.value)}
+                />
+              )}
+            </Field>
+            <p className="muted" id="steps-help">
+              Each step is {'{id, type, …}'}: SEND_EMAIL {'{templateId}'}, DELAY {'{amount, unit}'},
+              WAIT_FOR_EVENT {'{event, timeout, then, else}'}, CONDITION {'{condition, then, else}'}
+              , UPDATE_CONTACT {'{data, subscribed}'}, WEBHOOK {'{url, method, headers, body}'},
+              EXIT. Keep step ids when editing: executions waiting at a step go on from it.
+            </p>
+            {parsed.problem ? (
+              <p className="error" role="status">
+                {parsed.problem}
+              </p>
+            ) : (
+              <section aria-label="Steps preview">
+                <h2>Preview</h2>
+                <StepTree steps={parsed.steps ?? []} label="Steps preview" />
+              </section>
+            )}
+          </>
+        ) : (
+          <StepsEditor
+            steps={steps}
+            onChange={setSteps}
+            segments={segments}
+            eventNames={eventNames}
           />
         )}
-      </Field>
-      <p className="muted" id="steps-help">
-        Each step is {'{id, type, …}'}: SEND_EMAIL {'{templateId}'}, DELAY {'{amount, unit}'},
-        WAIT_FOR_EVENT {'{event, timeout, then, else}'}, CONDITION {'{condition, then, else}'},
-        UPDATE_CONTACT {'{data, subscribed}'}, WEBHOOK {'{url, method, headers, body}'}, EXIT. Keep
-        step ids when editing: executions waiting at a step go on from it.
-      </p>
-      {parsed.problem ? (
-        <p className="error" role="status">
-          {parsed.problem}
-        </p>
-      ) : (
-        <section aria-label="Steps preview">
-          <h2>Preview</h2>
-          <StepTree steps={parsed.steps ?? []} label="Steps preview" />
-        </section>
-      )}
+      </fieldset>
       <ErrorMessage error={error} />
       <div className="cond-row">
         <button type="submit" disabled={saving}>
