@@ -58,9 +58,13 @@ export interface RenderBudget {
 export const FREE_RENDER_MS = 25;
 
 /**
- * How long a project whose API-request render went past FREE_RENDER_MS has its further metered
- * renders run in its turn of expensive work: the budget's refill period, after which its slow
- * work has been repaid.
+ * A render on a thread this long marks its project as rendering slowly: far above an ordinary
+ * message's render, even on a loaded machine, and far below the deadline such renders run to.
+ */
+const SLOW_RENDER_MS = 200;
+/**
+ * How long a project marked so has its metered renders run in its turn of expensive work: the
+ * budget's refill period, after which its slow work has been repaid.
  */
 const SLOW_TENANT_MS = 60_000;
 /** Projects remembered as slow at most; past it the oldest mark goes first. */
@@ -210,11 +214,13 @@ export class TemplateRenderer implements OnApplicationShutdown {
   /**
    * One batch in the tenant's turn; a metered one is checked against and charged to its budget.
    * A project whose metered renders were slow lately renders in its turn of expensive work as
-   * well, so its slow renders and segment evaluations take one core between them, not one each.
+   * well (which checks the budget in that turn), so its slow renders and segment evaluations take
+   * one core between them, not one each.
    */
   private async runBatch(group: Batch): Promise<void> {
     const budget = group.metered && group.tenant ? this.options.budget : undefined;
-    if (budget) await budget.assertBudget(group.tenant);
+    const inTurn = budget !== undefined && this.isSlow(group.tenant);
+    if (budget && !inTurn) await budget.assertBudget(group.tenant);
     const render = async (): Promise<() => void> => {
       const { renderMs, settle } = await this.slots.run(group.tenant, () =>
         this.runInThread(group),
@@ -224,16 +230,11 @@ export class TemplateRenderer implements OnApplicationShutdown {
       const over = Math.ceil(
         renderMs.reduce((sum, ms) => sum + Math.max(0, ms - FREE_RENDER_MS), 0),
       );
-      if (budget && over > 0) {
-        this.markSlow(group.tenant);
-        await budget.spend(group.tenant, over);
-      }
+      if (budget && renderMs.some((ms) => ms >= SLOW_RENDER_MS)) this.markSlow(group.tenant);
+      if (budget && over > 0) await budget.spend(group.tenant, over);
       return settle;
     };
-    const settle =
-      budget && this.isSlow(group.tenant)
-        ? await budget.inTurn(group.tenant, render)
-        : await render();
+    const settle = inTurn ? await budget.inTurn(group.tenant, render) : await render();
     settle();
   }
 
