@@ -248,7 +248,8 @@ async function cpuUse(appPid, pg, database) {
 
 function cpuSpent(before, after) {
   let postgres = 0;
-  // Backends that came and went within the window are not seen; the pool keeps its connections.
+  // A backend that ended within the window is not seen: the pool keeps its connections, but drops
+  // one whose statement failed (a preview stopped by the statement timeout), and its CPU with it.
   for (const [pid, s] of Object.entries(after.backends)) postgres += s - (before.backends[pid] ?? 0);
   return `API main thread ${(after.main - before.main).toFixed(1)} s, API other threads ${(after.other - before.other).toFixed(1)} s, Postgres backends ${postgres.toFixed(1)} s`;
 }
