@@ -1,4 +1,5 @@
 import { ApiKeyType } from '../src/common/auth/api-key.crypto';
+import { ExpensiveWork } from '../src/common/rate-limit/expensive-work';
 import { ProjectsService } from '../src/projects/projects.service';
 import { createRedis } from '../src/queue/redis';
 import { setupTestApp, TEST_REDIS_URL, TestApp } from './support/test-app';
@@ -84,5 +85,49 @@ describe('render time spends the expensive-work budget (e2e)', () => {
     const again = await preview(second.apiKey, ordinaryA.body.data.id);
     expect(again.status).toBe(200);
     expect(again.body.data.html).toBe('<p>Hello preview@example.com</p>');
+  });
+
+  it("renders a project whose renders were slow in its turn of expensive work, after its segment evaluation, and nobody else's", async () => {
+    const c = await app.createProject('Slow, then busy');
+    const b = await app.createProject('Bystander 2');
+    const ordinaryC = await template(c.secretKey, '<p>Hello {{ email }}</p>');
+    const ordinaryB = await template(b.secretKey, '<p>Hi {{ email }}</p>');
+    expect([ordinaryC.status, ordinaryB.status]).toEqual([201, 201]);
+    // Before any slow render, C's renders do not wait for its turn.
+    const expensive = app.app.get(ExpensiveWork);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let evaluation = expensive.inTurn(c.id, () => held);
+    expect((await preview(c.secretKey, ordinaryC.body.data.id)).status).toBe(200);
+    release();
+    await evaluation;
+
+    expect((await template(c.secretKey, SLOW)).status).toBe(422);
+    // The budget refilled (as above), so nothing below is refused for it.
+    const redis = createRedis(TEST_REDIS_URL);
+    try {
+      const key = `${app.config.queuePrefix}:work-budget:${c.id}`;
+      await redis.hset(key, 'at', String(Number(await redis.hget(key, 'at')) - 600_000));
+    } finally {
+      redis.disconnect();
+    }
+
+    // C's turn is taken (as by a segment preview; inTurn charges nothing): its render waits for it, B's does not.
+    const again = new Promise<void>((resolve) => (release = resolve));
+    evaluation = expensive.inTurn(c.id, () => again);
+    let cAnswered = false;
+    const cPreview = preview(c.secretKey, ordinaryC.body.data.id).then((res) => {
+      cAnswered = true;
+      return res;
+    });
+    expect((await preview(b.secretKey, ordinaryB.body.data.id)).status).toBe(200);
+    // A render of this template takes a few ms: half a second is long enough to see it wait.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(cAnswered).toBe(false);
+    release();
+    await evaluation;
+    const answered = await cPreview;
+    expect(answered.status).toBe(200);
+    expect(answered.body.data.html).toBe('<p>Hello preview@example.com</p>');
   });
 });

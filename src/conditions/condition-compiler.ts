@@ -332,7 +332,10 @@ export function wholeProjectSettings(compiled: CompiledCondition): string[] {
   const settings = [`SET LOCAL work_mem = '64MB'`];
   // A request's evaluation runs on one core: parallel workers would let one tenant's preview take
   // every core of the database from the others' requests (bench:noisy-neighbour). Jobs keep them.
-  if (isApiRequest()) settings.push('SET LOCAL max_parallel_workers_per_gather = 0');
+  // Nor is it JIT-compiled: the compile grows with the number of rules, and for a condition of
+  // many rules takes a core for longer than evaluating them interpreted (docs/segments.md).
+  if (isApiRequest())
+    settings.push('SET LOCAL max_parallel_workers_per_gather = 0', 'SET LOCAL jit = off');
   if (compiled.rules.data > 0 && compiled.rules.event > 0)
     settings.push('SET LOCAL enable_nestloop = off');
   return settings;

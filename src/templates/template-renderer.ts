@@ -46,6 +46,8 @@ export interface RenderBudget {
   assertBudget(projectId: string): Promise<void>;
   /** Charges `ms` of work to the project. */
   spend(projectId: string, ms: number): Promise<void>;
+  /** Runs `work` in the project's one turn of expensive work (its segment evaluations' slot). */
+  inTurn<T>(projectId: string, work: () => Promise<T>): Promise<T>;
 }
 
 /**
@@ -54,6 +56,19 @@ export interface RenderBudget {
  * runs to the deadline is charged nearly all of it.
  */
 export const FREE_RENDER_MS = 25;
+
+/**
+ * A render on a thread this long marks its project as rendering slowly: far above an ordinary
+ * message's render, even on a loaded machine, and far below the deadline such renders run to.
+ */
+const SLOW_RENDER_MS = 200;
+/**
+ * How long a project marked so has its metered renders run in its turn of expensive work: the
+ * budget's refill period, after which its slow work has been repaid.
+ */
+const SLOW_TENANT_MS = 60_000;
+/** Projects remembered as slow at most; past it the oldest mark goes first. */
+const MAX_SLOW_TENANTS = 10_000;
 
 export const DEFAULT_RENDER_TIMEOUT_MS = 2000;
 const START_POLL_MS = 20;
@@ -112,6 +127,8 @@ export class TemplateRenderer implements OnApplicationShutdown {
   private readonly perTenant: number;
   /** Renders asked for in this turn of the event loop, grouped by tenant and source. */
   private gathering: Batch[] = [];
+  /** Projects whose metered renders were slow lately, and until when they are treated so. */
+  private readonly slowTenants = new Map<string, number>();
 
   constructor(
     private readonly options: RenderPoolOptions = { timeoutMs: DEFAULT_RENDER_TIMEOUT_MS },
@@ -194,15 +211,47 @@ export class TemplateRenderer implements OnApplicationShutdown {
     }
   }
 
-  /** One batch in the tenant's turn; a metered one is checked against and charged to its budget. */
+  /**
+   * One batch in the tenant's turn; a metered one is checked against and charged to its budget.
+   * A project whose metered renders were slow lately renders in its turn of expensive work as
+   * well (which checks the budget in that turn), so its slow renders and segment evaluations take
+   * one core between them, not one each.
+   */
   private async runBatch(group: Batch): Promise<void> {
     const budget = group.metered && group.tenant ? this.options.budget : undefined;
-    if (budget) await budget.assertBudget(group.tenant);
-    const { renderMs, settle } = await this.slots.run(group.tenant, () => this.runInThread(group));
-    // Charged before the callers hear back, so their next request already sees the charge.
-    const over = Math.ceil(renderMs.reduce((sum, ms) => sum + Math.max(0, ms - FREE_RENDER_MS), 0));
-    if (budget && over > 0) await budget.spend(group.tenant, over);
+    const inTurn = budget !== undefined && this.isSlow(group.tenant);
+    if (budget && !inTurn) await budget.assertBudget(group.tenant);
+    const render = async (): Promise<() => void> => {
+      const { renderMs, settle } = await this.slots.run(group.tenant, () =>
+        this.runInThread(group),
+      );
+      // Charged before the callers hear back (and before the turn passes on), so the next
+      // request or evaluation already sees the charge.
+      const over = Math.ceil(
+        renderMs.reduce((sum, ms) => sum + Math.max(0, ms - FREE_RENDER_MS), 0),
+      );
+      if (budget && renderMs.some((ms) => ms >= SLOW_RENDER_MS)) this.markSlow(group.tenant);
+      if (budget && over > 0) await budget.spend(group.tenant, over);
+      return settle;
+    };
+    const settle = inTurn ? await budget.inTurn(group.tenant, render) : await render();
     settle();
+  }
+
+  private isSlow(tenant: string): boolean {
+    const until = this.slowTenants.get(tenant);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.slowTenants.delete(tenant);
+    return false;
+  }
+
+  private markSlow(tenant: string): void {
+    this.slowTenants.delete(tenant);
+    // A Map iterates in insertion order, and a mark is re-inserted when renewed: the first is the oldest.
+    while (this.slowTenants.size >= MAX_SLOW_TENANTS)
+      this.slowTenants.delete(this.slowTenants.keys().next().value as string);
+    this.slowTenants.set(tenant, Date.now() + SLOW_TENANT_MS);
   }
 
   /**

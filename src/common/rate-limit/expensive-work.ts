@@ -48,9 +48,10 @@ interface BucketCommands {
  * evaluated over every contact): one such request per project at a time in a process, two in all,
  * and a per-project budget of its time shared by every process (Redis). Slow renders asked for by
  * API requests are charged to the same budget (spend(), from the render pool), so a project's
- * budget bounds all its expensive work together. A project that spent its
- * budget is answered 429 RATE_LIMIT_EXCEEDED with Retry-After until it is repaid, so one tenant's
- * heavy queries cannot keep the database's cores from the others. Redis being down lets work
+ * budget bounds all its expensive work together; once a project's renders were slow they also
+ * take its turn (inTurn()), so its renders and evaluations do not run side by side. A project
+ * that spent its budget is answered 429 RATE_LIMIT_EXCEEDED with Retry-After until it is repaid,
+ * so one tenant's heavy queries cannot keep the database's cores from the others. Redis being down lets work
  * through: the statement timeout still bounds each query.
  */
 @Injectable()
@@ -90,6 +91,20 @@ export class ExpensiveWork {
    */
   async spend(projectId: string, ms: number): Promise<void> {
     if (ms > 0) await this.bucket(projectId, Math.ceil(ms));
+  }
+
+  /**
+   * Runs `work` in the project's turn (the slot its segment evaluations take), refused with 429
+   * when its budget is spent by then, but not charged: the render pool measures and charges the
+   * thread time of a project's slow renders itself (spend()), and runs them here so that a project
+   * renders slowly and evaluates segments one thing at a time, never on two cores at once.
+   */
+  inTurn<T>(projectId: string, work: () => Promise<T>): Promise<T> {
+    return this.slots.run(projectId, async () => {
+      const wait = await this.bucket(projectId, 0);
+      if (wait > 0) throw overBudget(wait, this.budgetMs);
+      return work();
+    });
   }
 
   /**
