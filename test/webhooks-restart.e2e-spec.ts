@@ -39,7 +39,7 @@ import { createTestDatabase, flushPrefix, TEST_REDIS_URL, uniqueName } from './s
 const CLIENTS = 20;
 /**
  * Deliveries pending when the first worker starts: it is killed after 100 have arrived, so most are
- * still to send, and more only take longer (1,000 did, for the same verdicts).
+ * still to send. More only take longer.
  */
 const EVENTS = 500;
 
