@@ -2,11 +2,11 @@
  * Jest's test order (jest.config.js `testSequencer`): the slowest spec files first, so the two
  * workers do not end with one long spec running alone. Jest's own sequencer does this only from its
  * cache of the last run on the same machine; a clean CI clone has none and falls back to file size,
- * which put the slowest specs (sender health, fairness, the crash specs: short files) among the
- * last. So durations come from the cache when there is one, else from spec-timings.json
- * (committed). A spec found in neither runs first, as in Jest's own order: a new spec may be long,
- * and a long spec started last is the whole tail. Unit specs (src/) without a figure run last: they
- * take a second or two and fill the gaps.
+ * which put slow specs in short files (inbound-restart, contact-imports-restart, delivery-workers)
+ * in the last third. So durations come from the cache when there is one, else from
+ * spec-timings.json (committed). A spec found in neither runs first, as in Jest's own order: a new
+ * spec may be long, and a long spec started last is the whole tail. Unit specs (src/) without a
+ * figure run last: they take a second or two and fill the gaps.
  *
  * Refresh the list after adding or changing a slow spec, from the JSON of a run:
  *   npx jest --json --outputFile=/tmp/run.json <specs>
