@@ -3,6 +3,8 @@ const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] };
 
 module.exports = {
   maxWorkers: 2,
+  // The slowest spec files first (durations in test/support/spec-timings.json): no long tail on one worker.
+  testSequencer: '<rootDir>/test/support/slowest-first-sequencer.js',
   // A global option: Jest ignores it inside a project. End-to-end hooks start databases and apps.
   testTimeout: 60000,
   projects: [

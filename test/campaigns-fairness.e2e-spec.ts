@@ -19,8 +19,20 @@ import { TEST_REDIS_URL, TestProject } from './support/test-app';
  * so the feed's backlog, not the machine's speed, decides who goes first.
  */
 const RATE = 40;
-const BIG = 800;
-const SMALL = 200;
+/**
+ * Volumes: the big audience is several times the feed's backlog (a second's worth of RATE, at least
+ * 50 jobs), so a later campaign queued behind its whole audience would get nothing of the window;
+ * the small one is twice that backlog, so its share is measured past the jobs already waiting.
+ * Larger audiences only make the run longer.
+ */
+const BIG = 400;
+const SMALL = 100;
+/**
+ * The later two of the three projects: the third must start while the second has most of its
+ * audience left, and have enough of its own after the backlog it finds for its share to show (at
+ * SMALL it came close to the bound of 1/6).
+ */
+const LATER = 200;
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -191,17 +203,17 @@ describe('campaign fairness across worker processes (e2e)', () => {
     await cluster.startWorker({}, 90_000);
     await cluster.startWorker({}, 90_000);
     const first = await tenant(BIG);
-    const second = await tenant(SMALL);
-    const third = await tenant(SMALL);
+    const second = await tenant(LATER);
+    const third = await tenant(LATER);
     await startCampaign(first);
     await waitForArrivals(first, 1);
     await startCampaign(second);
     // The third starts while the second still has most of its audience to send (waiting on the first
     // instead let the second finish first on some runs: no window with all three sending).
-    await waitForArrivals(second, SMALL / 4);
+    await waitForArrivals(second, LATER / 4);
     const lastFrom = await startCampaign(third);
-    await waitForArrivals(second, SMALL);
-    await waitForArrivals(third, SMALL);
+    await waitForArrivals(second, LATER);
+    await waitForArrivals(third, LATER);
     await waitForArrivals(first, BIG);
     const measured = shares([first, second, third], lastFrom);
     console.log('shares, three projects on two workers:', measured);
