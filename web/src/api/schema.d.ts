@@ -701,8 +701,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Sent, open, click, bounce and complaint figures of the last `days` days (default 30) and of the `days` before
-         * @description One statement over the emails' (project_id, COALESCE(sent_at, bounced_at)) index; docs/deliverability.md explains its cost.
+         * Sent, open, click, bounce and complaint figures of the last `days` UTC days (default 30, today included) and of the `days` before
+         * @description Read from per-day counters that triggers on the emails keep, so its cost is the days, not the emails; docs/deliverability.md explains them.
          */
         get: operations["project_stats"];
         put?: never;
@@ -1990,11 +1990,17 @@ export interface components {
             pausedAt: string | null;
         };
         StatsWindowResponse: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Midnight UTC starting the first day
+             */
             from: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Midnight UTC ending the last day (for the current window, the coming midnight)
+             */
             to: string;
-            /** @description Emails that went out (or were refused) in the window */
+            /** @description Emails that went out (or were refused) in the window, by their outcome time */
             sent: number;
             /** @description Of those, opened at least once */
             opened: number;
@@ -2777,8 +2783,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -3616,8 +3624,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -4128,8 +4138,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -4338,8 +4350,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -4996,8 +5010,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -5098,8 +5114,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -5407,8 +5425,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -6083,8 +6103,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -6198,8 +6220,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -7018,8 +7042,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -7591,8 +7617,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -8041,7 +8069,7 @@ export interface operations {
     project_stats: {
         parameters: {
             query?: {
-                /** @description The window: the last `days` days, compared with the `days` before */
+                /** @description The window: the last `days` UTC days, today included, compared with the `days` before */
                 days?: number;
             };
             header?: never;
@@ -8283,8 +8311,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -9541,8 +9571,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -10198,8 +10230,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -10657,8 +10691,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -11416,8 +11452,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
