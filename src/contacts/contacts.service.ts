@@ -255,14 +255,7 @@ export class ContactsService {
       afterId,
       limit,
     );
-    return pageOf(
-      rows,
-      limit,
-      total.total,
-      toContactResponse,
-      (row) => row.id,
-      total.estimated,
-    );
+    return pageOf(rows, limit, total.total, toContactResponse, (row) => row.id, total.estimated);
   }
 
   /**
