@@ -218,6 +218,16 @@ describe('dashboard operations in Chromium', () => {
     expect(new Set(calls).size).toBeLessThanOrEqual(6);
     expect(overview).toContain('/project/stats');
     expect(overview).toContain('/events/per-minute');
+
+    // A fresh load of a signed-in browser asks for the page's data before the session answers.
+    const order: string[] = [];
+    page.on('request', (r) => order.push(`ask ${new URL(r.url()).pathname}`));
+    page.on('response', (r) => order.push(`got ${new URL(r.url()).pathname}`));
+    await page.reload();
+    await page.getByRole('heading', { name: /^Last 30 days/ }).waitFor();
+    expect(order).toContain('got /session');
+    expect(order.indexOf('ask /project/stats')).toBeGreaterThanOrEqual(0);
+    expect(order.indexOf('ask /project/stats')).toBeLessThan(order.indexOf('got /session'));
   });
 
   it('fits a 360 px wide screen on the overview, webhooks and settings pages', async () => {

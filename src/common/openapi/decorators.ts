@@ -86,7 +86,7 @@ export function ApiSuccess(
   );
 }
 
-/** A list: `{success: true, data: {items: [<item>], nextCursor, hasMore, total}}`, status 200. */
+/** A list: `{success: true, data: {items: [<item>], nextCursor, hasMore, total, totalEstimated}}`, status 200. */
 export function ApiListSuccess(
   item: Type<unknown>,
   description = 'One page, newest first',
