@@ -253,7 +253,7 @@ async function main() {
     app = await startApp({ DATABASE_URL: db.url, APP_ROLE: 'api', API_RATE_LIMIT_PER_MINUTE: '100000', WEBHOOK_ALLOW_PRIVATE: 'true' });
     const objects = await createObjects(app.base, key, pg);
     const { rows: lastContact } = await pg.query(
-      `SELECT contact_id FROM events WHERE project_id = $1 ORDER BY created_at DESC LIMIT 1`,
+      `SELECT contact_id FROM events WHERE project_id = $1 AND contact_id IS NOT NULL ORDER BY created_at DESC LIMIT 1`,
       [projectId],
     );
     const { rows: lastEmail } = await pg.query(`SELECT id FROM emails WHERE project_id = $1 ORDER BY created_at DESC LIMIT 1`, [projectId]);
@@ -311,20 +311,20 @@ async function main() {
       const useful = median(runs.map((r) => (r.error || r.usefulMs === -1 ? Infinity : r.usefulMs)));
       const calls = Math.max(...runs.map((r) => r.calls));
       const own = Math.max(...runs.map((r) => r.own));
-      const met = failed.length === 0 && useful < PAGE_BUDGET_MS && own <= CALL_BUDGET;
+      const met = failed.length === 0 && useful < PAGE_BUDGET_MS && calls <= CALL_BUDGET;
       if (!met) allMet = false;
       if (failed.length) misses.push(`${name}: ${failed[0].error || 'the page showed an error (role=alert)'}`);
       console.log(
         `${(name + (isList ? ' *' : '')).padEnd(12)}${path.slice(0, 44).padEnd(44)}${fmt(useful)}  ${fmt(median(runs.map((r) => r.fcp)))}  ${fmt(median(runs.map((r) => r.load)))}  ${String(calls).padStart(5)} (${own})${' '.repeat(Math.max(0, 4 - String(own).length))}  ${met ? 'met' : 'MISSED'}`,
       );
-      if (process.env.BENCH_VERBOSE === '1' || own > CALL_BUDGET) {
+      if (process.env.BENCH_VERBOSE === '1' || calls > CALL_BUDGET) {
         console.log(`            calls: ${runs[runs.length - 1].list.join(', ')}`);
         if (process.env.BENCH_VERBOSE === '1') console.log(`            waterfall: ${(runs[runs.length - 1].waterfall || []).join(' ')}`);
       }
     }
     console.log('(* a list page; useful = <h1> visible and nothing aria-busy, ms from navigation start)');
     console.log('(calls: API requests of the fresh load, the most over the runs; own: without the app shell\'s GET /session, which a');
-    console.log(' client-side route change does not repeat; the <= 6 budget is judged on own)');
+    console.log(' client-side route change does not repeat; the <= 6 budget is judged on all of them)');
     for (const miss of misses) console.log(`  ${miss}`);
 
     const kb = initialJavaScriptKb();

@@ -113,6 +113,78 @@ describe('project stats and events per minute (e2e)', () => {
     expect(previous.to).toBe(current.from);
   });
 
+  it('keeps its per-day counters equal to the emails through updates, deletes and compaction', async () => {
+    const counted = await app.createProject('Counted');
+    const contact = await contactOf(counted, 'cy@example.com');
+    await emails(counted, contact, 6, 2);
+    await emails(counted, contact, 3, 40, { opened: true });
+    await emails(counted, contact, 2, 10, { status: 'BOUNCED' });
+    // Exact counts of the emails themselves, by the UTC day of their outcome time.
+    const exact = async () => {
+      const [row] = await db.query(
+        `WITH o AS (SELECT (COALESCE(sent_at, bounced_at) AT TIME ZONE 'UTC')::date AS day, * FROM emails
+                     WHERE project_id = $1 AND COALESCE(sent_at, bounced_at) IS NOT NULL),
+              w AS (SELECT (now() AT TIME ZONE 'UTC')::date - 29 AS mid)
+         SELECT count(*) FILTER (WHERE day >= mid)::int AS sent,
+                count(*) FILTER (WHERE day >= mid AND opened_at IS NOT NULL)::int AS opened,
+                count(*) FILTER (WHERE day >= mid AND clicked_at IS NOT NULL)::int AS clicked,
+                count(*) FILTER (WHERE day >= mid AND status = 'BOUNCED')::int AS bounced,
+                count(*) FILTER (WHERE day >= mid AND status = 'COMPLAINED')::int AS complained,
+                count(*) FILTER (WHERE day < mid AND day >= mid - 30)::int AS "previousSent",
+                count(*) FILTER (WHERE day < mid AND day >= mid - 30 AND opened_at IS NOT NULL)::int AS "previousOpened"
+           FROM o, w`,
+        [counted.id],
+      );
+      return row;
+    };
+    const stats = async () => {
+      const { current, previous } = (await get('/project/stats', counted.secretKey)).body.data;
+      return {
+        sent: current.sent,
+        opened: current.opened,
+        clicked: current.clicked,
+        bounced: current.bounced,
+        complained: current.complained,
+        previousSent: previous.sent,
+        previousOpened: previous.opened,
+      };
+    };
+    expect(await stats()).toEqual({ ...(await exact()), sent: 8, bounced: 2, previousSent: 3 });
+
+    const rows = () =>
+      db.query(`SELECT * FROM email_outcome_days WHERE project_id = $1 ORDER BY 1, 2, 3`, [
+        counted.id,
+      ]);
+    const before = await rows();
+    // A statement that changes no outcome (a retry's attempt count) writes no counter.
+    await db.query(`UPDATE emails SET attempts = attempts + 1 WHERE project_id = $1`, [counted.id]);
+    expect(await rows()).toEqual(before);
+
+    // Opens, a click, a complaint, and one of the old emails erased.
+    await db.query(
+      `UPDATE emails SET opened_at = now(), clicked_at = CASE WHEN bounced_at IS NULL THEN now() END
+        WHERE id IN (SELECT id FROM emails WHERE project_id = $1 AND opened_at IS NULL ORDER BY id LIMIT 3)`,
+      [counted.id],
+    );
+    await db.query(
+      `UPDATE emails SET status = 'COMPLAINED'
+        WHERE id = (SELECT id FROM emails WHERE project_id = $1 AND status = 'SENT' AND sent_at > now() - interval '5 days' LIMIT 1)`,
+      [counted.id],
+    );
+    await db.query(
+      `DELETE FROM emails WHERE id = (SELECT id FROM emails WHERE project_id = $1 AND sent_at < now() - interval '35 days' LIMIT 1)`,
+      [counted.id],
+    );
+    const after = await exact();
+    expect(after).toMatchObject({ sent: 8, complained: 1, previousSent: 2 });
+    expect(after.opened + after.clicked).toBeGreaterThan(0);
+    expect(await stats()).toEqual(after);
+
+    // Compaction folds slots without changing a sum.
+    await db.query('SELECT compact_counters()');
+    expect(await stats()).toEqual(after);
+  });
+
   it('takes another window, answers null rates when nothing went out, and refuses bad days', async () => {
     const week = (await get('/project/stats?days=7')).body.data;
     expect(week.current).toMatchObject({ sent: 8, opened: 3, bounced: 1, complained: 1 });

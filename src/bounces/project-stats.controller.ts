@@ -19,8 +19,8 @@ export class ProjectStatsController {
   @Get()
   @ApiOp(
     'project_stats',
-    'Sent, open, click, bounce and complaint figures of the last `days` days (default 30) and of the `days` before',
-    "One statement over the emails' (project_id, COALESCE(sent_at, bounced_at)) index; docs/deliverability.md explains its cost.",
+    'Sent, open, click, bounce and complaint figures of the last `days` UTC days (default 30, today included) and of the `days` before',
+    'Read from per-day counters that triggers on the emails keep, so its cost is the days, not the emails; docs/deliverability.md explains them.',
   )
   @ApiSuccess(200, ProjectStatsResponse)
   @ApiErrorResponses([400])

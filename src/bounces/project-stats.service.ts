@@ -6,7 +6,13 @@ import { ProjectStatsResponse, StatsWindowResponse } from './dto/project-stats';
 
 const DAY_MS = 86_400_000;
 
-/** GET /project/stats: the Overview's rates, this window against the one before. */
+const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/**
+ * GET /project/stats: the Overview's rates, this window against the one before. A window is
+ * whole UTC days, today included (the per-day counters' grain): the last 30 days are today and
+ * the 29 before, from midnight UTC to the coming midnight.
+ */
 @Injectable()
 export class ProjectStatsService {
   constructor(
@@ -15,17 +21,19 @@ export class ProjectStatsService {
   ) {}
 
   async get(projectId: string, days: number): Promise<ProjectStatsResponse> {
-    const to = Date.now();
-    const { current, previous } = await this.emails.outcomesByWindow(
+    const now = new Date();
+    const to = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
+    const mid = to - days * DAY_MS;
+    const from = mid - days * DAY_MS;
+    const { current, previous } = await this.emails.outcomesByDays(
       this.dataSource.manager,
       projectId,
-      days,
+      { from: isoDay(from), mid: isoDay(mid), to: isoDay(to - DAY_MS) },
     );
-    const mid = to - days * DAY_MS;
     return {
       days,
       current: toWindow(current, mid, to),
-      previous: toWindow(previous, mid - days * DAY_MS, mid),
+      previous: toWindow(previous, from, mid),
     };
   }
 }

@@ -43,8 +43,9 @@ export class SenderHealth implements OnModuleInit {
   }
 
   async get(projectId: string): Promise<ProjectHealthResponse> {
-    await this.evaluate(projectId);
-    return this.read(projectId);
+    const judged = await this.judgeWindow(projectId);
+    // The counts just judged are the answer's: the window is not read a second time.
+    return this.read(projectId, judged?.counts);
   }
 
   async resume(projectId: string): Promise<ProjectHealthResponse> {
@@ -54,11 +55,18 @@ export class SenderHealth implements OnModuleInit {
 
   /** Judges the project's window now; answers the status it is left in. */
   async evaluate(projectId: string): Promise<SendingStatus | null> {
+    return (await this.judgeWindow(projectId))?.status ?? null;
+  }
+
+  /** evaluate, also answering the window's counts it judged (none while PAUSED: nothing is judged). */
+  private async judgeWindow(
+    projectId: string,
+  ): Promise<{ status: SendingStatus; counts: HealthCounts | undefined } | null> {
     const outcome = await this.dataSource.transaction(async (manager) => {
       const project = await this.projects.lockForHealth(manager, projectId);
       if (!project) return null;
       if (project.sendingStatus === SendingStatus.PAUSED)
-        return { status: project.sendingStatus, event: null };
+        return { status: project.sendingStatus, event: null, counts: undefined };
       const counts = await this.emails.outcomesSince(
         manager,
         projectId,
@@ -67,7 +75,7 @@ export class SenderHealth implements OnModuleInit {
       );
       const verdict = judge(counts);
       if (verdict.status === project.sendingStatus)
-        return { status: project.sendingStatus, event: null };
+        return { status: project.sendingStatus, event: null, counts };
       const paused = verdict.status === SendingStatus.PAUSED;
       await this.projects.setSendingHealth(manager, projectId, {
         sendingStatus: verdict.status,
@@ -95,12 +103,12 @@ export class SenderHealth implements OnModuleInit {
           data,
         );
       }
-      return { status: verdict.status, event };
+      return { status: verdict.status, event, counts };
     });
     if (outcome?.event) await this.events.publish([{ ...outcome.event, email: null }]);
     if (outcome?.status === SendingStatus.PAUSED && outcome.event)
       this.logger.warn({ projectId, reason: outcome.event.data.reason }, 'sending paused');
-    return outcome?.status ?? null;
+    return outcome && { status: outcome.status, counts: outcome.counts };
   }
 
   private async afterReports(applied: AppliedReport[]): Promise<void> {
@@ -118,15 +126,17 @@ export class SenderHealth implements OnModuleInit {
     }
   }
 
-  private async read(projectId: string): Promise<ProjectHealthResponse> {
+  private async read(projectId: string, judged?: HealthCounts): Promise<ProjectHealthResponse> {
     const project = await this.projects.findRow(projectId);
     if (!project) throw ApiException.notFound('project', projectId);
-    const counts = await this.emails.outcomesSince(
-      this.dataSource.manager,
-      projectId,
-      HEALTH_WINDOW_DAYS,
-      project.sendingWindowFrom,
-    );
+    const counts =
+      judged ??
+      (await this.emails.outcomesSince(
+        this.dataSource.manager,
+        projectId,
+        HEALTH_WINDOW_DAYS,
+        project.sendingWindowFrom,
+      ));
     return toHealthResponse(project, counts);
   }
 }

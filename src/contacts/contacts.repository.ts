@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
+import { cappedTotal, type ListTotal } from '../database/capped-count';
 import { newId } from '../database/id';
 import { containsPattern } from '../database/like-pattern';
 import { microsOf, timeOfMicros } from '../database/micros';
@@ -282,8 +283,9 @@ export class ContactsRepository {
   }
 
   /**
-   * GET /contacts: newest first (UUIDv7 id), keyset on the cursor id, exact
-   * total under the same filters. Served by (project_id, id),
+   * GET /contacts: newest first (UUIDv7 id), keyset on the cursor id, the
+   * total under the same filters (exact up to EXACT_TOTAL_CAP, then an
+   * estimate: see cappedTotal). Served by (project_id, id),
    * (project_id, subscribed, id), the trigram index for `search` and the
    * unique (project_id, email) for `email`.
    */
@@ -293,13 +295,8 @@ export class ContactsRepository {
     filter: ContactListFilter,
     afterId: string | null,
     limit: number,
-  ): Promise<{ rows: ContactRow[]; total: number }> {
+  ): Promise<{ rows: ContactRow[]; total: ListTotal }> {
     const { params, where } = filterClause(projectId, filter);
-    const totalRows = await queryRows<{ total: number }>(
-      manager,
-      `SELECT count(*)::int AS total FROM contacts c WHERE ${where.join(' AND ')}`,
-      params,
-    );
     const pageParams = [...params];
     const pageWhere = [...where];
     if (afterId) {
@@ -307,13 +304,20 @@ export class ContactsRepository {
       pageWhere.push(`c.id < $${pageParams.length}`);
     }
     pageParams.push(limit + 1);
-    const rows = await queryRows<ContactRow>(
-      manager,
-      `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE ${pageWhere.join(' AND ')}
-       ORDER BY c.id DESC LIMIT $${pageParams.length}`,
-      pageParams,
-    );
-    return { rows, total: totalRows[0].total };
+    const [total, rows] = await Promise.all([
+      cappedTotal(
+        (text, values) => manager.query(text, values),
+        `SELECT 1 FROM contacts c WHERE ${where.join(' AND ')}`,
+        params,
+      ),
+      queryRows<ContactRow>(
+        manager,
+        `SELECT ${CONTACT_COLUMNS} FROM contacts c WHERE ${pageWhere.join(' AND ')}
+         ORDER BY c.id DESC LIMIT $${pageParams.length}`,
+        pageParams,
+      ),
+    ]);
+    return { rows, total };
   }
 
   /**

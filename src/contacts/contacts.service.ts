@@ -255,7 +255,7 @@ export class ContactsService {
       afterId,
       limit,
     );
-    return pageOf(rows, limit, total, toContactResponse, (row) => row.id);
+    return pageOf(rows, limit, total.total, toContactResponse, (row) => row.id, total.estimated);
   }
 
   /**

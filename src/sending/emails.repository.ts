@@ -274,14 +274,17 @@ export class EmailsRepository {
       }
     }
   }
-  /** GET /emails: newest first, keyset after `afterId`, served by (project_id, id) and the status/contact indexes. */
+  /**
+   * GET /emails: newest first, keyset after `afterId`, served by (project_id, id) and the status/contact
+   * indexes; the total exact up to EXACT_TOTAL_CAP, then estimated (a project sends millions).
+   */
   list(
     manager: EntityManager,
     projectId: string,
     filter: EmailListFilter,
     afterId: string | null,
     limit: number,
-  ): Promise<{ rows: Email[]; total: number }> {
+  ): Promise<{ rows: Email[]; total: number; totalEstimated: boolean }> {
     const qb = manager
       .createQueryBuilder(Email, 'e')
       .select(LIST_FIELDS)
@@ -294,7 +297,7 @@ export class EmailsRepository {
       qb.andWhere(`e.opened_at IS ${filter.opened ? 'NOT ' : ''}NULL`);
     if (filter.clicked !== undefined)
       qb.andWhere(`e.clicked_at IS ${filter.clicked ? 'NOT ' : ''}NULL`);
-    return keysetRows(qb, 'e.id', afterId, limit);
+    return keysetRows(qb, 'e.id', afterId, limit, { capped: true });
   }
 
   findById(manager: EntityManager, projectId: string, id: string): Promise<Email | null> {
@@ -571,32 +574,29 @@ export class EmailsRepository {
   }
 
   /**
-   * GET /project/stats: outcomes of the mail that went out (or was refused) in the last `days`
-   * and in the `days` before, in one pass over the (project_id, COALESCE(sent_at, bounced_at))
-   * expression index's range of 2 × days. Opens and clicks are counted per email (first open or
-   * click), so a rate is "share of emails opened", whatever the window they were opened in.
+   * GET /project/stats: outcomes of the mail that went out (or was refused) on the UTC days
+   * [`from`, `mid`) and [`mid`, `to`] (dates, `YYYY-MM-DD`), summed from email_outcome_days (one
+   * row per day and writing backend), so the cost is the window's days, not its emails. Opens
+   * and clicks are counted per email (first open or click) on its outcome day, so a rate is
+   * "share of emails opened", whatever day they were opened on.
    */
-  async outcomesByWindow(
+  async outcomesByDays(
     manager: EntityManager,
     projectId: string,
-    days: number,
+    days: { from: string; mid: string; to: string },
   ): Promise<{ current: WindowOutcomes; previous: WindowOutcomes }> {
-    const counts = (side: 'c' | 'p') => {
-      const inside = `COALESCE(sent_at, bounced_at) ${side === 'c' ? '>=' : '<'} now() - make_interval(days => $2)`;
-      return `count(*) FILTER (WHERE ${inside})::int AS ${side}_sent,
-              count(*) FILTER (WHERE ${inside} AND opened_at IS NOT NULL)::int AS ${side}_opened,
-              count(*) FILTER (WHERE ${inside} AND clicked_at IS NOT NULL)::int AS ${side}_clicked,
-              count(*) FILTER (WHERE ${inside} AND status = 'BOUNCED')::int AS ${side}_bounced,
-              count(*) FILTER (WHERE ${inside} AND status = 'COMPLAINED')::int AS ${side}_complained`;
+    const sums = (side: 'c' | 'p') => {
+      const inside = `day ${side === 'c' ? '>=' : '<'} $3::date`;
+      return ['sent', 'opened', 'clicked', 'bounced', 'complained']
+        .map((n) => `COALESCE(sum(${n}) FILTER (WHERE ${inside}), 0)::float8 AS ${side}_${n}`)
+        .join(', ');
     };
     const [row] = await queryRows<Record<string, number>>(
       manager,
-      `SELECT ${counts('c')},
-              ${counts('p')}
-         FROM emails
-        WHERE project_id = $1
-          AND COALESCE(sent_at, bounced_at) >= now() - make_interval(days => $2 * 2)`,
-      [projectId, days],
+      `SELECT ${sums('c')}, ${sums('p')}
+         FROM email_outcome_days
+        WHERE project_id = $1 AND day >= $2::date AND day <= $4::date`,
+      [projectId, days.from, days.mid, days.to],
     );
     const side = (p: string): WindowOutcomes => ({
       sent: row[`${p}_sent`],

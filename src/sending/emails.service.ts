@@ -349,7 +349,7 @@ export class EmailsService {
   async list(projectId: string, query: ListEmailsQueryDto): Promise<Page<EmailResponse>> {
     const limit = query.limit ?? 20;
     const afterId = query.cursor ? decodeCursor(query.cursor) : null;
-    const { rows, total } = await this.repository.list(
+    const { rows, total, totalEstimated } = await this.repository.list(
       this.read.manager,
       projectId,
       {
@@ -369,6 +369,7 @@ export class EmailsService {
       total,
       (row) => toEmailResponse(row, returnPaths.get(row.id) ?? null),
       (row) => row.id,
+      totalEstimated,
     );
   }
 

@@ -19,7 +19,7 @@ import {
   WorkflowPage,
   WorkflowsPage,
 } from './pages/workflows';
-import { loadSession, signOut, type Session } from './session';
+import { loadSession, probablySignedIn, remember, signOut, type Session } from './session';
 import { ErrorMessage, PageTitle } from './ui';
 
 const NAV: [string, string][] = [
@@ -39,24 +39,33 @@ const NAV: [string, string][] = [
 export function App() {
   const [session, setSession] = useState<Session | null | undefined>(undefined);
   const [error, setError] = useState<ApiError>();
+  const [optimistic] = useState(probablySignedIn);
 
   useEffect(() => {
     loadSession().then(setSession, (e: ApiError) => setError(e));
     // Any API call answered 401 means the session ended (idle, revoked, signed out elsewhere).
-    const ended = () => setSession(null);
+    const ended = () => setSession(remember(null));
     window.addEventListener('mw:signed-out', ended);
     return () => window.removeEventListener('mw:signed-out', ended);
   }, []);
 
   if (error) return <ErrorMessage error={error} />;
-  if (session === undefined) return <p aria-busy="true">Loading…</p>;
+  if (session === null)
+    return (
+      <Router base="/app">
+        <SignInPage onSignedIn={setSession} />
+      </Router>
+    );
+  if (session === undefined && !optimistic) return <p aria-busy="true">Loading…</p>;
+  // When this browser was signed in, the page is mounted while GET /session is still on its way,
+  // so that its own calls run beside it instead of after it (the cookie authenticates them; a 401
+  // ends in the sign-in page). It stays hidden until the session is known.
   return (
     <Router base="/app">
-      {session ? (
+      {session === undefined && <p aria-busy="true">Loading…</p>}
+      <div hidden={session === undefined}>
         <Layout session={session} onSignOut={() => signOut().finally(() => setSession(null))} />
-      ) : (
-        <SignInPage onSignedIn={setSession} />
-      )}
+      </div>
     </Router>
   );
 }
@@ -74,7 +83,13 @@ function NavLink({ href, label }: { href: string; label: string }) {
   );
 }
 
-function Layout({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
+function Layout({ session, onSignOut }: { session: Session | undefined; onSignOut: () => void }) {
+  const known = session !== undefined;
+  // A page's heading takes focus when the page mounts (PageTitle), which cannot happen while the
+  // layout is hidden: it does when the session is known and the layout shows.
+  useEffect(() => {
+    if (known) document.querySelector<HTMLElement>('main h1')?.focus();
+  }, [known]);
   return (
     <div className="layout">
       <a className="skip" href="#main">
@@ -82,8 +97,8 @@ function Layout({ session, onSignOut }: { session: Session; onSignOut: () => voi
       </a>
       <header className="top">
         <span className="brand">Mailwright</span>
-        <span className="project" title={session.project.id}>
-          {session.project.name}
+        <span className="project" title={session?.project.id}>
+          {session?.project.name}
         </span>
         <button type="button" onClick={onSignOut}>
           Sign out

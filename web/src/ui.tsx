@@ -88,6 +88,17 @@ export interface Page<T> {
   nextCursor?: string | null;
   hasMore: boolean;
   total: number;
+  totalEstimated?: boolean;
+}
+
+/**
+ * A list's total in words: the count, or "about" the planner's estimate rounded to two
+ * significant figures when the API says it estimated (large contact and email lists).
+ */
+export function Total({ page }: { page: Pick<Page<unknown>, 'total' | 'totalEstimated'> }) {
+  if (!page.totalEstimated) return <>{page.total.toLocaleString()}</>;
+  const scale = 10 ** Math.max(0, Math.floor(Math.log10(page.total)) - 1);
+  return <>about {(Math.round(page.total / scale) * scale).toLocaleString()}</>;
 }
 
 /** Cursor paging: the cursors of the pages before this one, so Previous goes back exactly. */
@@ -124,7 +135,7 @@ export function Pager({
         Previous
       </button>
       <span>
-        Page {page} · {data.total.toLocaleString()} {label.toLowerCase()}
+        Page {page} · <Total page={data} /> {label.toLowerCase()}
       </span>
       <button
         type="button"

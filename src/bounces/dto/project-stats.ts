@@ -9,7 +9,8 @@ export class ProjectStatsQueryDto {
     minimum: 1,
     maximum: 90,
     default: 30,
-    description: 'The window: the last `days` days, compared with the `days` before',
+    description:
+      'The window: the last `days` UTC days, today included, compared with the `days` before',
   })
   @IsOptional()
   // Only plain decimal digits become a number, as for limit.
@@ -31,15 +32,18 @@ const RATE = {
 
 /** One window of GET /project/stats. */
 export class StatsWindowResponse {
-  @ApiProperty({ format: 'date-time' })
+  @ApiProperty({ format: 'date-time', description: 'Midnight UTC starting the first day' })
   from: string;
 
-  @ApiProperty({ format: 'date-time' })
+  @ApiProperty({
+    format: 'date-time',
+    description: 'Midnight UTC ending the last day (for the current window, the coming midnight)',
+  })
   to: string;
 
   @ApiProperty({
     type: 'integer',
-    description: 'Emails that went out (or were refused) in the window',
+    description: 'Emails that went out (or were refused) in the window, by their outcome time',
   })
   sent: number;
 

@@ -42,7 +42,7 @@ export function successEnvelope(data: Schema): SchemaObject {
 export function pageOf(item: Schema): SchemaObject {
   return {
     type: 'object',
-    required: ['items', 'nextCursor', 'hasMore', 'total'],
+    required: ['items', 'nextCursor', 'hasMore', 'total', 'totalEstimated'],
     properties: {
       items: { type: 'array', items: item, description: 'Newest first' },
       nextCursor: {
@@ -54,7 +54,13 @@ export function pageOf(item: Schema): SchemaObject {
       total: {
         type: 'integer',
         minimum: 0,
-        description: 'Items matching the filters, all pages together',
+        description:
+          'Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`)',
+      },
+      totalEstimated: {
+        type: 'boolean',
+        description:
+          "True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then",
       },
     },
   };
@@ -80,7 +86,7 @@ export function ApiSuccess(
   );
 }
 
-/** A list: `{success: true, data: {items: [<item>], nextCursor, hasMore, total}}`, status 200. */
+/** A list: `{success: true, data: {items: [<item>], nextCursor, hasMore, total, totalEstimated}}`, status 200. */
 export function ApiListSuccess(
   item: Type<unknown>,
   description = 'One page, newest first',

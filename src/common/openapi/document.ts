@@ -16,7 +16,7 @@ export const SECURITY_SCHEME = 'bearer';
 const DESCRIPTION = [
   'Transactional email, events, contacts, templates, segments and sending domains.',
   '',
-  'Every JSON success response is `{"success": true, "data": ...}`; lists put `{items, nextCursor, hasMore, total}` in `data`.',
+  'Every JSON success response is `{"success": true, "data": ...}`; lists put `{items, nextCursor, hasMore, total, totalEstimated}` in `data`.',
   'Every error is the `ErrorEnvelope`. Every response carries `X-Request-Id`; keyed responses carry `RateLimit-Limit`,',
   '`RateLimit-Remaining` and `RateLimit-Reset`. Request bodies refuse unknown fields (422, code `unrecognized_keys`).',
 ].join('\n');

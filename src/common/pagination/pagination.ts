@@ -31,6 +31,8 @@ export interface Page<T> {
   nextCursor: string | null;
   hasMore: boolean;
   total: number;
+  /** `total` is the planner's estimate (a large list past EXACT_TOTAL_CAP), not a count. */
+  totalEstimated: boolean;
 }
 
 const CURSOR_VERSION = 'v1';
@@ -66,8 +68,15 @@ export async function paginate<E extends ObjectLiteral, T>(
 ): Promise<Page<T>> {
   const limit = query.limit ?? 20;
   const afterId = query.cursor ? decodeCursor(query.cursor) : null;
-  const { rows, total } = await keysetRows(qb, idColumn, afterId, limit);
-  return pageOf(rows, limit, total, toItem, (row) => (row as unknown as { id: string }).id);
+  const { rows, total, totalEstimated } = await keysetRows(qb, idColumn, afterId, limit);
+  return pageOf(
+    rows,
+    limit,
+    total,
+    toItem,
+    (row) => (row as unknown as { id: string }).id,
+    totalEstimated,
+  );
 }
 
 /**
@@ -81,6 +90,7 @@ export function keysetPage<R, T>(
   total: number,
   toItem: (row: R) => T,
   cursorOf: (last: R) => string,
+  totalEstimated = false,
 ): Page<T> {
   const hasMore = rows.length > limit;
   const pageRows = hasMore ? rows.slice(0, limit) : rows;
@@ -89,6 +99,7 @@ export function keysetPage<R, T>(
     nextCursor: hasMore ? cursorOf(pageRows[pageRows.length - 1]) : null,
     hasMore,
     total,
+    totalEstimated,
   };
 }
 
@@ -99,6 +110,7 @@ export function pageOf<R, T>(
   total: number,
   toItem: (row: R) => T,
   idOf: (row: R) => string,
+  totalEstimated = false,
 ): Page<T> {
-  return keysetPage(rows, limit, total, toItem, (last) => encodeCursor(idOf(last)));
+  return keysetPage(rows, limit, total, toItem, (last) => encodeCursor(idOf(last)), totalEstimated);
 }

@@ -7,9 +7,16 @@ import type { paths, SchemaErrorEnvelope } from './schema';
  * the CSRF token GET /session gave, which lives only in memory (never in browser storage).
  */
 let csrfToken: string | null = null;
+let sessionKnown: () => void = () => undefined;
+/**
+ * Settles once GET /session has answered (or a sign-in did): pages start their calls while the
+ * session is still being read, so a state-changing one (a template preview) waits here for its token.
+ */
+const csrfKnown = new Promise<void>((resolve) => (sessionKnown = resolve));
 
 export function setCsrfToken(token: string | null): void {
   csrfToken = token;
+  sessionKnown();
 }
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -27,8 +34,10 @@ export class ApiError extends Error {
 }
 
 const csrf: Middleware = {
-  onRequest({ request }) {
-    if (!SAFE.has(request.method) && csrfToken) request.headers.set('X-CSRF-Token', csrfToken);
+  async onRequest({ request }) {
+    if (SAFE.has(request.method)) return request;
+    await csrfKnown;
+    if (csrfToken) request.headers.set('X-CSRF-Token', csrfToken);
     return request;
   },
   onResponse({ response }) {

@@ -721,8 +721,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Sent, open, click, bounce and complaint figures of the last `days` days (default 30) and of the `days` before
-         * @description One statement over the emails' (project_id, COALESCE(sent_at, bounced_at)) index; docs/deliverability.md explains its cost.
+         * Sent, open, click, bounce and complaint figures of the last `days` UTC days (default 30, today included) and of the `days` before
+         * @description Read from per-day counters that triggers on the emails keep, so its cost is the days, not the emails; docs/deliverability.md explains them.
          */
         get: operations["project_stats"];
         put?: never;
@@ -2024,11 +2024,17 @@ export interface components {
             pausedAt: string | null;
         };
         StatsWindowResponse: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Midnight UTC starting the first day
+             */
             from: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Midnight UTC ending the last day (for the current window, the coming midnight)
+             */
             to: string;
-            /** @description Emails that went out (or were refused) in the window */
+            /** @description Emails that went out (or were refused) in the window, by their outcome time */
             sent: number;
             /** @description Of those, opened at least once */
             opened: number;
@@ -2813,8 +2819,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -3652,8 +3660,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -4164,8 +4174,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -4374,8 +4386,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -5032,8 +5046,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -5134,8 +5150,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -5443,8 +5461,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -6119,8 +6139,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -6234,8 +6256,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -7054,8 +7078,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -7740,8 +7766,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -8190,7 +8218,7 @@ export interface operations {
     project_stats: {
         parameters: {
             query?: {
-                /** @description The window: the last `days` days, compared with the `days` before */
+                /** @description The window: the last `days` UTC days, today included, compared with the `days` before */
                 days?: number;
             };
             header?: never;
@@ -8432,8 +8460,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -9690,8 +9720,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -10347,8 +10379,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -10806,8 +10840,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };
@@ -11565,8 +11601,10 @@ export interface operations {
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             nextCursor: string | null;
                             hasMore: boolean;
-                            /** @description Items matching the filters, all pages together */
+                            /** @description Items matching the filters, all pages together: exact up to 10,000; past that, on the contact and email lists, an estimate (`totalEstimated`) */
                             total: number;
+                            /** @description True when `total` is Postgres' planner estimate instead of a count (the contact and email lists past 10,000 matches); never fewer than 10,001 then */
+                            totalEstimated: boolean;
                         };
                     };
                 };

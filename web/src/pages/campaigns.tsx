@@ -458,7 +458,8 @@ export function CampaignPage({ id }: { id: string }) {
   );
   const [current, setCurrent] = useState<SchemaCampaignResponse>();
   const c = current ?? campaign.data;
-  const { stats, samples, error: statsError } = useLiveStats(id, c?.status, c?.startedAt);
+  // The stats are read beside the campaign, not after it; an action's new status reads them again.
+  const { stats, samples, error: statsError } = useLiveStats(id, current?.status, c?.startedAt);
   // The stats carry the status: when it changes (SENDING → SENT), the campaign is read again.
   useEffect(() => {
     if (c && stats && stats.status !== c.status) {
@@ -518,7 +519,10 @@ export function CampaignPage({ id }: { id: string }) {
   );
 }
 
-/** GET /campaigns/{id}/stats now, then every 2 s while the campaign is SENDING or SCHEDULED. */
+/**
+ * GET /campaigns/{id}/stats now, then every 2 s while the stats say SENDING or SCHEDULED; again
+ * from the start when `status` (the campaign after an action on this page) changes.
+ */
 function useLiveStats(
   id: string,
   status: SchemaCampaignStatus | undefined,
@@ -531,9 +535,7 @@ function useLiveStats(
     ? [{ at: new Date(startedAt).getTime() / 1000, sent: 0, opened: 0, clicked: 0 }]
     : [];
   const [error, setError] = useState<ApiError>();
-  const live = LIVE.includes(stats?.status ?? status ?? 'DRAFT');
   useEffect(() => {
-    if (!status) return;
     let stopped = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const tick = async () => {
@@ -562,8 +564,8 @@ function useLiveStats(
       stopped = true;
       clearTimeout(timer);
     };
-    // Restarts when the campaign (re)enters a live status, e.g. after Send or Resume.
-  }, [id, live, status]);
+    // Restarts after Send, Pause, Resume or Cancel, and when the stats saw the status change.
+  }, [id, status]);
   return {
     stats,
     samples: origin.length && samples.length ? [...origin, ...samples] : samples,

@@ -381,9 +381,11 @@ interface PreviewState {
 /**
  * Renders what is being typed through the API (POST /templates/{id}/preview with the unsaved
  * subject and body), 400 ms after the last keystroke; an answer to an older draft is dropped.
+ * The first render, of the template as loaded, goes at once: there is no typing to wait out.
  */
 function useLivePreview(id: string, subject: string, body: string, sample: string): PreviewState {
   const [state, setState] = useState<PreviewState>({ busy: true });
+  const rendered = useRef(false);
   useEffect(() => {
     let data: Record<string, unknown> = {};
     try {
@@ -402,6 +404,8 @@ function useLivePreview(id: string, subject: string, body: string, sample: strin
     }
     let current = true;
     setState((s) => ({ ...s, busy: true }));
+    const delay = rendered.current ? 400 : 0;
+    rendered.current = true;
     const timer = setTimeout(() => {
       unwrap(
         api.POST('/templates/{id}/preview', {
@@ -414,7 +418,7 @@ function useLivePreview(id: string, subject: string, body: string, sample: strin
           current &&
           setState((s) => ({ rendered: s.rendered, error: asApiError(err), busy: false })),
       );
-    }, 400);
+    }, delay);
     return () => {
       current = false;
       clearTimeout(timer);
