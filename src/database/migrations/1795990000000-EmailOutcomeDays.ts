@@ -11,8 +11,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * trigger would violate). The trigger exists before the backfill and locks writers out until
  * this migration commits, so no change is counted twice or missed.
  */
-export class EmailOutcomeDays1795970000000 implements MigrationInterface {
-  name = 'EmailOutcomeDays1795970000000';
+export class EmailOutcomeDays1795990000000 implements MigrationInterface {
+  name = 'EmailOutcomeDays1795990000000';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(
