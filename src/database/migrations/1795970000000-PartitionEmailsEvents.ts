@@ -41,15 +41,18 @@ export class PartitionEmailsEvents1795970000000 implements MigrationInterface {
       await queryRunner.query(
         `CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS "${table}_legacy_id_created_at" ON "${table}" ("id", "created_at")`,
       );
-      await queryRunner.query(`SET lock_timeout = '10s'`);
-      await queryRunner.query(
-        `ALTER TABLE "${table}" DROP CONSTRAINT IF EXISTS "${table}_legacy_bound"`,
-      );
-      await queryRunner.query(
-        `ALTER TABLE "${table}" ADD CONSTRAINT "${table}_legacy_bound" CHECK ("created_at" < '${bound}') NOT VALID`,
-      );
+      // A statement waiting for a lock makes every later one wait behind it: wait briefly, retry.
+      await queryRunner.query(`SET lock_timeout = '2s'`);
+      await retryOnLockTimeout(async () => {
+        await queryRunner.query(
+          `ALTER TABLE "${table}" DROP CONSTRAINT IF EXISTS "${table}_legacy_bound"`,
+        );
+        await queryRunner.query(
+          `ALTER TABLE "${table}" ADD CONSTRAINT "${table}_legacy_bound" CHECK ("created_at" < '${bound}') NOT VALID`,
+        );
+      });
       await queryRunner.query(`ALTER TABLE "${table}" VALIDATE CONSTRAINT "${table}_legacy_bound"`);
-      await this.switchTable(queryRunner, table, bound);
+      await retryOnLockTimeout(() => this.switchTable(queryRunner, table, bound));
       await queryRunner.query(`RESET lock_timeout`);
     }
     await this.moveUniqueRules(queryRunner);
@@ -58,9 +61,10 @@ export class PartitionEmailsEvents1795970000000 implements MigrationInterface {
   }
 
   private async isPartitioned(queryRunner: QueryRunner, table: string): Promise<boolean> {
-    const [row] = (await queryRunner.query(`SELECT relkind FROM pg_class WHERE oid = $1::regclass`, [
-      table,
-    ])) as Array<{ relkind: string }>;
+    const [row] = (await queryRunner.query(
+      `SELECT relkind FROM pg_class WHERE oid = $1::regclass`,
+      [table],
+    )) as Array<{ relkind: string }>;
     return row.relkind === 'p';
   }
 
@@ -213,7 +217,8 @@ export class PartitionEmailsEvents1795970000000 implements MigrationInterface {
         // Read before the rename, so it names the parent; with no partitions yet nothing is built.
         await queryRunner.query(index.definition);
       }
-      for (const fk of FOREIGN_KEYS[table]) await queryRunner.query(`ALTER TABLE "${table}" ADD ${fk}`);
+      for (const fk of FOREIGN_KEYS[table])
+        await queryRunner.query(`ALTER TABLE "${table}" ADD ${fk}`);
       for (const trigger of triggers) await queryRunner.query(trigger.definition);
       if (table === 'emails') {
         await queryRunner.query(
@@ -256,6 +261,18 @@ export class PartitionEmailsEvents1795970000000 implements MigrationInterface {
   public async down(): Promise<void> {
     // Turning partitions back into one table means copying every row: restore a backup instead.
     throw new Error('PartitionEmailsEvents cannot be reverted');
+  }
+}
+
+/** Runs `step` again while it fails on lock_timeout (55P03), ten times at most, a second apart. */
+async function retryOnLockTimeout(step: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await step();
+    } catch (error) {
+      if ((error as { code?: string }).code !== '55P03' || attempt >= 10) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
   }
 }
 
