@@ -253,8 +253,8 @@ describe('partitions and retention (e2e)', () => {
     expect(ahead).toBeDefined();
     // Found by id alone in whichever month holds it.
     expect((await ok('GET', `/emails/${ahead.id}`)).id).toBe(ahead.id);
-    // Same recipient this month: skipped, as the fan-out's batches rely on.
-    expect(await insertCampaignEmail(campaignId, 'now()')).toHaveLength(0);
+    // Same recipient this month: refused, as the old unique index did.
+    await expect(insertCampaignEmail(campaignId, 'now()')).rejects.toMatchObject({ code: '23505' });
 
     const template = await ok('POST', '/templates', {
       name: 'Step',

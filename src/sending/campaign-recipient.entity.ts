@@ -4,8 +4,9 @@ import { Contact } from '../contacts/contact.entity';
 /**
  * One row per contact a campaign made an email for: the unique rule "one
  * email per campaign recipient", which cannot be a unique index of the
- * partitioned `emails`. A BEFORE INSERT trigger on emails writes it and
- * skips a campaign email whose recipient already has one. It outlives the
+ * partitioned `emails`. A statement trigger on emails writes it, so a
+ * second email for a recipient is a unique violation; the fan-out leaves out
+ * recipients found here (EmailsRepository.insertBulk). It outlives the
  * email when retention drops the email's month, so a resumed fan-out still
  * sends nothing twice; it goes with the contact.
  */

@@ -58,7 +58,7 @@ export interface EmailAttachmentRef {
  * Partitioned by month of created_at (docs/scaling.md, "Partitions and
  * retention"), so the primary key carries it. One email per campaign
  * recipient and per workflow step are kept by campaign_recipients and
- * workflow_step_emails (a trigger), since a unique index of a partitioned
+ * workflow_step_emails (a statement trigger), since a unique index of a partitioned
  * table must contain the partition key.
  */
 @Entity('emails')

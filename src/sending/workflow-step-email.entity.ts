@@ -3,7 +3,7 @@ import { Entity, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 /**
  * One row per workflow step that made an email: the unique rule "one email
  * per step of an execution", which cannot be a unique index of the
- * partitioned `emails`. A BEFORE INSERT trigger on emails writes it, so a
+ * partitioned `emails`. A statement trigger on emails writes it, so a
  * second email for the same step is a unique violation as before. It goes
  * with its execution (the entity is named, not imported: workflows sit above
  * sending).

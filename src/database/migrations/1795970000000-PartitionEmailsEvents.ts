@@ -19,7 +19,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  *    follow from the bound up to two months ahead (mw_ensure_partitions).
  * 3. The unique rules that cannot stay global on a partitioned table (one
  *    email per campaign recipient, one per workflow step) move into small
- *    tables kept by a trigger; the old rows are copied there, then the old
+ *    tables kept by a statement trigger; the old rows are copied there, then the old
  *    unique indexes go (the legacy partition enforced them meanwhile).
  *
  * The bound is the start of next month (of the month after, on a month's
@@ -142,21 +142,17 @@ export class PartitionEmailsEvents1795970000000 implements MigrationInterface {
         CONSTRAINT "PK_workflow_step_emails" PRIMARY KEY ("workflow_execution_id", "workflow_step_id"),
         CONSTRAINT "FK_workflow_step_emails_execution" FOREIGN KEY ("workflow_execution_id")
           REFERENCES "workflow_executions"("id") ON DELETE CASCADE)`);
-    // A recipient who already has the campaign's email gets none (the bulk insert's old
-    // ON CONFLICT DO NOTHING); a second email for a workflow step is a unique violation.
+    // Set-based, once per statement: a second email for a campaign recipient or a workflow
+    // step is a unique violation, as with the old indexes (the fan-out leaves out recipients
+    // who have theirs; a per-row trigger doubled its insert time).
     await queryRunner.query(`
       CREATE OR REPLACE FUNCTION emails_unique_keys() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        IF NEW.campaign_id IS NOT NULL THEN
-          INSERT INTO campaign_recipients (campaign_id, contact_id) VALUES (NEW.campaign_id, NEW.contact_id)
-          ON CONFLICT DO NOTHING;
-          IF NOT FOUND THEN RETURN NULL; END IF;
-        END IF;
-        IF NEW.workflow_execution_id IS NOT NULL THEN
-          INSERT INTO workflow_step_emails (workflow_execution_id, workflow_step_id)
-          VALUES (NEW.workflow_execution_id, NEW.workflow_step_id);
-        END IF;
-        RETURN NEW;
+        INSERT INTO campaign_recipients (campaign_id, contact_id)
+        SELECT campaign_id, contact_id FROM new_rows WHERE campaign_id IS NOT NULL;
+        INSERT INTO workflow_step_emails (workflow_execution_id, workflow_step_id)
+        SELECT workflow_execution_id, workflow_step_id FROM new_rows WHERE workflow_execution_id IS NOT NULL;
+        RETURN NULL;
       END
       $$`);
     // bounce_reports.email_id kept ON DELETE SET NULL through a foreign key, which
@@ -222,9 +218,8 @@ export class PartitionEmailsEvents1795970000000 implements MigrationInterface {
       for (const trigger of triggers) await queryRunner.query(trigger.definition);
       if (table === 'emails') {
         await queryRunner.query(
-          `CREATE TRIGGER emails_unique_keys BEFORE INSERT ON emails FOR EACH ROW
-             WHEN (NEW.campaign_id IS NOT NULL OR NEW.workflow_execution_id IS NOT NULL)
-             EXECUTE FUNCTION emails_unique_keys()`,
+          `CREATE TRIGGER emails_unique_keys AFTER INSERT ON emails
+             REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION emails_unique_keys()`,
         );
         await queryRunner.query(
           `CREATE TRIGGER emails_unlink_bounce_reports AFTER DELETE ON emails
