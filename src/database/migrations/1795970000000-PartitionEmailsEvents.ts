@@ -19,8 +19,9 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  *    follow from the bound up to two months ahead (mw_ensure_partitions).
  * 3. The unique rules that cannot stay global on a partitioned table (one
  *    email per campaign recipient, one per workflow step) move into small
- *    tables kept by a statement trigger; the old rows are copied there, then the old
- *    unique indexes go (the legacy partition enforced them meanwhile).
+ *    tables kept by a statement trigger; the old rows are copied there,
+ *    then the old unique indexes go (the legacy partition enforced them
+ *    meanwhile).
  *
  * The bound is the start of next month (of the month after, on a month's
  * last day: a row written while this runs must still fit), or, on an empty
@@ -51,7 +52,9 @@ export class PartitionEmailsEvents1795970000000 implements MigrationInterface {
           `ALTER TABLE "${table}" ADD CONSTRAINT "${table}_legacy_bound" CHECK ("created_at" < '${bound}') NOT VALID`,
         );
       });
-      await queryRunner.query(`ALTER TABLE "${table}" VALIDATE CONSTRAINT "${table}_legacy_bound"`);
+      await retryOnLockTimeout(() =>
+        queryRunner.query(`ALTER TABLE "${table}" VALIDATE CONSTRAINT "${table}_legacy_bound"`),
+      );
       await retryOnLockTimeout(() => this.switchTable(queryRunner, table, bound));
       await queryRunner.query(`RESET lock_timeout`);
     }
@@ -260,10 +263,11 @@ export class PartitionEmailsEvents1795970000000 implements MigrationInterface {
 }
 
 /** Runs `step` again while it fails on lock_timeout (55P03), ten times at most, a second apart. */
-async function retryOnLockTimeout(step: () => Promise<void>): Promise<void> {
+async function retryOnLockTimeout(step: () => Promise<unknown>): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await step();
+      await step();
+      return;
     } catch (error) {
       if ((error as { code?: string }).code !== '55P03' || attempt >= 10) throw error;
       await new Promise((resolve) => setTimeout(resolve, 1000));
