@@ -25,8 +25,9 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  *
  * The bound is the start of next month (of the month after, on a month's
  * last day: a row written while this runs must still fit), or, on an empty
- * table, twelve months back, so a new installation has monthly partitions
- * for the past year and back-dated rows (imports, tests) still have a home.
+ * table, the start of the month before last: a new installation gets six
+ * partitions (the legacy one takes anything older, back-dated rows
+ * included), each of which every test database pays for.
  */
 export class PartitionEmailsEvents1795970000000 implements MigrationInterface {
   name = 'PartitionEmailsEvents1795970000000';
@@ -75,7 +76,7 @@ export class PartitionEmailsEvents1795970000000 implements MigrationInterface {
     const [row] = (await queryRunner.query(
       `SELECT to_char(CASE WHEN EXISTS (SELECT 1 FROM "${table}")
                            THEN date_trunc('month', (now() AT TIME ZONE 'UTC') + interval '1 day') + interval '1 month'
-                           ELSE date_trunc('month', now() AT TIME ZONE 'UTC') - interval '12 months' END,
+                           ELSE date_trunc('month', now() AT TIME ZONE 'UTC') - interval '2 months' END,
                       'YYYY-MM-DD"T00:00:00Z"') AS bound`,
     )) as Array<{ bound: string }>;
     return row.bound;
