@@ -40,17 +40,17 @@ export class PartitionMaintenance {
       ['emails', this.config.emailRetentionDays],
     ];
     for (const [table, days] of retention) {
-      created.push(
-        ...(await this.dataSource.transaction(async (manager) => {
-          await this.partitions.lockMaintenance(manager);
-          return this.partitions.ensure(manager, table, MONTHS_AHEAD);
-        })),
-      );
-      if (days === null) continue;
-      const cutoff = Date.now() - days * DAY_MS;
-      const expired = (await this.partitions.partitions(this.dataSource.manager, table)).filter(
-        (partition) => partition.upper.getTime() <= cutoff,
-      );
+      const made = await this.dataSource.transaction(async (manager) => {
+        await this.partitions.lockMaintenance(manager);
+        return this.partitions.ensure(manager, table, MONTHS_AHEAD);
+      });
+      created.push(...made);
+      const expired =
+        days === null
+          ? []
+          : (await this.partitions.partitions(this.dataSource.manager, table)).filter(
+              (partition) => partition.upper.getTime() <= Date.now() - days * DAY_MS,
+            );
       // One transaction per month: each holds its locks only for its own drop.
       for (const partition of expired) {
         await this.dataSource.transaction(async (manager) => {
@@ -59,6 +59,9 @@ export class PartitionMaintenance {
         });
         dropped.push(partition.name);
       }
+      // About once a month per table: when its set of partitions changed.
+      if (made.length > 0 || expired.length > 0)
+        await this.partitions.analyze(this.dataSource.manager, table);
     }
     if (created.length > 0 || dropped.length > 0)
       this.logger.log({ created, dropped }, 'partitions maintained');

@@ -64,6 +64,15 @@ export class PartitionsRepository {
   }
 
   /**
+   * Statistics of the table as a whole (ANALYZE samples every partition too):
+   * autovacuum analyzes partitions but never a partitioned parent, whose
+   * statistics the planner uses for joins over the whole table.
+   */
+  async analyze(manager: EntityManager, table: PartitionedTable): Promise<void> {
+    await queryRows(manager, `ANALYZE ${quoted(table)}`);
+  }
+
+  /**
    * Drops one partition, in the caller's transaction (after lockMaintenance).
    * Deleting rows would fire the counters' triggers; dropping does not, so
    * campaign counters and the status gauges keep counting the emails that
