@@ -1,4 +1,5 @@
 import { OperationsModule } from './operations/operations.module';
+import { PartitionsModule } from './partitions/partitions.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 import { WorkflowsModule } from './workflows/workflows.module';
 import { BouncesModule } from './bounces/bounces.module';
@@ -51,6 +52,7 @@ export const FEATURE_MODULES: Type[] = [
   WebhooksModule,
   InboundModule,
   OperationsModule,
+  PartitionsModule,
   SessionModule,
 ];
 

@@ -1,7 +1,6 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
 import { BaseEntity } from '../database/base.entity';
 import { Project } from '../projects/project.entity';
-import { Email } from '../sending/email.entity';
 import type { BounceKind, BounceSource } from './bounce-report';
 
 /** What the policy did with a report: changed something, or was kept without an effect. */
@@ -24,12 +23,13 @@ export class BounceReportRecord extends BaseEntity {
   @JoinColumn({ name: 'project_id', foreignKeyConstraintName: 'FK_bounce_reports_project' })
   project?: Project;
 
+  /**
+   * No foreign key: emails is partitioned and (id) alone is not unique there.
+   * A trigger on emails sets it to null when the email is deleted (as ON
+   * DELETE SET NULL did), and retention does before dropping a month.
+   */
   @Column({ type: 'uuid', nullable: true })
   emailId: string | null;
-
-  @ManyToOne(() => Email, { onDelete: 'SET NULL' })
-  @JoinColumn({ name: 'email_id', foreignKeyConstraintName: 'FK_bounce_reports_email' })
-  email?: Email;
 
   @Column({ type: 'varchar', length: 16 })
   kind: BounceKind;

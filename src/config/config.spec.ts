@@ -166,6 +166,26 @@ describe('loadConfig', () => {
     ).toBe(50);
   });
 
+  it('reads EVENT_RETENTION_DAYS and EMAIL_RETENTION_DAYS: unset keeps everything, at least 30', () => {
+    const env = { APP_SECRET: 'x'.repeat(32) };
+    expect(loadConfig(env, cwd())).toMatchObject({
+      eventRetentionDays: null,
+      emailRetentionDays: null,
+    });
+    expect(
+      loadConfig({ ...env, EVENT_RETENTION_DAYS: '30', EMAIL_RETENTION_DAYS: '400' }, cwd()),
+    ).toMatchObject({ eventRetentionDays: 30, emailRetentionDays: 400 });
+    for (const [name, bad] of [
+      ['EVENT_RETENTION_DAYS', '29'],
+      ['EMAIL_RETENTION_DAYS', '0'],
+      ['EMAIL_RETENTION_DAYS', 'a year'],
+    ]) {
+      expect(() => loadConfig({ ...env, [name]: bad }, cwd())).toThrow(
+        new RegExp(`${name}: expected an integer from 30`),
+      );
+    }
+  });
+
   it('names where mail goes without the SMTP credentials', () => {
     const dir = cwd();
     expect(

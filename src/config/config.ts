@@ -93,6 +93,10 @@ export interface AppConfig {
   importBatchSize: number;
   /** Interval of the delivery and import recovery schedulers (queue/recovery.ts). */
   recoveryEveryMs: number;
+  /** Months of `events` older than this many days are dropped (EVENT_RETENTION_DAYS); null: kept. */
+  eventRetentionDays: number | null;
+  /** Months of `emails` older than this many days are dropped (EMAIL_RETENTION_DAYS); null: kept. */
+  emailRetentionDays: number | null;
   authFailureLimitPerMinute: number;
   dnsServers: string[];
   appSecret: string;
@@ -376,6 +380,13 @@ export function loadConfig(env: Env = process.env, cwd: string = process.cwd()):
     sesSnsAllowHttp: r.bool('SES_SNS_ALLOW_HTTP', false),
     importBatchSize: r.int('IMPORT_BATCH_SIZE', 1000, 1, 10_000),
     recoveryEveryMs: r.int('RECOVERY_EVERY_MS', 60_000, 100, 24 * 3_600_000),
+    // Unset keeps everything; when set, at least 30 days (the contract's floor).
+    eventRetentionDays: r.optional('EVENT_RETENTION_DAYS')
+      ? r.int('EVENT_RETENTION_DAYS', 0, 30, 100_000)
+      : null,
+    emailRetentionDays: r.optional('EMAIL_RETENTION_DAYS')
+      ? r.int('EMAIL_RETENTION_DAYS', 0, 30, 100_000)
+      : null,
     authFailureLimitPerMinute: r.int('AUTH_FAILURE_LIMIT_PER_MINUTE', 30, 1, 10_000_000),
     dnsServers: parseDnsServers(r, r.optional('DNS_SERVERS')),
     appSecret: '',

@@ -1,5 +1,14 @@
-import { Column, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
-import { BaseEntity } from '../database/base.entity';
+import {
+  BeforeInsert,
+  Column,
+  CreateDateColumn,
+  Entity,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  PrimaryColumn,
+} from 'typeorm';
+import { newId } from '../database/id';
 
 /**
  * Something that happened to a contact: a tracked event (POST /v1/track) or a
@@ -10,12 +19,31 @@ import { BaseEntity } from '../database/base.entity';
  * and (contact_id, created_at) for a contact's timeline. The last one leads with
  * contact_id rather than project_id: contact ids are globally unique, so it is
  * as selective, and it is the index the ON DELETE CASCADE from contacts needs.
+ *
+ * Partitioned by month of created_at (docs/scaling.md, "Partitions and
+ * retention"), so the primary key carries it.
  */
 @Entity('events')
 @Index('events_project_id_created_at_idx', ['projectId', 'createdAt'])
 @Index('events_project_id_name_created_at_idx', ['projectId', 'name', 'createdAt'])
 @Index('events_contact_id_created_at_idx', ['contactId', 'createdAt'])
-export class Event extends BaseEntity {
+export class Event {
+  // Not BaseEntity: TypeORM keeps a base class's column over a subclass's, and this primary key carries created_at.
+  @PrimaryColumn({ type: 'uuid', primaryKeyConstraintName: 'PK_events_id_created_at' })
+  id: string;
+
+  @CreateDateColumn({
+    type: 'timestamptz',
+    primary: true,
+    primaryKeyConstraintName: 'PK_events_id_created_at',
+  })
+  createdAt: Date;
+
+  @BeforeInsert()
+  assignId(): void {
+    if (!this.id) this.id = newId();
+  }
+
   @Column('uuid')
   projectId: string;
 

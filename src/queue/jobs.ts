@@ -230,6 +230,17 @@ export function inboundJobId(inboundMessageId: string): string {
 }
 
 /**
+ * QUEUES.PARTITIONS: MAINTAIN, the queue's scheduled job, creates the monthly
+ * partitions of emails and events ahead of time and drops those past
+ * EVENT_RETENTION_DAYS / EMAIL_RETENTION_DAYS.
+ */
+export const PARTITION_JOBS = {
+  MAINTAIN: 'maintain-partitions',
+} as const;
+
+export type PartitionQueueJob = Job<RecoveryJobData, unknown, typeof PARTITION_JOBS.MAINTAIN>;
+
+/**
  * One recovery scheduler per queue (see recovery.ts): its fixed id, the same
  * in every worker so upserting it leaves one scheduler per deployment (queue
  * prefix), and the job it produces on that queue. An id must never change
@@ -244,6 +255,7 @@ export const RECOVERY_SCHEDULERS = {
   [QUEUES.WORKFLOWS]: { id: 'workflows-recovery', jobName: WORKFLOW_JOBS.RECOVER },
   [QUEUES.SEGMENTS]: { id: 'segments-membership-sweep', jobName: SEGMENT_JOBS.SWEEP },
   [QUEUES.INBOUND]: { id: 'inbound-recovery', jobName: INBOUND_JOBS.RECOVER },
+  [QUEUES.PARTITIONS]: { id: 'partitions-maintenance', jobName: PARTITION_JOBS.MAINTAIN },
 } as const satisfies Partial<Record<QueueName, { id: string; jobName: string }>>;
 
 export type RecoverableQueue = keyof typeof RECOVERY_SCHEDULERS;

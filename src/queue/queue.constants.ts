@@ -20,6 +20,8 @@ export const QUEUES = {
   TRACKING_HITS: 'tracking-hits',
   /** Inbound messages (bounces, complaints) the SMTP listener stored: parse, correlate, apply (job id inboundJobId(id)). */
   INBOUND: 'inbound',
+  /** Monthly partitions of emails and events: created ahead, dropped past the retention (one scheduled job). */
+  PARTITIONS: 'partitions',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];

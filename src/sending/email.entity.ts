@@ -1,6 +1,16 @@
-import { Column, Entity, Index, JoinColumn, ManyToOne, UpdateDateColumn } from 'typeorm';
+import {
+  BeforeInsert,
+  Column,
+  CreateDateColumn,
+  Entity,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  PrimaryColumn,
+  UpdateDateColumn,
+} from 'typeorm';
 import { Contact } from '../contacts/contact.entity';
-import { BaseEntity } from '../database/base.entity';
+import { newId } from '../database/id';
 import { EmailContent } from './email-content.entity';
 
 export enum EmailStatus {
@@ -44,24 +54,38 @@ export interface EmailAttachmentRef {
  * the template or the contact's data in between. Column names are relied on
  * by the segment compiler's engagement rules (sent/opened/clicked/bounced).
  */
+/*
+ * Partitioned by month of created_at (docs/scaling.md, "Partitions and
+ * retention"), so the primary key carries it. One email per campaign
+ * recipient and per workflow step are kept by campaign_recipients and
+ * workflow_step_emails (a statement trigger), since a unique index of a partitioned
+ * table must contain the partition key.
+ */
 @Entity('emails')
 @Index('emails_project_id_contact_id_idx', ['projectId', 'contactId'])
 @Index('emails_project_id_status_idx', ['projectId', 'status'])
 @Index('emails_campaign_id_status_idx', ['campaignId', 'status'])
-@Index('emails_workflow_step_idx', ['workflowExecutionId', 'workflowStepId'], {
-  unique: true,
-  where: 'workflow_execution_id IS NOT NULL',
-})
-// One record per recipient of a campaign: a resumed or repeated fan-out batch inserts nothing twice.
-@Index('emails_campaign_id_contact_id_key', ['campaignId', 'contactId'], {
-  unique: true,
-  where: 'campaign_id IS NOT NULL',
-})
 // The list endpoint: newest first within a project.
 @Index('emails_project_id_id_idx', ['projectId', 'id'])
 // ON DELETE CASCADE from contacts looks emails up by contact_id alone.
 @Index('emails_contact_id_idx', ['contactId'])
-export class Email extends BaseEntity {
+export class Email {
+  // Not BaseEntity: TypeORM keeps a base class's column over a subclass's, and this primary key carries created_at.
+  @PrimaryColumn({ type: 'uuid', primaryKeyConstraintName: 'PK_emails_id_created_at' })
+  id: string;
+
+  @CreateDateColumn({
+    type: 'timestamptz',
+    primary: true,
+    primaryKeyConstraintName: 'PK_emails_id_created_at',
+  })
+  createdAt: Date;
+
+  @BeforeInsert()
+  assignId(): void {
+    if (!this.id) this.id = newId();
+  }
+
   @Column('uuid')
   projectId: string;
 

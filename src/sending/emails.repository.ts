@@ -396,8 +396,8 @@ export class EmailsRepository {
 
   /**
    * One QUEUED row per recipient from arrays (one statement, whatever the
-   * batch size); ON CONFLICT on the unique (campaign_id, contact_id) skips
-   * recipients who already have their email. Answers the rows inserted.
+   * batch size); recipients who already have their email (campaign_recipients,
+   * which the emails_unique_keys trigger fills) are left out. Answers the rows inserted.
    */
   async insertBulk(
     manager: EntityManager,
@@ -412,7 +412,7 @@ export class EmailsRepository {
                              to_email, from_email, from_name, reply_to, subject, status, priority)
          SELECT r.id, $1, r.contact_id, $2, $3, $4::email_source, $5, $6, $7, r.email, $8, $9, $10, $11, 'QUEUED', $12
            FROM unnest($13::uuid[], $14::uuid[], $15::varchar[]) AS r(id, contact_id, email)
-         ON CONFLICT (campaign_id, contact_id) WHERE campaign_id IS NOT NULL DO NOTHING
+          WHERE NOT EXISTS (SELECT 1 FROM campaign_recipients k WHERE k.campaign_id = $2 AND k.contact_id = r.contact_id)
          RETURNING 1)
        SELECT count(*)::int AS n FROM inserted`,
       [

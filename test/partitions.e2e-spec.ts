@@ -1,0 +1,300 @@
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { PartitionMaintenance } from '../src/partitions/partition-maintenance';
+import { PARTITION_JOBS, RECOVERY_SCHEDULERS } from '../src/queue/jobs';
+import { QUEUES } from '../src/queue/queue.constants';
+import { pollUntil } from './support/poll';
+import { SENDER_DOMAIN, SendingTest, startSendingTest } from './support/sending';
+import { flushPrefix, startTestApp, TestApp, testConfig, uniqueName } from './support/test-app';
+
+/**
+ * Partitions and retention (contract, "Scaling"; real Postgres, Redis, SMTP):
+ * (a) emails and events are partitioned and the scheduled job keeps months
+ * two ahead; (b) retention drops a past month while a campaign's stats, its
+ * counters, the /metrics gauges and GET /events' total stay right; (c) a
+ * contact's deletion erases its emails and events in every month; (d) one
+ * email per campaign recipient and per workflow step across months, and
+ * keyset pages across months.
+ *
+ * A second app on the same database (APP_ROLE=api: no scheduler of its own)
+ * has both retentions at 30 days; the test runs its maintenance directly,
+ * after making rows 70 days old with triggers off (session_replication_role),
+ * which moves them into a past month without touching any counter.
+ */
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const METRICS_TOKEN = 'metrics-token-0123456789';
+const FROM = `news@${SENDER_DOMAIN}`;
+
+describe('partitions and retention (e2e)', () => {
+  let t: SendingTest;
+  let db: DataSource;
+  let retention: TestApp;
+  const retentionPrefix = uniqueName('mwt');
+  const req = (method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown) =>
+    t.app.request({ method, url, key: t.project.secretKey, body });
+  const ok = async (method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown) => {
+    const res = await req(method, url, body);
+    expect({ url, status: res.status < 300, body: res.status < 300 ? null : res.body }).toEqual({
+      url,
+      status: true,
+      body: null,
+    });
+    return res.body.data as Json;
+  };
+  /** A table's partitions, oldest first; `lower` is null for the legacy one (MINVALUE). */
+  const partitions = async (table: string) =>
+    (await db.query(
+      `SELECT name, NULLIF(lower, '-infinity') AS lower, upper FROM mw_partitions($1::regclass)`,
+      [table],
+    )) as { name: string; lower: Date | null; upper: Date }[];
+  /** The status gauges of GET /metrics for emails and campaigns. */
+  const gauges = async () =>
+    (
+      await t.app.request({
+        method: 'GET',
+        url: '/metrics',
+        headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+      })
+    ).raw
+      .split('\n')
+      .filter((line) => /^mailwright_(emails|campaigns)\{/.test(line))
+      .sort();
+  const monthStart = (monthsFromNow: number) => {
+    const now = new Date();
+    return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + monthsFromNow, 1));
+  };
+
+  beforeAll(async () => {
+    t = await startSendingTest('Partitions', { METRICS_TOKEN });
+    db = t.app.app.get(DataSource);
+    retention = await startTestApp(
+      testConfig(t.db.url, retentionPrefix, {
+        APP_ROLE: 'api',
+        EVENT_RETENTION_DAYS: '30',
+        EMAIL_RETENTION_DAYS: '30',
+      }),
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    await retention?.close();
+    await flushPrefix(retentionPrefix);
+    await t?.close();
+  });
+
+  it('partitions emails and events by month; the scheduled job creates months two ahead', async () => {
+    const kinds: { relname: string; relkind: string }[] = await db.query(
+      `SELECT relname, relkind FROM pg_class WHERE relname IN ('emails', 'events') ORDER BY 1`,
+    );
+    expect(kinds).toEqual([
+      { relname: 'emails', relkind: 'p' },
+      { relname: 'events', relkind: 'p' },
+    ]);
+    const queue = t.app.app.get<Queue>(getQueueToken(QUEUES.PARTITIONS));
+    expect(
+      await queue.getJobScheduler(RECOVERY_SCHEDULERS[QUEUES.PARTITIONS].id),
+    ).not.toBeUndefined();
+
+    // The furthest months gone, the job brings them back.
+    for (const table of ['emails', 'events']) {
+      const last = (await partitions(table)).at(-1)!;
+      expect(last.upper.getTime()).toBe(monthStart(3).getTime());
+      await db.query(`DROP TABLE "${last.name}"`);
+    }
+    await queue.add(PARTITION_JOBS.MAINTAIN, {});
+    for (const table of ['emails', 'events']) {
+      const months = await pollUntil(
+        () => partitions(table),
+        (ps) => ps.at(-1)!.upper.getTime() === monthStart(3).getTime(),
+        10_000,
+      );
+      // This month and the two after it, each its own partition, with no gap.
+      const ahead = months.filter((p) => p.lower && p.lower >= monthStart(0));
+      expect(ahead.map((p) => [p.lower!.getTime(), p.upper.getTime()])).toEqual(
+        [0, 1, 2].map((m) => [monthStart(m).getTime(), monthStart(m + 1).getTime()]),
+      );
+    }
+  });
+
+  it('drops months past the retention; campaign stats, counters, /metrics and GET /events stay right', async () => {
+    for (const i of [1, 2, 3])
+      await ok('POST', '/contacts', { email: `old-${i}@example.com`, subscribed: true });
+    const campaign = await ok('POST', '/campaigns', {
+      name: 'Old news',
+      subject: 'Old news',
+      body: '<p>Hi</p><a href="{{ unsubscribeUrl }}">Unsubscribe</a>',
+      from: FROM,
+      audienceType: 'ALL',
+    });
+    await ok('POST', `/campaigns/${campaign.id}/send`, {});
+    const sent = await pollUntil(
+      () => req('GET', `/campaigns/${campaign.id}`),
+      (res) => res.body.data.status === 'SENT',
+      30_000,
+      100,
+    );
+    expect(sent.body.data.status).toBe('SENT');
+    await ok('POST', '/v1/track', { email: 'old-1@example.com', event: 'purchase' });
+    const stats = await ok('GET', `/campaigns/${campaign.id}/stats`);
+    expect(stats).toMatchObject({ sent: 3 });
+    const counters = async () =>
+      db.query(`SELECT * FROM campaign_counters WHERE campaign_id = $1 ORDER BY slot`, [
+        campaign.id,
+      ]);
+    const before = { stats, counters: await counters(), gauges: await gauges() };
+
+    // The project's rows so far become 70 days old; one event stays recent.
+    const aged = new Client({ connectionString: t.db.url });
+    await aged.connect();
+    try {
+      await aged.query(`SET session_replication_role = replica`);
+      await aged.query(
+        `UPDATE emails SET created_at = created_at - interval '70 days' WHERE project_id = $1`,
+        [t.project.id],
+      );
+      await aged.query(
+        `UPDATE events SET created_at = created_at - interval '70 days' WHERE project_id = $1`,
+        [t.project.id],
+      );
+    } finally {
+      await aged.end();
+    }
+    await ok('POST', '/v1/track', { email: 'old-2@example.com', event: 'purchase' });
+    const { dropped } = await retention.app.get(PartitionMaintenance).maintain();
+    // The legacy partition (before the month before last) and whatever month holds the aged rows.
+    expect(dropped).toEqual(expect.arrayContaining(['emails_legacy', 'events_legacy']));
+    // Nothing of this month or later goes.
+    const firstKept = (await partitions('emails'))[0];
+    expect(firstKept.upper.getTime()).toBeGreaterThan(Date.now() - 30 * 24 * 3_600_000);
+    const [left] = await db.query(
+      `SELECT (SELECT count(*)::int FROM emails WHERE project_id = $1) AS emails,
+              (SELECT count(*)::int FROM events WHERE project_id = $1) AS events`,
+      [t.project.id],
+    );
+    expect(left).toEqual({ emails: 0, events: 1 });
+
+    expect({
+      stats: await ok('GET', `/campaigns/${campaign.id}/stats`),
+      counters: await counters(),
+      gauges: await gauges(),
+    }).toEqual(before);
+    // GET /events counts the stored events only (event_name_stats lost the dropped ones).
+    const events = await ok('GET', '/events?limit=10');
+    expect({ total: events.total, items: events.items.length }).toEqual({ total: 1, items: 1 });
+    const purchase = await ok('GET', '/events?name=purchase&limit=10');
+    expect(purchase.total).toBe(1);
+  });
+
+  it("erases a contact's emails and events in every month it has them", async () => {
+    const contact = await ok('POST', '/contacts', { email: 'gone@example.com', subscribed: true });
+    await ok('POST', '/v1/send', {
+      to: [{ email: 'gone@example.com' }],
+      from: FROM,
+      subject: 'Hi',
+      body: '<p>x</p>',
+    });
+    await ok('POST', '/v1/track', { email: 'gone@example.com', event: 'visit' });
+    // Rows of last month and next month too (a month ahead exists; ten days back is kept by retention).
+    for (const at of [
+      `now() - interval '10 days'`,
+      `date_trunc('month', now()) + interval '1 month 1 day'`,
+    ]) {
+      await db.query(
+        `INSERT INTO events (id, project_id, contact_id, name, created_at) VALUES (gen_random_uuid(), $1, $2, 'visit', ${at})`,
+        [t.project.id, contact.id],
+      );
+      await db.query(
+        `INSERT INTO emails (id, project_id, contact_id, campaign_id, source, to_email, from_email, subject, priority, created_at)
+         VALUES (gen_random_uuid(), $1, $2, gen_random_uuid(), 'CAMPAIGN', 'gone@example.com', $3, 's', 10, ${at})`,
+        [t.project.id, contact.id, FROM],
+      );
+    }
+    const count = async () =>
+      (
+        await db.query(
+          `SELECT (SELECT count(DISTINCT tableoid)::int FROM emails WHERE contact_id = $1) AS "emailMonths",
+                  (SELECT count(*)::int FROM emails WHERE contact_id = $1) AS emails,
+                  (SELECT count(*)::int FROM events WHERE contact_id = $1) AS events,
+                  (SELECT count(*)::int FROM campaign_recipients WHERE contact_id = $1) AS recipients`,
+          [contact.id],
+        )
+      )[0];
+    const before = await count();
+    expect(before.emailMonths).toBeGreaterThanOrEqual(2);
+    expect(before.events).toBeGreaterThanOrEqual(3);
+    expect(before.recipients).toBe(2);
+    await ok('DELETE', `/contacts/${contact.id}`);
+    expect(await count()).toEqual({ emailMonths: 0, emails: 0, events: 0, recipients: 0 });
+  });
+
+  it('keeps one email per campaign recipient and per workflow step across months, and pages across months', async () => {
+    const contact = await ok('POST', '/contacts', { email: 'once@example.com', subscribed: true });
+    const insertCampaignEmail = (campaignId: string, at: string) =>
+      db.query(
+        `INSERT INTO emails (id, project_id, contact_id, campaign_id, source, to_email, from_email, subject, priority, created_at)
+         VALUES (gen_random_uuid(), $1, $2, $3, 'CAMPAIGN', 'once@example.com', $4, 's', 10, ${at}) RETURNING id`,
+        [t.project.id, contact.id, campaignId, FROM],
+      );
+    const campaignId = '01234567-89ab-7def-8123-456789abcdef';
+    const nextMonth = `date_trunc('month', now()) + interval '1 month 1 day'`;
+    const [ahead] = await insertCampaignEmail(campaignId, nextMonth);
+    expect(ahead).toBeDefined();
+    // Found by id alone in whichever month holds it.
+    expect((await ok('GET', `/emails/${ahead.id}`)).id).toBe(ahead.id);
+    // Same recipient this month: refused, as the old unique index did.
+    await expect(insertCampaignEmail(campaignId, 'now()')).rejects.toMatchObject({ code: '23505' });
+
+    const template = await ok('POST', '/templates', {
+      name: 'Step',
+      from: FROM,
+      type: 'TRANSACTIONAL',
+      subject: 'Step',
+      body: '<p>Step</p>',
+    });
+    const workflow = await ok('POST', '/workflows', {
+      name: 'Once',
+      enabled: true,
+      trigger: { type: 'MANUAL' },
+      steps: [{ id: 'mail', type: 'SEND_EMAIL', templateId: template.id }],
+    });
+    await ok('POST', `/workflows/${workflow.id}/executions`, { email: 'once@example.com' });
+    const [stepEmail] = await pollUntil(
+      () =>
+        db.query(
+          `SELECT workflow_execution_id AS "executionId" FROM emails WHERE workflow_step_id = 'mail' AND contact_id = $1`,
+          [contact.id],
+        ),
+      (rows: Json[]) => rows.length === 1,
+      20_000,
+      100,
+    );
+    expect(stepEmail).toBeDefined();
+    const duplicate = db.query(
+      `INSERT INTO emails (id, project_id, contact_id, workflow_execution_id, workflow_step_id, source, to_email, from_email, subject, priority, created_at)
+       VALUES (gen_random_uuid(), $1, $2, $3, 'mail', 'WORKFLOW', 'once@example.com', $4, 's', 5, ${nextMonth})`,
+      [t.project.id, contact.id, stepEmail.executionId, FROM],
+    );
+    await expect(duplicate).rejects.toMatchObject({ code: '23505' });
+
+    // GET /emails one row a page: every email of the project once, whatever its month.
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: Json = await ok(
+        'GET',
+        `/emails?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
+      seen.push(...page.items.map((e: Json) => e.id as string));
+      cursor = page.nextCursor;
+    } while (cursor);
+    const stored: { id: string }[] = await db.query(
+      `SELECT id FROM emails WHERE project_id = $1 ORDER BY id DESC`,
+      [t.project.id],
+    );
+    expect(seen).toEqual(stored.map((e) => e.id));
+    expect(new Set(seen).size).toBe(seen.length);
+  });
+});
