@@ -27,7 +27,7 @@ const { performance } = require('node:perf_hooks');
 const { join } = require('node:path');
 const { Client } = require('pg');
 const { chromium } = require('playwright-core');
-const { ROOT, createBenchDatabase, createProject, startApp } = require('./support');
+const { ROOT, createBenchDatabase, createProject, startApp, dropPlainIndexes } = require('./support');
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS || 1_000_000);
 const EVENTS = Number(process.env.BENCH_EVENTS || 5_000_000);
@@ -54,12 +54,7 @@ function median(values) {
 async function seed(pg, projectId) {
   console.log(`Seeding ${CONTACTS.toLocaleString()} contacts, ${EVENTS.toLocaleString()} events, ${EMAILS.toLocaleString()} emails`);
   await pg.query(`SET synchronous_commit = off; SET maintenance_work_mem = '256MB'; SET work_mem = '64MB'`);
-  const { rows: indexes } = await pg.query(
-    `SELECT indexname, pg_get_indexdef(i.indexrelid) AS def
-     FROM pg_indexes x JOIN pg_class ic ON ic.relname = x.indexname JOIN pg_index i ON i.indexrelid = ic.oid
-     WHERE x.tablename IN ('contacts', 'events', 'emails') AND NOT i.indisprimary AND NOT i.indisunique`,
-  );
-  for (const index of indexes) await pg.query(`DROP INDEX "${index.indexname}"`);
+  const recreateIndexes = await dropPlainIndexes(pg, ['contacts', 'events', 'emails']);
   // UUIDv7-shaped, time-ordered ids derived from the row number (events and emails point at contacts without a join).
   await pg.query(`
     CREATE FUNCTION bench_uuid(i bigint, variant text) RETURNS uuid LANGUAGE sql IMMUTABLE AS $$
@@ -125,9 +120,7 @@ async function seed(pg, projectId) {
       [projectId],
     );
   }
-  await timed('indexes', async () => {
-    for (const index of indexes) await pg.query(index.def);
-  });
+  await timed('indexes', recreateIndexes);
   await timed('analyze', async () => {
     for (const table of ['contacts', 'events', 'emails']) await pg.query(`VACUUM ANALYZE ${table}`);
   });

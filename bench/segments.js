@@ -20,6 +20,7 @@ const { Client } = require('pg');
 const { DataSource } = require('typeorm');
 const { performance } = require('node:perf_hooks');
 const path = require('node:path');
+const { dropPlainIndexes } = require('./support');
 
 // The compiled app; BENCH_DIST points elsewhere to bench a build outside dist/.
 const DIST = process.env.BENCH_DIST ? path.resolve(process.env.BENCH_DIST) : path.join(__dirname, '..', 'dist');
@@ -93,12 +94,7 @@ async function seed(pg, projectId) {
   await pg.query(`SET synchronous_commit = off; SET maintenance_work_mem = '256MB'; SET work_mem = '64MB'`);
   await pg.query(`INSERT INTO projects (id, name) VALUES ($1, 'Bench')`, [projectId]);
   // Loading without indexes and re-creating them afterwards (same definitions) is several times faster.
-  const { rows: indexes } = await pg.query(
-    `SELECT indexname, pg_get_indexdef(i.indexrelid) AS def
-     FROM pg_indexes x JOIN pg_class ic ON ic.relname = x.indexname JOIN pg_index i ON i.indexrelid = ic.oid
-     WHERE x.tablename IN ('contacts', 'events') AND NOT i.indisprimary AND NOT i.indisunique`,
-  );
-  for (const index of indexes) await pg.query(`DROP INDEX "${index.indexname}"`);
+  const recreateIndexes = await dropPlainIndexes(pg, ['contacts', 'events']);
   // Ids are UUIDv7-shaped and time-ordered like the app's, derived from the row number so events can point at contacts.
   // Ids are UUIDv7-shaped and time-ordered like the app's, derived from the row number so events can point at
   // contacts without a join; cheap to compute (no hashing), and appended in order to the primary-key indexes.
@@ -140,9 +136,7 @@ async function seed(pg, projectId) {
     }
   });
   await pg.query(`ALTER TABLE events ENABLE TRIGGER ALL`);
-  await timed('indexes', async () => {
-    for (const index of indexes) await pg.query(index.def);
-  });
+  await timed('indexes', recreateIndexes);
   await timed('analyze', async () => {
     await pg.query('VACUUM ANALYZE contacts');
     await pg.query('VACUUM ANALYZE events');
