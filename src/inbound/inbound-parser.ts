@@ -11,6 +11,13 @@ import type { ParsedInbound } from './parsed-inbound';
 const THREAD_FILE = __filename.endsWith('.ts')
   ? resolve(__dirname, '../../dist/inbound/parsers/parse-thread.js')
   : resolve(__dirname, 'parsers/parse-thread.js');
+/**
+ * A batch's parse stops after this long (the thread is terminated and replaced): the parsers are
+ * bounded (the first MiB, 100 parts, scans of 64 K characters), so only a message that defeats
+ * them gets here; its batch then runs message by message and that one message's job fails.
+ * Counted from the hand-over (a batch may wait behind the other one in flight, a short wait).
+ */
+const PARSE_TIMEOUT_MS = 30_000;
 
 /**
  * Parses inbound messages (parsers/parseInbound) on a thread of its own instead of the event
@@ -22,10 +29,12 @@ const THREAD_FILE = __filename.endsWith('.ts')
 export class InboundParser implements OnApplicationShutdown {
   private pool: Piscina | null = null;
 
-  /** One parse per raw message, in order; rejects when the thread failed (the batch runs again). */
+  /** One parse per raw message, in order; rejects when the thread failed or timed out (the batch runs again). */
   parseMany(raws: Buffer[]): Promise<ParsedInbound[]> {
     if (raws.length === 0) return Promise.resolve([]);
-    return this.threadPool().run(raws) as Promise<ParsedInbound[]>;
+    return this.threadPool().run(raws, {
+      signal: AbortSignal.timeout(PARSE_TIMEOUT_MS),
+    }) as Promise<ParsedInbound[]>;
   }
 
   async onApplicationShutdown(): Promise<void> {
