@@ -650,7 +650,7 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
       to: ['list1@example.org', 'list2@example.org'],
       from: 'hello@acme.test',
       subject: 'For {{ email }}',
-      body: '<p>Hi <b>{{ email }}</b></p>',
+      body: '<p>Hi <b>{{ email }}</b> <a href="{{ unsubscribeUrl }}">Leave</a></p>',
       track: true,
     });
     const [first] = res.body.data.emails;
@@ -678,7 +678,8 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     });
     expect(foreign.status).toBe(404);
     expect(foreign.body.error.code).toBe('EMAIL_NOT_FOUND');
-    // The stored message as composed for this recipient, without the open pixel delivery added.
+    // The stored message as composed for this recipient, without the open pixel delivery added,
+    // and with the preview unsubscribe link where the mail had a working token.
     const content = await t.app.request({
       method: 'GET',
       url: `/emails/${first.id}/content`,
@@ -687,12 +688,19 @@ describe('POST /v1/send (real SMTP server, DKIM checked against the published ke
     expect(content.status).toBe(200);
     expect(content.body.data).toEqual({
       subject: `For ${first.to}`,
-      html: `<p>Hi <b>${first.to}</b></p>`,
+      html: expect.stringMatching(
+        /^<p>Hi <b>[^<]+<\/b> <a href="[^"]+\/unsubscribe\/preview">Leave<\/a><\/p>$/,
+      ),
       text: expect.stringContaining(`Hi ${first.to}`),
       origin: 'STORED',
     });
+    expect(content.body.data.html).toContain(`<b>${first.to}</b>`);
     const delivered = t.smtp.messagesTo(first.to).pop()!;
     expect(String(delivered.parsed!.html)).toContain('/t/o/');
+    const working = /\/unsubscribe\/([A-Za-z0-9_-]{40,})/.exec(String(delivered.parsed!.text));
+    expect(working).not.toBeNull();
+    expect(content.body.data.text).toContain('/unsubscribe/preview');
+    expect(JSON.stringify(content.body.data)).not.toContain(working![1]);
     const foreignContent = await t.app.request({
       method: 'GET',
       url: `/emails/${first.id}/content`,

@@ -382,10 +382,11 @@ export class EmailsService {
   }
 
   /**
-   * The message of one record: the rendered copy stored at send time, or for
-   * campaign mail (content stored once, rendered at delivery) a render made
-   * now for the contact as it is now, with the preview unsubscribe link, so a
-   * real unsubscribe token is never handed out by a read.
+   * The message of one record: the rendered copy stored at send time (its
+   * unsubscribe links turned into the preview link), or for campaign mail
+   * (content stored once, rendered at delivery) a render made now for the
+   * contact as it is now, with the preview link, so a real unsubscribe token
+   * is never handed out by a read.
    */
   async content(projectId: string, id: string): Promise<EmailContentResponse> {
     const row = await this.repository.findById(this.dataSource.manager, projectId, id);
@@ -393,8 +394,8 @@ export class EmailsService {
     if (row.contentId === null) {
       return {
         subject: row.subject,
-        html: row.html ?? '',
-        text: row.text ?? '',
+        html: this.unsubscribeLinks.withPreviewLinks(row.html ?? ''),
+        text: this.unsubscribeLinks.withPreviewLinks(row.text ?? ''),
         origin: EmailContentOrigin.STORED,
       };
     }

@@ -9,6 +9,9 @@ import { UnsubscribeTokens } from './unsubscribe-token';
  * project's verified tracking domain. Used where a message is rendered:
  * at compose for mail stored rendered, at delivery for shared content.
  */
+/** An unsubscribe link's path and its token (base64url). */
+const UNSUBSCRIBE_PATH = /\/unsubscribe\/([A-Za-z0-9_-]+)/g;
+
 @Injectable()
 export class UnsubscribeLinks {
   private readonly tokens: UnsubscribeTokens;
@@ -24,6 +27,16 @@ export class UnsubscribeLinks {
     base = this.config.publicUrl,
   ): string {
     return `${base}/unsubscribe/${this.tokens.sign({ projectId, contactId, emailId })}`;
+  }
+
+  /**
+   * `text` with every genuine unsubscribe link's token replaced by `preview` (the link that
+   * unsubscribes nobody), for showing a stored message without handing out its working token.
+   */
+  withPreviewLinks(text: string): string {
+    return text.replace(UNSUBSCRIBE_PATH, (path: string, token: string) =>
+      this.tokens.verify(token) ? '/unsubscribe/preview' : path,
+    );
   }
 
   /**

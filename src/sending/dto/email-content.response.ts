@@ -21,7 +21,7 @@ export class EmailContentResponse {
     enum: EmailContentOrigin,
     enumName: 'EmailContentOrigin',
     description:
-      'STORED: the rendered message stored when the email was accepted, what delivery sends. RENDERED: campaign mail, whose content is stored once per campaign and rendered per recipient at delivery; rendered again now with the contact’s current data, so it differs from what was sent if that data changed since, and its unsubscribe link is a preview link',
+      'STORED: the rendered message stored when the email was accepted, what delivery sends (its unsubscribe links shown as the preview link). RENDERED: campaign mail, whose content is stored once per campaign and rendered per recipient at delivery; rendered again now with the contact’s current data, so it differs from what was sent if that data changed since, and its unsubscribe link is a preview link',
   })
   origin: EmailContentOrigin;
 }

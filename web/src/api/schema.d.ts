@@ -1923,7 +1923,7 @@ export interface components {
             complainedAt: string | null;
         };
         /**
-         * @description STORED: the rendered message stored when the email was accepted, what delivery sends. RENDERED: campaign mail, whose content is stored once per campaign and rendered per recipient at delivery; rendered again now with the contact’s current data, so it differs from what was sent if that data changed since, and its unsubscribe link is a preview link
+         * @description STORED: the rendered message stored when the email was accepted, what delivery sends (its unsubscribe links shown as the preview link). RENDERED: campaign mail, whose content is stored once per campaign and rendered per recipient at delivery; rendered again now with the contact’s current data, so it differs from what was sent if that data changed since, and its unsubscribe link is a preview link
          * @enum {string}
          */
         EmailContentOrigin: "STORED" | "RENDERED";
@@ -1933,7 +1933,7 @@ export interface components {
             html: string;
             /** @description The plain-text part */
             text: string;
-            /** @description STORED: the rendered message stored when the email was accepted, what delivery sends. RENDERED: campaign mail, whose content is stored once per campaign and rendered per recipient at delivery; rendered again now with the contact’s current data, so it differs from what was sent if that data changed since, and its unsubscribe link is a preview link */
+            /** @description STORED: the rendered message stored when the email was accepted, what delivery sends (its unsubscribe links shown as the preview link). RENDERED: campaign mail, whose content is stored once per campaign and rendered per recipient at delivery; rendered again now with the contact’s current data, so it differs from what was sent if that data changed since, and its unsubscribe link is a preview link */
             origin: components["schemas"]["EmailContentOrigin"];
         };
         SubscribeResponse: {
