@@ -215,12 +215,18 @@ describe('dashboard in Chromium', () => {
       suppressed: false,
       data: { score: 42, city: 'Oslo' },
     });
+    // A text field that reads as a number, set elsewhere: saving other changes leaves it text.
+    await callApi(base, project.secretKey, 'PATCH', `/contacts/${newcomerId}`, {
+      data: { zip: '12345' },
+    });
+    await page.reload();
+    await page.getByLabel('Field 3 value').waitFor();
     // Removing a field removes the key.
     await page.getByRole('button', { name: 'Remove field city' }).click();
     await page.getByRole('button', { name: 'Save changes' }).click();
     await page.getByRole('status').getByText('Saved.').waitFor();
     const trimmed = await callApi(base, project.secretKey, 'GET', `/contacts/${newcomerId}`);
-    expect(trimmed.body.data.data).toEqual({ score: 42 });
+    expect(trimmed.body.data.data).toEqual({ score: 42, zip: '12345' });
 
     // Suppress through POST /suppressions (reason manual), then lift it.
     page.once('dialog', (dialog) => void dialog.accept());

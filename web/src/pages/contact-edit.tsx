@@ -10,6 +10,8 @@ interface DataRow {
   key: number;
   name: string;
   value: string;
+  /** The key this row showed when the form was filled; absent for a row added here. */
+  origin?: string;
 }
 
 /** Strings are shown as they are; anything else as JSON, which is how it is read back. */
@@ -35,6 +37,7 @@ function rowsOf(data: Record<string, unknown>, nextKey: () => number): DataRow[]
     key: nextKey(),
     name,
     value: shown(value),
+    origin: name,
   }));
 }
 
@@ -72,11 +75,23 @@ export function ContactEditor({
     e.preventDefault();
     setError(undefined);
     setSaved(false);
+    // Only what was edited is sent: a field left alone keeps its type (the string "12345" is not
+    // read back as a number) and a value changed elsewhere since the page loaded is not overwritten.
     const data: Record<string, unknown> = {};
-    for (const key of Object.keys(contact.data)) data[key] = null;
+    const kept = new Set<string>();
     for (const row of rows) {
       const name = row.name.trim();
-      if (name) data[name] = parsed(row.value);
+      const untouched =
+        row.origin !== undefined && row.value === shown(contact.data[row.origin]);
+      if (row.origin !== undefined && name === row.origin) {
+        kept.add(name);
+        if (!untouched) data[name] = parsed(row.value);
+      } else if (name) {
+        data[name] = untouched ? contact.data[row.origin as string] : parsed(row.value);
+      }
+    }
+    for (const key of Object.keys(contact.data)) {
+      if (!kept.has(key) && !(key in data)) data[key] = null;
     }
     const body: { subscribed?: boolean; data: Record<string, unknown> } = { data };
     if (subscribed !== contact.subscribed) body.subscribed = subscribed;
