@@ -9,12 +9,20 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * `compact_counters()` is redefined to fold these slots too and to drop the days of projects
  * gone (their emails' cascade leaves negative rows; no foreign key, which that very cascade's
  * trigger would violate). The trigger exists before the backfill and locks writers out until
- * this migration commits, so no change is counted twice or missed.
+ * this migration commits, so no change is counted twice or missed: the lock is waited for at
+ * most 5 s (the migration fails rather than queue every writer behind a long transaction; the
+ * next start runs it again), and only the days GET /project/stats can read (2 × 90) are
+ * backfilled. That read of the emails is still a pass over every partition while writers wait:
+ * on a large installation, run this upgrade in a quiet hour (docs/scaling.md).
  */
+/** The days GET /project/stats can ask for (two windows of at most 90), today included. */
+const BACKFILL_DAYS = 180;
+
 export class EmailOutcomeDays1795990000000 implements MigrationInterface {
   name = 'EmailOutcomeDays1795990000000';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`SET LOCAL lock_timeout = '5s'`);
     await queryRunner.query(
       `CREATE TABLE "email_outcome_days" ("project_id" uuid NOT NULL, "day" date NOT NULL, "slot" integer NOT NULL, "sent" integer NOT NULL DEFAULT '0', "opened" integer NOT NULL DEFAULT '0', "clicked" integer NOT NULL DEFAULT '0', "bounced" integer NOT NULL DEFAULT '0', "complained" integer NOT NULL DEFAULT '0', CONSTRAINT "PK_email_outcome_days" PRIMARY KEY ("project_id", "day", "slot"))`,
     );
@@ -81,7 +89,9 @@ export class EmailOutcomeDays1795990000000 implements MigrationInterface {
     await queryRunner.query(`
       INSERT INTO email_outcome_days (project_id, day, slot, sent, opened, clicked, bounced, complained)
       SELECT project_id, day, 0, sum(sent), sum(opened), sum(clicked), sum(bounced), sum(complained)
-        FROM (${outcomes('emails', 1)}) o GROUP BY project_id, day`);
+        FROM (${outcomes('emails', 1)}) o
+       WHERE day >= (now() AT TIME ZONE 'UTC')::date - ${BACKFILL_DAYS}
+       GROUP BY project_id, day`);
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {
