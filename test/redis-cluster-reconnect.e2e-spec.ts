@@ -45,7 +45,9 @@ describe('Redis Cluster client reconnecting during a failover (e2e)', () => {
         () => 'connected',
         (error: Error) => `rejected: ${error.message}`,
       ),
-      new Promise<string>((resolve) => (timer = setTimeout(() => resolve('never settled'), 15_000))),
+      new Promise<string>(
+        (resolve) => (timer = setTimeout(() => resolve('never settled'), 15_000)),
+      ),
     ]);
     clearTimeout(timer);
     expect(outcome).toBe('connected');
