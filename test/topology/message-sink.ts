@@ -8,7 +8,7 @@ import { SMTPServer } from 'smtp-server';
  * counted by `Message-ID`, which the service sets once per email record.
  */
 export class MessageSink {
-  /** Message-ID (without brackets) → times received. */
+  /** Message-ID without its angle brackets (emails.message_id has them) → times received. */
   readonly byMessageId = new Map<string, number>();
   /** Messages without a Message-ID header (there should be none). */
   withoutId = 0;
