@@ -319,12 +319,23 @@ describe('topology: PgBouncer, a replica, Redis Cluster, 2 APIs and 2 workers un
       workers.push(await services.startWorker({}, 90_000));
       faults.push(`worker restarted at ${Date.now() - started} ms`);
       await at(0.45);
-      const master = await redis.masterOf(`{${prefix}:${QUEUES.DELIVERY}}`);
+      const slotKey = `{${prefix}:${QUEUES.DELIVERY}}`;
+      const master = await redis.masterOf(slotKey);
       await killRedis(master);
       const killedAt = Date.now();
+      // Until the replica is promoted no live node serves the slot (masterOf throws).
+      const promoted = await pollUntil(
+        () => redis.masterOf(slotKey).catch(() => null),
+        (node) => node !== null,
+        60_000,
+        100,
+      );
+      if (!promoted) throw new Error('no replica took over the killed Redis master');
+      const promotedAt = Date.now();
       await redis.waitHealthy(redis.alive(), 60_000);
       faults.push(
-        `Redis master of the delivery queue SIGKILLed at ${killedAt - started} ms, cluster ok ${Date.now() - killedAt} ms later`,
+        `Redis master of the delivery queue SIGKILLed at ${killedAt - started} ms, its replica ` +
+          `promoted ${promotedAt - killedAt} ms later, cluster ok after ${Date.now() - killedAt} ms`,
       );
       await at(0.7);
       await bouncer.restart();
