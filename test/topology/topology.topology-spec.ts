@@ -49,6 +49,8 @@ const DELIVERY_DUPLICATES_PER_KILL = 10;
 /** docs/webhooks.md: at most 4 deliveries in flight per endpoint, each retried after a kill. */
 const WEBHOOK_DUPLICATES_PER_KILL = 4;
 const SECRET = 'topology-secret-topology-secret-0123456789';
+/** Longer than the few quick tries a delivered message's SENT write once had (2 s in all). */
+const PGBOUNCER_DOWN_MS = 3_000;
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -106,6 +108,7 @@ describe('topology: PgBouncer, a replica, Redis Cluster, 2 APIs and 2 workers un
   const services = new ServiceCluster(env, cwd);
   const apis: { proc: ServiceProcess; base: string }[] = [];
   const workers: ServiceProcess[] = [];
+  const killedWorkers: ServiceProcess[] = [];
 
   beforeAll(async () => {
     if (!existsSync(DIST_MAIN) || !existsSync(DIST_CLI))
@@ -312,13 +315,24 @@ describe('topology: PgBouncer, a replica, Redis Cluster, 2 APIs and 2 workers un
     };
     const at = (fraction: number) => sleep(started + LOAD_SECONDS * 1000 * fraction - Date.now());
     const faultPlan = (async () => {
-      await at(0.2);
+      // While the campaign is delivering (it takes about a third of the load on a quiet machine).
+      await at(0.12);
       const victim = workers.shift() as ServiceProcess;
+      killedWorkers.push(victim);
       await services.stop(victim, 'SIGKILL');
       faults.push(`worker SIGKILLed at ${Date.now() - started} ms`);
       workers.push(await services.startWorker({}, 90_000));
       faults.push(`worker restarted at ${Date.now() - started} ms`);
-      await at(0.45);
+      await at(0.25);
+      // A restart as a host does one (a package upgrade, a config change): seconds without a pooler.
+      await bouncer.stop();
+      const stoppedAt = Date.now();
+      await sleep(PGBOUNCER_DOWN_MS);
+      await bouncer.start();
+      faults.push(
+        `PgBouncer stopped at ${stoppedAt - started} ms, started again ${Date.now() - stoppedAt} ms later`,
+      );
+      await at(0.38);
       const slotKey = `{${prefix}:${QUEUES.DELIVERY}}`;
       const master = await redis.masterOf(slotKey);
       await killRedis(master);
@@ -337,9 +351,6 @@ describe('topology: PgBouncer, a replica, Redis Cluster, 2 APIs and 2 workers un
         `Redis master of the delivery queue SIGKILLed at ${killedAt - started} ms, its replica ` +
           `promoted ${promotedAt - killedAt} ms later, cluster ok after ${Date.now() - killedAt} ms`,
       );
-      await at(0.7);
-      await bouncer.restart();
-      faults.push(`PgBouncer restarted at ${Date.now() - started} ms`);
       await at(0.9);
       connections = await countConnections();
     })();
@@ -410,6 +421,27 @@ describe('topology: PgBouncer, a replica, Redis Cluster, 2 APIs and 2 workers un
       1000,
     );
     const drainedAt = Date.now();
+    // What did not finish, and what the processes logged about failed writes, for the report.
+    const { rows: unfinished } = await pg.query(
+      `SELECT id, source, status, attempts, error, created_at AS "createdAt", updated_at AS "updatedAt"
+         FROM emails WHERE status <> 'SENT' ORDER BY created_at LIMIT 10`,
+    );
+    for (const row of unfinished)
+      row.atSink = [...sink.byMessageId].filter(([id]) => id.startsWith(`${row.id}@`)).length;
+    const logLines = [...apis.map((a) => a.proc), ...workers, ...killedWorkers].flatMap((proc) =>
+      proc.output().split('\n'),
+    );
+    // The longest run of retried SENT writes for one message (each retry logs a warning).
+    const sentWriteRetries = new Map<string, number>();
+    for (const line of logLines) {
+      if (!line.includes('could not record an accepted message')) continue;
+      const emailId = /"emailId":"([0-9a-f-]+)"/.exec(line)?.[1] ?? 'unknown';
+      sentWriteRetries.set(emailId, (sentWriteRetries.get(emailId) ?? 0) + 1);
+    }
+    const complaints = logLines
+      .filter((line) => /could not record|"level":(50|60)/.test(line))
+      .slice(0, 20)
+      .map((line) => line.slice(0, 400));
 
     // Queues: nothing waiting, active or delayed but the recovery schedulers' next runs.
     const connection = bullConnection(parseRedisUrl(redis.url())) as Cluster;
@@ -511,6 +543,10 @@ describe('topology: PgBouncer, a replica, Redis Cluster, 2 APIs and 2 workers un
       faults,
       connections,
       drainedAfterLoadMs: drainedAt - loadEnded,
+      unfinished,
+      sentWritesRetried: sentWriteRetries.size,
+      mostRetriesOfOneSentWrite: Math.max(0, ...sentWriteRetries.values()),
+      complaints,
       messages: {
         received: sink.received,
         duplicates: sink.duplicates(),
