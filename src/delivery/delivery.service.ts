@@ -50,7 +50,12 @@ export class TransientDeliveryError extends Error {
   }
 }
 
-const MARK_SENT_TRIES = 5;
+/**
+ * How long the SENT write of an accepted message keeps trying. It must outlast a PgBouncer or
+ * primary restart (several seconds on a busy host): a write given up leaves the row SENDING until
+ * the 5-minute recovery, which sends the message again.
+ */
+const MARK_SENT_WITHIN_MS = 20_000;
 
 /**
  * Marketing mail held while its project's sender health or its campaign is
@@ -377,7 +382,7 @@ export class DeliveryService {
 
   /**
    * The server accepted the message: this write must land, or a retry would
-   * send it again. A few quick tries ride out a database blip.
+   * send it again. Tries for MARK_SENT_WITHIN_MS, backing off to 1 s between tries.
    */
   private async finishSent(
     email: ClaimedEmail,
@@ -386,6 +391,7 @@ export class DeliveryService {
     returnPath: string,
     subject?: string,
   ): Promise<void> {
+    const giveUpAt = Date.now() + MARK_SENT_WITHIN_MS;
     for (let attempt = 1; ; attempt++) {
       try {
         await this.finish(
@@ -397,12 +403,12 @@ export class DeliveryService {
         );
         return;
       } catch (error) {
-        if (attempt >= MARK_SENT_TRIES) throw error;
+        if (Date.now() >= giveUpAt) throw error;
         this.logger.warn(
           { err: error, emailId: email.id },
           'could not record an accepted message yet; retrying',
         );
-        await new Promise((r) => setTimeout(r, 200 * attempt));
+        await new Promise((r) => setTimeout(r, Math.min(200 * attempt, 1_000)));
       }
     }
   }

@@ -56,6 +56,12 @@ function clusterOf(
     retryDelayOnClusterDown: 1_000,
     slotsRefreshTimeout: 2_000,
     clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
+    // With the ready check, a connect() made while the cluster is failing over (CLUSTER INFO says
+    // cluster_state:fail) reconnects on its own and its promise never settles: BullMQ's worker
+    // awaits that promise when it renews its blocking connection, and stopped fetching jobs for
+    // good. Without it the client is ready once it has the slot map, and commands to a slot with
+    // no master yet retry on CLUSTERDOWN (retryDelayOnClusterDown) until the replica takes over.
+    enableReadyCheck: false,
     ...(enableAutoPipelining === undefined ? {} : { enableAutoPipelining }),
     ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
   };

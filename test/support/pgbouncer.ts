@@ -31,7 +31,7 @@ function accepts(port: number): Promise<boolean> {
 
 /**
  * A PgBouncer of the test's own in transaction pooling mode in front of the test Postgres
- * (127.0.0.1:5432, every database by wildcard), on a free port, with its config and auth file in
+ * (127.0.0.1:5432 unless `upstreamPort` says otherwise, every database by wildcard), on a free port, with its config and auth file in
  * a temp dir. No `ignore_startup_parameters`: the app must send none that PgBouncer refuses.
  * Run in the foreground so stop() can end it by its pid; as root it switches to `postgres` (it
  * refuses to run as root).
@@ -44,6 +44,7 @@ export class TestPgBouncer {
   constructor(
     private readonly binary: string,
     private readonly poolSize = 10,
+    private readonly upstreamPort = 5432,
   ) {}
 
   /** A URL of `database` through PgBouncer. */
@@ -60,7 +61,7 @@ export class TestPgBouncer {
         join(this.dir, 'pgbouncer.ini'),
         [
           '[databases]',
-          '* = host=127.0.0.1 port=5432',
+          `* = host=127.0.0.1 port=${this.upstreamPort}`,
           '[pgbouncer]',
           'listen_addr = 127.0.0.1',
           `listen_port = ${this.port}`,
