@@ -14,17 +14,20 @@ import { createTestDatabase } from './support/test-app';
  * kept (real Postgres, a migrated database: six partitions each). A row
  * whose id is no UUIDv7 (old rows, rows written by hand) is still found.
  */
-const DAY = 86_400_000;
-
 describe('partition pruning by id (e2e)', () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
   let ds: DataSource;
   const emails = new EmailsRepository();
   const events = new EventsRepository();
   let projectId: string;
-  // Ids made now, 45 days ago (an older month), and a v4 id on a 45-day-old row.
-  const now = newId();
-  const old = uuidv7({ msecs: Date.now() - 45 * DAY });
+  // Rows (and their ids' times) in the middle of this month and of the month before last, so
+  // that the day of margin never reaches into a neighbouring month; a v4 id on the older row.
+  const midMonth = (monthsFromNow: number) => {
+    const today = new Date();
+    return new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth() + monthsFromNow, 15, 12));
+  };
+  const now = uuidv7({ msecs: midMonth(0).getTime() });
+  const old = uuidv7({ msecs: midMonth(-2).getTime() });
   let v4: string;
   const eventNow = newId();
   let eventV4: string;
@@ -64,12 +67,7 @@ describe('partition pruning by id (e2e)', () => {
       `INSERT INTO emails (id, created_at, project_id, contact_id, source, to_email, from_email, subject, priority)
        SELECT x.id, x.at, $1, $2, 'TRANSACTIONAL', 'p@example.com', 'me@example.com', 's', 1
          FROM unnest($3::uuid[], $4::timestamptz[]) AS x(id, at)`,
-      [
-        projectId,
-        contactId,
-        [now, old, v4],
-        [new Date(), new Date(Date.now() - 45 * DAY), new Date(Date.now() - 45 * DAY)],
-      ],
+      [projectId, contactId, [now, old, v4], [midMonth(0), midMonth(-2), midMonth(-2)]],
     );
     eventV4 = (
       (await ds.query(
