@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
+import { idTimeRange } from '../database/id';
 import { queryRows } from '../database/query-rows';
 
 /** One email's tracked hits, opens and clicks counted together (email-tracking.service.ts). */
@@ -34,7 +35,9 @@ export class EmailHitsRepository {
    * timestamp still null. Answers only the emails whose first open or first
    * click this was (each gets its email.opened / email.clicked event): the
    * others are counted and need nothing more. Emails that no longer exist
-   * (erased with their contact) are skipped.
+   * (erased with their contact) are skipped. Both statements are bounded by
+   * the ids' times (idTimeRange), so they read and lock the months from the
+   * oldest id's to the newest's, not every month kept.
    */
   recordHits(manager: EntityManager, hits: EmailHits[]): Promise<FirstHit[]> {
     if (hits.length === 0) return Promise.resolve([]);
@@ -42,12 +45,14 @@ export class EmailHitsRepository {
       manager,
       `WITH h AS (SELECT * FROM unnest($1::uuid[], $2::int[], $3::int[], $4::timestamptz[], $5::timestamptz[])
                     AS h(id, opens, clicks, opened_at, clicked_at)),
-            p AS (SELECT e.id, e.opened_at, e.clicked_at FROM emails e JOIN h ON h.id = e.id ORDER BY e.id FOR UPDATE OF e),
+            p AS (SELECT e.id, e.created_at, e.opened_at, e.clicked_at FROM emails e JOIN h ON h.id = e.id
+                   WHERE ${idTimeRange('e.created_at', '$1::uuid[]')}
+                   ORDER BY e.id FOR UPDATE OF e),
             u AS (UPDATE emails e
                      SET opens = e.opens + h.opens, clicks = e.clicks + h.clicks,
                          opened_at = COALESCE(e.opened_at, h.opened_at), clicked_at = COALESCE(e.clicked_at, h.clicked_at)
                     FROM h JOIN p ON p.id = h.id
-                   WHERE e.id = h.id
+                   WHERE e.id = p.id AND e.created_at = p.created_at AND ${idTimeRange('e.created_at', '$1::uuid[]')}
                RETURNING e.id AS "emailId", e.project_id AS "projectId", e.contact_id AS "contactId", e.to_email AS "toEmail",
                          p.opened_at IS NULL AND h.opened_at IS NOT NULL AS "firstOpen",
                          p.clicked_at IS NULL AND h.clicked_at IS NOT NULL AS "firstClick")

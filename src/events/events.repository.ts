@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { queryRows } from '../database/query-rows';
-import { newId } from '../database/id';
+import { idTimeRange, newId } from '../database/id';
 import type { EventRow } from './event.row';
 import { microsOf, timeOfMicros } from '../database/micros';
 
@@ -106,7 +106,8 @@ export class EventsRepository {
   async namesOf(manager: EntityManager, ids: string[]): Promise<Map<string, string>> {
     const rows = await queryRows<{ id: string; name: string }>(
       manager,
-      `SELECT id, name FROM events WHERE id = ANY($1::uuid[])`,
+      // The months from the oldest id's to the newest's only (migration IdTimeRange).
+      `SELECT id, name FROM events WHERE id = ANY($1::uuid[]) AND ${idTimeRange('created_at', '$1::uuid[]')}`,
       [ids],
     );
     return new Map(rows.map((r) => [r.id, r.name]));

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { newId } from '../database/id';
+import { idTimeRange, newId } from '../database/id';
 import { keysetRows } from '../database/keyset-rows';
 import { preparedRows, queryRows } from '../database/query-rows';
 import {
@@ -184,6 +184,16 @@ export function jsonChunks(records: unknown[], maxRows: number, maxBytes: number
   return chunks;
 }
 
+/** The created_at range of the email `$1` names: the statement reads one or two monthly partitions. */
+const BY_ID_TIME = idTimeRange('created_at', '$1');
+const E_BY_ID_TIME = idTimeRange('e.created_at', '$1');
+/**
+ * The same for the ids of the array `$1` (`id = ANY($1)`): from the oldest one's time to the
+ * newest one's, folded to constants when the statement is planned, so it reads and locks only
+ * those months (per-row ranges of a join would prune after locking every month).
+ */
+const BY_IDS_TIME = idTimeRange('created_at', '$1::uuid[]');
+
 /**
  * SENDING → a final status, RETURNING id (finish, finishRecording); parameters
  * of finishParams. The status it must be in is a parameter ($7, always
@@ -204,7 +214,7 @@ const FINISH_UPDATE = `UPDATE emails
               sent_at = CASE WHEN $2 = 'SENT' THEN now() ELSE sent_at END,
               bounced_at = CASE WHEN $2 = 'BOUNCED' THEN now() ELSE bounced_at END,
               updated_at = now()
-        WHERE id = $1 AND status = $7::email_status
+        WHERE id = $1 AND ${BY_ID_TIME} AND status = $7::email_status
        RETURNING id`;
 
 function finishParams(emailId: string, status: EmailStatus, fields: FinishFields): unknown[] {
@@ -301,7 +311,11 @@ export class EmailsRepository {
   }
 
   findById(manager: EntityManager, projectId: string, id: string): Promise<Email | null> {
-    return manager.findOne(Email, { where: { id, projectId } });
+    return manager
+      .createQueryBuilder(Email, 'e')
+      .where('e.id = :id AND e.project_id = :projectId', { id, projectId })
+      .andWhere(idTimeRange('e.created_at', ':id'))
+      .getOne();
   }
 
   /**
@@ -327,7 +341,7 @@ export class EmailsRepository {
                            ELSE e.error END,
               updated_at = now()
          FROM contacts c, projects p
-        WHERE e.id = $1 AND c.id = e.contact_id AND e.status IN ('QUEUED', 'SENDING')
+        WHERE e.id = $1 AND ${E_BY_ID_TIME} AND c.id = e.contact_id AND e.status IN ('QUEUED', 'SENDING')
           AND p.id = e.project_id AND p.enabled AND NOT (e.marketing AND ${MARKETING_HELD})
        RETURNING e.id, e.project_id AS "projectId", e.contact_id AS "contactId", e.status,
                  e.to_email AS "toEmail", e.to_name AS "toName", e.from_email AS "fromEmail", e.from_name AS "fromName",
@@ -377,7 +391,7 @@ export class EmailsRepository {
       manager,
       `SELECT e.project_id AS "projectId", NOT p.enabled AS disabled
          FROM emails e JOIN projects p ON p.id = e.project_id
-        WHERE e.id = $1 AND e.status IN ('QUEUED', 'SENDING')
+        WHERE e.id = $1 AND ${E_BY_ID_TIME} AND e.status IN ('QUEUED', 'SENDING')
           AND (NOT p.enabled OR (e.marketing AND ${MARKETING_HELD}))`,
       [emailId],
     );
@@ -388,7 +402,7 @@ export class EmailsRepository {
   async messageIdsOf(manager: EntityManager, ids: string[]): Promise<Map<string, string | null>> {
     const rows = await queryRows<{ id: string; messageId: string | null }>(
       manager,
-      `SELECT id, message_id AS "messageId" FROM emails WHERE id = ANY($1::uuid[])`,
+      `SELECT id, message_id AS "messageId" FROM emails WHERE id = ANY($1::uuid[]) AND ${BY_IDS_TIME}`,
       [ids],
     );
     return new Map(rows.map((row) => [row.id, row.messageId]));
@@ -482,7 +496,7 @@ export class EmailsRepository {
   async markUnsubscribed(manager: EntityManager, emailId: string): Promise<void> {
     await queryRows(
       manager,
-      'UPDATE emails SET unsubscribed_at = now() WHERE id = $1 AND unsubscribed_at IS NULL',
+      `UPDATE emails SET unsubscribed_at = now() WHERE id = $1 AND ${BY_ID_TIME} AND unsubscribed_at IS NULL`,
       [emailId],
     );
   }
@@ -529,7 +543,7 @@ export class EmailsRepository {
   async findForBounce(manager: EntityManager, emailId: string): Promise<BouncedEmail | null> {
     const rows = await queryRows<BouncedEmail>(
       manager,
-      `SELECT ${BOUNCED_EMAIL_COLUMNS} FROM emails WHERE id = $1`,
+      `SELECT ${BOUNCED_EMAIL_COLUMNS} FROM emails WHERE id = $1 AND ${BY_ID_TIME}`,
       [emailId],
     );
     return rows[0] ?? null;
@@ -542,7 +556,7 @@ export class EmailsRepository {
   ): Promise<Map<string, BouncedEmail>> {
     const rows = await queryRows<BouncedEmail>(
       manager,
-      `SELECT ${BOUNCED_EMAIL_COLUMNS} FROM emails WHERE id = ANY($1::uuid[])`,
+      `SELECT ${BOUNCED_EMAIL_COLUMNS} FROM emails WHERE id = ANY($1::uuid[]) AND ${BY_IDS_TIME}`,
       [emailIds],
     );
     return new Map(rows.map((row) => [row.id, row]));
@@ -640,7 +654,7 @@ export class EmailsRepository {
       `UPDATE emails SET status = 'BOUNCED', bounced_at = now(), bounce = $2::jsonb,
               error = COALESCE($3, error), subject = COALESCE($4, subject),
               return_path = COALESCE($5, return_path), updated_at = now()
-        WHERE id = $1 AND status IN ('SENDING', 'SENT')
+        WHERE id = $1 AND ${BY_ID_TIME} AND status IN ('SENDING', 'SENT')
        RETURNING ${BOUNCED_EMAIL_COLUMNS}`,
       [
         emailId,
@@ -665,7 +679,7 @@ export class EmailsRepository {
       manager,
       `UPDATE emails e SET status = 'BOUNCED', bounced_at = now(), bounce = b.bounce, updated_at = now()
          FROM unnest($1::uuid[], $2::jsonb[]) AS b(id, bounce)
-        WHERE e.id = b.id AND e.status IN ('SENDING', 'SENT')
+        WHERE e.id = b.id AND ${idTimeRange('e.created_at', '$1::uuid[]')} AND e.status IN ('SENDING', 'SENT')
        RETURNING e.id`,
       [bounces.map((b) => b.emailId), bounces.map((b) => JSON.stringify(b.bounce))],
     );
@@ -677,7 +691,7 @@ export class EmailsRepository {
     const rows = await queryRows<BouncedEmail>(
       manager,
       `UPDATE emails SET status = 'COMPLAINED', complained_at = now(), updated_at = now()
-        WHERE id = $1 AND status IN ('SENDING', 'SENT', 'BOUNCED')
+        WHERE id = $1 AND ${BY_ID_TIME} AND status IN ('SENDING', 'SENT', 'BOUNCED')
        RETURNING ${BOUNCED_EMAIL_COLUMNS}`,
       [emailId],
     );
@@ -693,7 +707,7 @@ export class EmailsRepository {
     const rows = await queryRows<BouncedEmail>(
       manager,
       `UPDATE emails SET bounce = $2::jsonb, updated_at = now()
-        WHERE id = $1 AND status IN ('SENDING', 'SENT') AND (bounce IS NULL OR bounce->>'type' = 'soft')
+        WHERE id = $1 AND ${BY_ID_TIME} AND status IN ('SENDING', 'SENT') AND (bounce IS NULL OR bounce->>'type' = 'soft')
        RETURNING ${BOUNCED_EMAIL_COLUMNS}`,
       [emailId, JSON.stringify(bounce)],
     );
@@ -721,7 +735,8 @@ export class EmailsRepository {
   async requeue(manager: EntityManager, emailId: string, error: string): Promise<void> {
     await queryRows(
       manager,
-      `UPDATE emails SET status = 'QUEUED', error = $2, updated_at = now() WHERE id = $1 AND status = 'SENDING'`,
+      `UPDATE emails SET status = 'QUEUED', error = $2, updated_at = now()
+        WHERE id = $1 AND ${BY_ID_TIME} AND status = 'SENDING'`,
       [emailId, error],
     );
   }
@@ -740,7 +755,7 @@ export class EmailsRepository {
     await queryRows(
       manager,
       `UPDATE emails SET status = 'QUEUED', attempts = attempts - $3, error = COALESCE($2, error), updated_at = now()
-        WHERE id = $1 AND status = 'SENDING'`,
+        WHERE id = $1 AND ${BY_ID_TIME} AND status = 'SENDING'`,
       [emailId, error, refund ? 1 : 0],
     );
   }
@@ -754,7 +769,7 @@ export class EmailsRepository {
     const rows = await queryRows<FailedEmail>(
       manager,
       `UPDATE emails SET status = 'FAILED', error = $2, updated_at = now()
-        WHERE id = $1 AND status IN ('QUEUED', 'SENDING')
+        WHERE id = $1 AND ${BY_ID_TIME} AND status IN ('QUEUED', 'SENDING')
        RETURNING project_id AS "projectId", contact_id AS "contactId", to_email AS "toEmail", attachments`,
       [emailId, error],
     );
