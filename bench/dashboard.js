@@ -27,7 +27,7 @@ const { performance } = require('node:perf_hooks');
 const { join } = require('node:path');
 const { Client } = require('pg');
 const { chromium } = require('playwright-core');
-const { ROOT, createBenchDatabase, createProject, startApp, dropPlainIndexes } = require('./support');
+const { ROOT, createBenchDatabase, createProject, startApp, dropPlainIndexes, createBenchUuidFunctions } = require('./support');
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS || 1_000_000);
 const EVENTS = Number(process.env.BENCH_EVENTS || 5_000_000);
@@ -55,11 +55,7 @@ async function seed(pg, projectId) {
   console.log(`Seeding ${CONTACTS.toLocaleString()} contacts, ${EVENTS.toLocaleString()} events, ${EMAILS.toLocaleString()} emails`);
   await pg.query(`SET synchronous_commit = off; SET maintenance_work_mem = '256MB'; SET work_mem = '64MB'`);
   const recreateIndexes = await dropPlainIndexes(pg, ['contacts', 'events', 'emails']);
-  // UUIDv7-shaped, time-ordered ids derived from the row number (events and emails point at contacts without a join).
-  await pg.query(`
-    CREATE FUNCTION bench_uuid(i bigint, variant text) RETURNS uuid LANGUAGE sql IMMUTABLE AS $$
-      SELECT (lpad(to_hex(1790000000000 + i), 12, '0') || '7000' || variant || lpad(to_hex(i), 12, '0'))::uuid
-    $$`);
+  await createBenchUuidFunctions(pg);
   await pg.query(`SELECT setseed(0.42)`);
   await timed('contacts', () =>
     pg.query(
@@ -80,12 +76,12 @@ async function seed(pg, projectId) {
     for (let from = 0; from < EVENTS; from += chunk) {
       await pg.query(
         `INSERT INTO events (id, project_id, contact_id, email_id, name, data, created_at)
-         SELECT bench_uuid(g, '9000'), $1, bench_uuid(1 + floor(random() * $4)::bigint, '8000'), NULL,
+         SELECT bench_uuid_at(ts, g, '9000'), $1, bench_uuid(1 + floor(random() * $4)::bigint, '8000'), NULL,
                 (ARRAY['purchase', 'signup', 'login', 'page.view', 'cart.add', 'cart.remove', 'checkout', 'refund',
                        'invite', 'share', 'search', 'download', 'upload', 'comment', 'like', 'follow', 'email.sent',
                        'email.opened', 'email.clicked', 'email.bounced'])[1 + floor(random() * 20)::int],
-                '{}'::jsonb, now() - random() * interval '90 days'
-         FROM generate_series($2::int, $3::int) AS g`,
+                '{}'::jsonb, ts
+         FROM (SELECT g, now() - random() * interval '90 days' AS ts FROM generate_series($2::int, $3::int) AS g) s`,
         [projectId, from + 1, Math.min(from + chunk, EVENTS), CONTACTS],
       );
     }
@@ -104,12 +100,12 @@ async function seed(pg, projectId) {
       pg.query(
         `INSERT INTO emails (id, project_id, contact_id, source, marketing, to_email, from_email, subject, html, text,
                              status, attempts, priority, created_at, queued_at)
-         SELECT bench_uuid(i, 'a000'), $1, bench_uuid(1 + (i % $3), '8000'), 'TRANSACTIONAL', false,
+         SELECT bench_uuid_at(ts, i, 'a000'), $1, bench_uuid(1 + (i % $3), '8000'), 'TRANSACTIONAL', false,
                 'user' || (1 + (i % $3)) || '@example.com', 'hello@bench.example', 'Bench ' || i,
                 '<p>Hello</p>', 'Hello',
                 (ARRAY['SENT', 'SENT', 'SENT', 'SENT', 'BOUNCED', 'FAILED'])[1 + floor(random() * 6)::int]::email_status,
-                1, 5, now() - make_interval(secs => ($2 - i) * 10), now() - make_interval(secs => ($2 - i) * 10)
-         FROM generate_series(1, $2::int) AS i`,
+                1, 5, ts, ts
+         FROM (SELECT i, now() - make_interval(secs => ($2 - i) * 10) AS ts FROM generate_series(1, $2::int) AS i) s`,
         [projectId, EMAILS, CONTACTS],
       ),
     );

@@ -20,7 +20,7 @@ const { Client } = require('pg');
 const { DataSource } = require('typeorm');
 const { performance } = require('node:perf_hooks');
 const path = require('node:path');
-const { dropPlainIndexes } = require('./support');
+const { dropPlainIndexes, createBenchUuidFunctions } = require('./support');
 
 // The compiled app; BENCH_DIST points elsewhere to bench a build outside dist/.
 const DIST = process.env.BENCH_DIST ? path.resolve(process.env.BENCH_DIST) : path.join(__dirname, '..', 'dist');
@@ -95,13 +95,7 @@ async function seed(pg, projectId) {
   await pg.query(`INSERT INTO projects (id, name) VALUES ($1, 'Bench')`, [projectId]);
   // Loading without indexes and re-creating them afterwards (same definitions) is several times faster.
   const recreateIndexes = await dropPlainIndexes(pg, ['contacts', 'events']);
-  // Ids are UUIDv7-shaped and time-ordered like the app's, derived from the row number so events can point at contacts.
-  // Ids are UUIDv7-shaped and time-ordered like the app's, derived from the row number so events can point at
-  // contacts without a join; cheap to compute (no hashing), and appended in order to the primary-key indexes.
-  await pg.query(`
-    CREATE FUNCTION bench_uuid(i bigint, variant text) RETURNS uuid LANGUAGE sql IMMUTABLE AS $$
-      SELECT (lpad(to_hex(1790000000000 + i), 12, '0') || '7000' || variant || lpad(to_hex(i), 12, '0'))::uuid
-    $$`);
+  await createBenchUuidFunctions(pg);
   await pg.query(`SELECT setseed(0.42)`);
   await timed('contacts', () =>
     pg.query(
@@ -125,12 +119,12 @@ async function seed(pg, projectId) {
     for (let from = 0; from < EVENTS; from += chunk) {
       await pg.query(
         `INSERT INTO events (id, project_id, contact_id, email_id, name, data, created_at)
-         SELECT bench_uuid(g, '9000'), $1, bench_uuid(1 + floor(random() * $4)::bigint, '8000'), NULL,
+         SELECT bench_uuid_at(ts, g, '9000'), $1, bench_uuid(1 + floor(random() * $4)::bigint, '8000'), NULL,
                 (ARRAY['purchase', 'signup', 'login', 'page.view', 'cart.add', 'cart.remove', 'checkout', 'refund',
                        'invite', 'share', 'search', 'download', 'upload', 'comment', 'like', 'follow', 'email.sent',
                        'email.opened', 'email.clicked', 'email.bounced'])[1 + floor(random() * 20)::int],
-                '{}'::jsonb, now() - random() * interval '90 days'
-         FROM generate_series($2::int, $3::int) AS g`,
+                '{}'::jsonb, ts
+         FROM (SELECT g, now() - random() * interval '90 days' AS ts FROM generate_series($2::int, $3::int) AS g) s`,
         [projectId, from + 1, Math.min(from + chunk, EVENTS), CONTACTS],
       );
     }

@@ -224,6 +224,25 @@ async function dropPlainIndexes(pg, tables) {
   };
 }
 
+/**
+ * SQL functions for seeding: `bench_uuid(i, variant)`, a UUIDv7-shaped id derived from the row
+ * number (contacts; events and emails point at them without a join), and `bench_uuid_at(ts, i,
+ * variant)`, one whose time bits are `ts`, for rows of the partitioned tables: the service bounds
+ * a lookup by id with the id's own time (mw_id_time_lo/hi), so an email or event whose id time is
+ * far from its created_at would not be found.
+ */
+async function createBenchUuidFunctions(pg) {
+  await pg.query(`
+    CREATE FUNCTION bench_uuid(i bigint, variant text) RETURNS uuid LANGUAGE sql IMMUTABLE AS $$
+      SELECT (lpad(to_hex(1790000000000 + i), 12, '0') || '7000' || variant || lpad(to_hex(i), 12, '0'))::uuid
+    $$`);
+  await pg.query(`
+    CREATE FUNCTION bench_uuid_at(ts timestamptz, i bigint, variant text) RETURNS uuid LANGUAGE sql IMMUTABLE AS $$
+      SELECT (lpad(to_hex(floor(extract(epoch FROM ts) * 1000)::bigint), 12, '0') || '7000' || variant
+              || lpad(to_hex(i), 12, '0'))::uuid
+    $$`);
+}
+
 /** Deletes the Redis keys matching `pattern` (a bench's queue prefix), a thousand per DEL. */
 async function deleteRedisKeys(pattern) {
   const { Redis } = require('ioredis');
@@ -259,6 +278,7 @@ module.exports = {
   closedLoop,
   createBenchDatabase,
   createProject,
+  createBenchUuidFunctions,
   deleteRedisKeys,
   dropPlainIndexes,
   freePort,
