@@ -94,10 +94,19 @@ export class PartitionMaintenance {
         const manager = runner.manager;
         for (const name of await this.partitions.detachPending(manager, table))
           await this.partitions.detach(runner, table, name, true);
-        const detached = await this.partitions.detachedLeftovers(manager, table);
+        const drop = async (name: string) => {
+          await manager.transaction(async (tx) => {
+            await this.partitions.lockMaintenance(tx);
+            await this.partitions.dropDetached(tx, table, name);
+          });
+          dropped.push(name);
+        };
+        for (const name of await this.partitions.detachedLeftovers(manager, table))
+          await drop(name);
         const expired = (await this.partitions.partitions(manager, table)).filter(
           (partition) => partition.upper.getTime() <= Date.now() - days * DAY_MS,
         );
+        // Month by month, so that a failure leaves at most one month detached and not dropped.
         for (const { name } of expired) {
           if (table === 'emails' && (await this.partitions.hasOpenEmails(manager, name))) {
             this.logger.warn(
@@ -107,14 +116,7 @@ export class PartitionMaintenance {
             continue;
           }
           await this.partitions.detach(runner, table, name);
-          detached.push(name);
-        }
-        for (const name of detached) {
-          await manager.transaction(async (tx) => {
-            await this.partitions.lockMaintenance(tx);
-            await this.partitions.dropDetached(tx, table, name);
-          });
-          dropped.push(name);
+          await drop(name);
         }
       } finally {
         await this.partitions.unlockMaintenanceSession(runner);
