@@ -6,9 +6,10 @@
  * (generate_series, triggers off while loading, then VACUUM ANALYZE as an old month would be),
  * and the month's event_name_stats. While BENCH_WRITERS clients (default 4) record events of this
  * month, as POST /v1/track does (one INSERT per statement, the foreign key to contacts checked),
- * the maintenance's drop runs on that month (PartitionsRepository.drop: the month's counts leave
- * event_name_stats, then DROP TABLE, in one transaction). Reports the drop's time, how long its DROP TABLE
- * held the parent's lock, and the writers' statements before, during and after. Before the drop it
+ * the maintenance's drop runs on that month as PartitionMaintenance does: DETACH PARTITION
+ * CONCURRENTLY (the only step that locks the parent, in SHARE UPDATE EXCLUSIVE), then on the detached
+ * table the month's counts leave event_name_stats and DROP TABLE, in one transaction. Reports each
+ * step's time and the writers' statements before, during and after. Before the drop it
  * also times a lookup of an event by id alone (one primary-key probe per month kept).
  *
  *   npm run bench:partitions          (builds first)
@@ -153,18 +154,26 @@ async function main() {
     const writers = startWriters(db.url, projectId, contacts);
     const baselineFrom = Date.now();
     await sleep(3000);
+    // As PartitionMaintenance does: DETACH CONCURRENTLY outside a transaction (the only step that
+    // touches the parent), then the bookkeeping and DROP TABLE on the detached month.
     const started = Date.now();
+    const runner = ds.createQueryRunner();
+    await runner.connect();
+    await repository.lockMaintenanceSession(runner);
+    await repository.detach(runner, 'events', partition);
+    const detached = Date.now();
     let dropStarted = 0;
-    await ds.transaction(async (manager) => {
+    await runner.manager.transaction(async (manager) => {
       await repository.lockMaintenance(manager);
-      // The DROP TABLE is the statement that locks the parent: time it apart from the stats' count.
       const query = manager.query.bind(manager);
       manager.query = (text, params) => {
         if (/^DROP TABLE/.test(text)) dropStarted = Date.now();
         return query(text, params);
       };
-      await repository.drop(manager, 'events', partition);
+      await repository.dropDetached(manager, 'events', partition);
     });
+    await repository.unlockMaintenanceSession(runner);
+    await runner.release();
     const ended = Date.now();
     await sleep(2000);
     await writers.stop();
@@ -172,7 +181,8 @@ async function main() {
     const fmt = (s) =>
       `${s.writes} writes, p50 ${s.p50?.toFixed(1)} ms, p99 ${s.p99?.toFixed(1)} ms, longest ${s.max?.toFixed(1)} ms`;
     console.log(
-      `drop of ${partition}: ${ended - started} ms in all, of which DROP TABLE and commit ${ended - dropStarted} ms`,
+      `drop of ${partition}: ${ended - started} ms in all: DETACH CONCURRENTLY ${detached - started} ms, ` +
+        `event_name_stats ${dropStarted - detached} ms, DROP TABLE and commit ${ended - dropStarted} ms`,
     );
     console.log(`writers before: ${fmt(summary(writers.samples, baselineFrom, started))}`);
     console.log(`writers during: ${fmt(summary(writers.samples, started, ended))}`);

@@ -2,6 +2,7 @@ import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
+import { PartitionEmailsEvents1795970000000 as PartitionMigration } from '../src/database/migrations/1795970000000-PartitionEmailsEvents';
 import { PartitionMaintenance } from '../src/partitions/partition-maintenance';
 import { PARTITION_JOBS, RECOVERY_SCHEDULERS } from '../src/queue/jobs';
 import { QUEUES } from '../src/queue/queue.constants';
@@ -296,5 +297,167 @@ describe('partitions and retention (e2e)', () => {
     );
     expect(seen).toEqual(stored.map((e) => e.id));
     expect(new Set(seen).size).toBe(seen.length);
+  });
+
+  describe('retention drops without blocking', () => {
+    const DAY_MS = 24 * 3_600_000;
+    let contactId: string;
+    /** Creates `table`'s month of `monthsAgo` months back (far past the 30 days), as the job names them. */
+    const oldMonth = async (table: 'emails' | 'events', monthsAgo: number) => {
+      const lower = monthStart(-monthsAgo);
+      const name = `${table}_p${lower.toISOString().slice(0, 7).replace('-', '')}`;
+      await db.query(
+        `CREATE TABLE "${name}" PARTITION OF "${table}" FOR VALUES FROM ('${lower.toISOString()}') TO ('${monthStart(1 - monthsAgo).toISOString()}')`,
+      );
+      return { name, at: new Date(lower.getTime() + DAY_MS).toISOString() };
+    };
+    const insertEmail = async (at: string, status: string) =>
+      (
+        await db.query(
+          `INSERT INTO emails (id, project_id, contact_id, campaign_id, source, to_email, from_email, subject, priority, status, created_at)
+           VALUES (gen_random_uuid(), $1, $2, gen_random_uuid(), 'CAMPAIGN', 'keep@example.com', $3, 's', 10, $4, $5) RETURNING id`,
+          [t.project.id, contactId, FROM, status, at],
+        )
+      )[0].id as string;
+    const exists = async (name: string) =>
+      (await db.query(`SELECT to_regclass($1) IS NOT NULL AS e`, [`"${name}"`]))[0].e as boolean;
+    const maintain = () => retention.app.get(PartitionMaintenance).maintain();
+
+    beforeAll(async () => {
+      contactId = (await ok('POST', '/contacts', { email: 'keep@example.com', subscribed: true }))
+        .id;
+    });
+
+    it('drops a month while emails are updated by id alone, with no deadlock or error', async () => {
+      const month = await oldMonth('emails', 12);
+      await insertEmail(month.at, 'SENT');
+      const ids = await Promise.all([0, 1, 2, 3].map(() => insertEmail('now()', 'SENT')));
+      // Updates by id alone (as emails.repository.ts does) lock the parent and every month.
+      const clients = ids.map(() => new Client({ connectionString: t.db.url }));
+      await Promise.all(clients.map((c) => c.connect()));
+      let running = true;
+      let updates = 0;
+      const errors: string[] = [];
+      const loops = clients.map(async (c, i) => {
+        while (running) {
+          try {
+            await c.query(`UPDATE emails SET updated_at = now() WHERE id = $1`, [ids[i]]);
+            updates++;
+          } catch (error) {
+            errors.push((error as Error).message);
+          }
+        }
+      });
+      try {
+        await pollUntil(
+          async () => updates,
+          (n) => n >= 20,
+          5_000,
+          10,
+        );
+        const { dropped } = await maintain();
+        expect(dropped).toContain(month.name);
+      } finally {
+        running = false;
+        await Promise.all(loops);
+        await Promise.all(clients.map((c) => c.end()));
+      }
+      expect(errors).toEqual([]);
+      expect(await exists(month.name)).toBe(false);
+    });
+
+    it('keeps a month with QUEUED or SENDING emails until they are done; finishes what an interrupted run left', async () => {
+      const open = await oldMonth('emails', 11);
+      const queued = await insertEmail(open.at, 'QUEUED');
+      const sending = await insertEmail(open.at, 'SENDING');
+      // An events month whose DETACH CONCURRENTLY is cancelled while a transaction still uses it.
+      const pending = await oldMonth('events', 11);
+      const blocker = new Client({ connectionString: t.db.url });
+      const detacher = new Client({ connectionString: t.db.url });
+      await Promise.all([blocker.connect(), detacher.connect()]);
+      try {
+        await blocker.query(`BEGIN`);
+        await blocker.query(`SELECT count(*) FROM events WHERE id = gen_random_uuid()`);
+        await detacher.query(`SET lock_timeout = '300ms'`);
+        await expect(
+          detacher.query(`ALTER TABLE events DETACH PARTITION "${pending.name}" CONCURRENTLY`),
+        ).rejects.toMatchObject({ code: '55P03' });
+        await blocker.query(`COMMIT`);
+      } finally {
+        await Promise.all([blocker.end(), detacher.end()]);
+      }
+      const detachPending = async () =>
+        (
+          await db.query(
+            `SELECT inhdetachpending AS p FROM pg_inherits WHERE inhrelid = to_regclass($1)`,
+            [`"${pending.name}"`],
+          )
+        )[0]?.p;
+      expect(await detachPending()).toBe(true);
+      // And one detached but not dropped (a run that failed between the two).
+      const leftover = await oldMonth('events', 9);
+      await db.query(`ALTER TABLE events DETACH PARTITION "${leftover.name}"`);
+
+      const first = await maintain();
+      expect(first.dropped).toEqual(expect.arrayContaining([pending.name, leftover.name]));
+      expect(first.dropped).not.toContain(open.name);
+      expect(await exists(pending.name)).toBe(false);
+      expect(await exists(open.name)).toBe(true);
+
+      await db.query(`UPDATE emails SET status = 'SENT' WHERE id = $1`, [queued]);
+      expect((await maintain()).dropped).not.toContain(open.name);
+      await db.query(`UPDATE emails SET status = 'FAILED' WHERE id = $1`, [sending]);
+      expect((await maintain()).dropped).toContain(open.name);
+      expect(await exists(open.name)).toBe(false);
+    });
+
+    it("creates both tables' months first: a failing drop of one table stops neither", async () => {
+      // DETACH CONCURRENTLY is refused while the parent has a DEFAULT partition: events' drop fails.
+      const events = await oldMonth('events', 10);
+      const emails = await oldMonth('emails', 10);
+      await db.query(`CREATE TABLE events_default_test PARTITION OF events DEFAULT`);
+      try {
+        const last = (await partitions('emails')).at(-1)!;
+        await db.query(`DROP TABLE "${last.name}"`);
+        const { created, dropped } = await maintain();
+        expect(created).toEqual([last.name]);
+        expect(dropped).toEqual([emails.name]);
+        expect(await exists(events.name)).toBe(true);
+      } finally {
+        await db.query(`DROP TABLE events_default_test`);
+      }
+      expect((await maintain()).dropped).toEqual([events.name]);
+    });
+  });
+
+  it('the migration drops an INVALID index an interrupted build left, so that its next run builds it again', async () => {
+    await db.query(`CREATE TABLE mw_test_invalid (id int)`);
+    try {
+      await db.query(`INSERT INTO mw_test_invalid VALUES (1), (1)`);
+      // A failed CREATE INDEX CONCURRENTLY (here: duplicates) leaves the index behind, INVALID.
+      const build = `CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS mw_test_invalid_idx ON mw_test_invalid (id)`;
+      await expect(db.query(build)).rejects.toMatchObject({ code: '23505' });
+      const valid = async () =>
+        (
+          await db.query(
+            `SELECT indisvalid AS v FROM pg_index WHERE indexrelid = to_regclass('mw_test_invalid_idx')`,
+          )
+        )[0]?.v;
+      expect(await valid()).toBe(false);
+      await db.query(
+        `DELETE FROM mw_test_invalid WHERE ctid = (SELECT min(ctid) FROM mw_test_invalid)`,
+      );
+      const runner = db.createQueryRunner();
+      try {
+        await PartitionMigration.dropInvalidIndex(runner, 'mw_test_invalid_idx');
+        await PartitionMigration.dropInvalidIndex(runner, 'mw_test_invalid_idx'); // gone: nothing to do
+      } finally {
+        await runner.release();
+      }
+      await db.query(build);
+      expect(await valid()).toBe(true);
+    } finally {
+      await db.query(`DROP TABLE mw_test_invalid`);
+    }
   });
 });

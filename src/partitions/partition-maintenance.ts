@@ -33,38 +33,97 @@ export class PartitionMaintenance {
   ) {}
 
   async maintain(): Promise<MaintenanceResult> {
-    const created: string[] = [];
-    const dropped: string[] = [];
-    const retention: Array<[PartitionedTable, number | null]> = [
+    const tables: Array<[PartitionedTable, number | null]> = [
       ['events', this.config.eventRetentionDays],
       ['emails', this.config.emailRetentionDays],
     ];
-    for (const [table, days] of retention) {
-      const made = await this.dataSource.transaction(async (manager) => {
-        await this.partitions.lockMaintenance(manager);
-        return this.partitions.ensure(manager, table, MONTHS_AHEAD);
-      });
-      created.push(...made);
-      const expired =
-        days === null
-          ? []
-          : (await this.partitions.partitions(this.dataSource.manager, table)).filter(
-              (partition) => partition.upper.getTime() <= Date.now() - days * DAY_MS,
-            );
-      // One transaction per month: each holds its locks only for its own drop.
-      for (const partition of expired) {
-        await this.dataSource.transaction(async (manager) => {
+    // New months first, for both tables: a failing drop must never keep next month from existing.
+    const created: string[] = [];
+    const changed = new Set<PartitionedTable>();
+    let ensureError: unknown = null;
+    for (const [table] of tables) {
+      try {
+        const made = await this.dataSource.transaction(async (manager) => {
           await this.partitions.lockMaintenance(manager);
-          await this.partitions.drop(manager, table, partition.name);
+          return this.partitions.ensure(manager, table, MONTHS_AHEAD);
         });
-        dropped.push(partition.name);
+        created.push(...made);
+        if (made.length > 0) changed.add(table);
+      } catch (error) {
+        ensureError ??= error;
+        this.logger.error({ err: error, table }, 'creating partitions failed');
       }
-      // About once a month per table: when its set of partitions changed.
-      if (made.length > 0 || expired.length > 0)
-        await this.partitions.analyze(this.dataSource.manager, table);
     }
+    const dropped: string[] = [];
+    for (const [table, days] of tables) {
+      if (days === null) continue;
+      try {
+        const gone = await this.dropExpired(table, days);
+        dropped.push(...gone);
+        if (gone.length > 0) changed.add(table);
+      } catch (error) {
+        // The next run tries again (an interrupted detach it finishes); the months ahead are made.
+        this.logger.warn({ err: error, table }, 'dropping expired partitions failed');
+      }
+    }
+    // About once a month per table: when its set of partitions changed.
+    for (const table of changed) await this.partitions.analyze(this.dataSource.manager, table);
     if (created.length > 0 || dropped.length > 0)
       this.logger.log({ created, dropped }, 'partitions maintained');
+    // A failed creation fails the job, so that it shows; drops only warn.
+    if (ensureError) throw ensureError;
     return { created, dropped };
+  }
+
+  /**
+   * Drops the table's months past the retention: DETACH PARTITION
+   * CONCURRENTLY first (no lock that blocks reads or writes of the table,
+   * so no deadlock with an update by id, which locks every month), then
+   * the bookkeeping and DROP TABLE on the detached month, one transaction
+   * each. What an interrupted run left (a month detach pending, or detached
+   * but not dropped) is finished first. An emails month that still holds
+   * QUEUED or SENDING emails is kept until they are done.
+   */
+  private async dropExpired(table: PartitionedTable, days: number): Promise<string[]> {
+    const runner = this.dataSource.createQueryRunner();
+    await runner.connect();
+    const dropped: string[] = [];
+    try {
+      await this.partitions.lockMaintenanceSession(runner);
+      try {
+        const manager = runner.manager;
+        for (const name of await this.partitions.detachPending(manager, table))
+          await this.partitions.detach(runner, table, name, true);
+        const drop = async (name: string) => {
+          await manager.transaction(async (tx) => {
+            await this.partitions.lockMaintenance(tx);
+            await this.partitions.dropDetached(tx, table, name);
+          });
+          dropped.push(name);
+        };
+        for (const name of await this.partitions.detachedLeftovers(manager, table))
+          await drop(name);
+        const expired = (await this.partitions.partitions(manager, table)).filter(
+          (partition) => partition.upper.getTime() <= Date.now() - days * DAY_MS,
+        );
+        // Month by month, so that a failure leaves at most one month detached and not dropped.
+        for (const { name } of expired) {
+          if (table === 'emails' && (await this.partitions.hasOpenEmails(manager, name))) {
+            this.logger.warn(
+              { partition: name },
+              'partition kept past the retention: it still holds QUEUED or SENDING emails',
+            );
+            continue;
+          }
+          await this.partitions.detach(runner, table, name);
+          await drop(name);
+        }
+      } finally {
+        await this.partitions.unlockMaintenanceSession(runner);
+      }
+    } finally {
+      await runner.release();
+    }
+    return dropped;
   }
 }

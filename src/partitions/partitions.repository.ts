@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
+import type { EntityManager, QueryRunner } from 'typeorm';
 import { queryRows } from '../database/query-rows';
 
 /** The tables partitioned by month of created_at. */
@@ -22,6 +22,14 @@ const MAINTENANCE_LOCK = 727_002;
  * fails and the next one tries again, months ahead of need.
  */
 const LOCK_TIMEOUT = '2s';
+
+/**
+ * Longest wait of DETACH ... CONCURRENTLY for the transactions that may
+ * still use the month: it blocks no reads or writes meanwhile (only other
+ * DDL and VACUUM of the table), and an interrupted one is finished by the
+ * next run (FINALIZE).
+ */
+const DETACH_LOCK_TIMEOUT = '1min';
 
 function quoted(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
@@ -73,18 +81,103 @@ export class PartitionsRepository {
   }
 
   /**
-   * Drops one partition, in the caller's transaction (after lockMaintenance).
-   * Deleting rows would fire the counters' triggers; dropping does not, so
-   * campaign counters and the status gauges keep counting the emails that
-   * went. Two things that must follow the rows are done first: events leave
-   * event_name_stats (GET /events' total and /events/names count stored
-   * events), and emails unlink their bounce reports (as a delete does). The
-   * partition is locked against writes meanwhile (SHARE: a contact deletion
-   * that reaches it waits), which leaves the rest of the table alone.
+   * Takes the maintenance lock for the runner's session, for the steps that
+   * cannot run in a transaction block (DETACH ... CONCURRENTLY): release it
+   * with unlockMaintenance before the runner goes back to the pool.
    */
-  async drop(manager: EntityManager, table: PartitionedTable, partition: string): Promise<void> {
+  async lockMaintenanceSession(runner: QueryRunner): Promise<void> {
+    await runner.query(`SELECT pg_advisory_lock($1)`, [MAINTENANCE_LOCK]);
+    await runner.query(`SELECT set_config('lock_timeout', $1, false)`, [DETACH_LOCK_TIMEOUT]);
+  }
+
+  async unlockMaintenanceSession(runner: QueryRunner): Promise<void> {
+    await runner.query(`RESET lock_timeout`);
+    await runner.query(`SELECT pg_advisory_unlock($1)`, [MAINTENANCE_LOCK]);
+  }
+
+  /**
+   * The table's partitions an interrupted DETACH ... CONCURRENTLY left
+   * "detach pending" (still attached, no longer seen by new queries).
+   */
+  async detachPending(manager: EntityManager, table: PartitionedTable): Promise<string[]> {
+    const rows = await queryRows<{ name: string }>(
+      manager,
+      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = $1::regclass AND i.inhdetachpending ORDER BY 1`,
+      [table],
+    );
+    return rows.map((row) => row.name);
+  }
+
+  /**
+   * The table's months that were detached but not dropped (the run failed
+   * between the two): plain tables named as its partitions are, no longer
+   * attached. Their bookkeeping has not been done (it commits with the drop).
+   */
+  async detachedLeftovers(manager: EntityManager, table: PartitionedTable): Promise<string[]> {
+    const rows = await queryRows<{ name: string }>(
+      manager,
+      `SELECT c.relname AS name FROM pg_class c
+        WHERE c.relkind = 'r' AND NOT c.relispartition AND c.relnamespace = current_schema()::regnamespace
+          AND c.relname ~ ('^' || $1 || '_(legacy|p[0-9]{6})$') ORDER BY 1`,
+      [table],
+    );
+    return rows.map((row) => row.name);
+  }
+
+  /**
+   * Whether an emails partition still holds emails on their way (QUEUED or
+   * SENDING): dropping them would leave them in the status gauges and their
+   * campaign's counters for good. One probe of the month's (project_id,
+   * status) index per project, so a month of millions of sent emails costs no scan.
+   */
+  async hasOpenEmails(manager: EntityManager, partition: string): Promise<boolean> {
+    const [row] = await queryRows<{ open: boolean }>(
+      manager,
+      // LATERAL ... LIMIT 1: a probe per project, never a hash join over the month.
+      `SELECT EXISTS (
+         SELECT 1 FROM projects p CROSS JOIN LATERAL (
+           SELECT 1 FROM ${quoted(partition)} e
+            WHERE e.project_id = p.id AND e.status IN ('QUEUED', 'SENDING') LIMIT 1) open) AS open`,
+    );
+    return row.open;
+  }
+
+  /**
+   * Detaches a month without blocking anyone's reads or writes: DETACH
+   * PARTITION CONCURRENTLY takes SHARE UPDATE EXCLUSIVE only, then waits
+   * for the transactions that may still use the month. Must run outside a
+   * transaction block; `finalize` completes one an interruption left
+   * pending. A DEFAULT partition would make PostgreSQL refuse it; there is
+   * none (rows past the last month are refused instead).
+   */
+  async detach(
+    runner: QueryRunner,
+    table: PartitionedTable,
+    partition: string,
+    finalize = false,
+  ): Promise<void> {
+    await runner.query(
+      `ALTER TABLE ${quoted(table)} DETACH PARTITION ${quoted(partition)} ${finalize ? 'FINALIZE' : 'CONCURRENTLY'}`,
+    );
+  }
+
+  /**
+   * Drops a month once detached (detach first), in the caller's transaction
+   * (after lockMaintenance). Deleting rows would fire the counters'
+   * triggers; dropping does not, so campaign counters and the status gauges
+   * keep counting the emails that went. Two things that must follow the rows
+   * are done first: events leave event_name_stats (GET /events' total and
+   * /events/names count stored events), and emails unlink their bounce
+   * reports (as a delete does). Detached, the table is no one else's: the
+   * bookkeeping blocks nobody, and DROP TABLE locks the parent no more.
+   */
+  async dropDetached(
+    manager: EntityManager,
+    table: PartitionedTable,
+    partition: string,
+  ): Promise<void> {
     const name = quoted(partition);
-    await queryRows(manager, `LOCK TABLE ${name} IN SHARE MODE`);
     // Counting a month of events takes longer than a lock should: no lock timeout for the reads.
     await queryRows(manager, `SELECT set_config('statement_timeout', '0', true)`);
     if (table === 'events') {

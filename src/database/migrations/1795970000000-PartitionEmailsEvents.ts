@@ -40,6 +40,11 @@ export class PartitionEmailsEvents1795970000000 implements MigrationInterface {
     for (const table of ['events', 'emails'] as const) {
       if (await this.isPartitioned(queryRunner, table)) continue;
       const bound = await this.bound(queryRunner, table);
+      // A build that failed or was cancelled leaves an INVALID index, which IF NOT EXISTS would keep.
+      await PartitionEmailsEvents1795970000000.dropInvalidIndex(
+        queryRunner,
+        `${table}_legacy_id_created_at`,
+      );
       await queryRunner.query(
         `CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS "${table}_legacy_id_created_at" ON "${table}" ("id", "created_at")`,
       );
@@ -62,6 +67,20 @@ export class PartitionEmailsEvents1795970000000 implements MigrationInterface {
     await this.moveUniqueRules(queryRunner);
     await queryRunner.query(`ANALYZE "events"`);
     await queryRunner.query(`ANALYZE "emails"`);
+  }
+
+  /**
+   * Drops the index if a CREATE INDEX CONCURRENTLY left it INVALID (it failed
+   * or was cancelled midway): PRIMARY KEY USING INDEX refuses an invalid one,
+   * so an interrupted run would otherwise fail at every boot after it.
+   * Static (TypeORM takes every export of this file for a migration).
+   */
+  static async dropInvalidIndex(queryRunner: QueryRunner, name: string): Promise<void> {
+    const [row] = (await queryRunner.query(
+      `SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass($1)`,
+      [`"${name}"`],
+    )) as Array<{ valid: boolean }>;
+    if (row && !row.valid) await queryRunner.query(`DROP INDEX CONCURRENTLY "${name}"`);
   }
 
   private async isPartitioned(queryRunner: QueryRunner, table: string): Promise<boolean> {
