@@ -404,7 +404,10 @@ export class DeliveryService {
     const chars = contentChars(content);
     if (chars > CONTENT_CACHE_CHARS / 4) return content;
     for (const [oldest, held] of this.contents) {
-      if (this.contents.size < CONTENT_CACHE_SIZE && this.contentChars + chars <= CONTENT_CACHE_CHARS)
+      if (
+        this.contents.size < CONTENT_CACHE_SIZE &&
+        this.contentChars + chars <= CONTENT_CACHE_CHARS
+      )
         break;
       this.contents.delete(oldest);
       this.contentChars -= contentChars(held);
