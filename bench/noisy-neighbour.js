@@ -24,8 +24,8 @@
  *     process (event loop, other threads) and the database's backends used
  *     in each window (a figure that a loaded machine does not distort much).
  *
- * (b) Memory. A worker process (APP_ROLE=worker) under the compose file's heap
- *     cap (`--max-old-space-size=256`) delivers to a local SMTP sink while A
+ * (b) Memory. A worker process (APP_ROLE=worker) with the compose file's
+ *     NODE_OPTIONS (its heap cap `--max-old-space-size=256`) delivers to a local SMTP sink while A
  *     sends BENCH_CAMPAIGNS (default 200) campaigns with distinct bodies of
  *     about 1 MB (each to 2 contacts of a third project, so the work is
  *     rendering and holding bodies, not volume). Printed: the worker's RSS
@@ -41,6 +41,7 @@
  */
 const { isMainThread, parentPort, Worker, workerData } = require('node:worker_threads');
 const { readdirSync, readFileSync } = require('node:fs');
+const { join } = require('node:path');
 const { Client } = require('pg');
 const {
   createBenchDatabase,
@@ -64,7 +65,14 @@ const PART = process.env.BENCH_PART || 'both';
 /** A's kinds of pathological request (a subset shows which one hurts). */
 const A_KINDS = new Set((process.env.BENCH_A_KINDS || 'template,deep-html,segment').split(','));
 const PREFIX = `mwbenchnoisy${process.pid}`;
-const HEAP_CAP_MB = 256;
+/** The worker's node options as deployed: the NODE_OPTIONS of docker-compose.yml's worker (as bench/campaign.js). */
+const WORKER_NODE_OPTIONS = (
+  (/^\s*NODE_OPTIONS:\s*"([^"]*)"/m.exec(readFileSync(join(__dirname, '..', 'docker-compose.yml'), 'utf8')) ?? [])[1] ??
+  '--max-old-space-size=256'
+).split(' ').filter(Boolean);
+const HEAP_CAP_MB = Number(
+  (WORKER_NODE_OPTIONS.find((o) => o.startsWith('--max-old-space-size=')) ?? '=256').split('=')[1],
+);
 
 const POISON_LIQUID = '{% assign a = (1..3000000) %}{{ a | where_exp: "i", "i > 0" | size }}';
 const DEEP_HTML = '<ul><li>'.repeat(40_000) + 'x' + '</li></ul>'.repeat(40_000);
@@ -350,11 +358,11 @@ async function memoryPart() {
         DELIVERY_GROUP_RATES: require('./support').LIFTED_GROUP_RATES,
         WORKER_METRICS_PORT: String(metricsPort),
       },
-      [`--max-old-space-size=${HEAP_CAP_MB}`],
+      WORKER_NODE_OPTIONS,
     );
     await sleep(1000);
     const idleRss = rssBytes(worker.pid);
-    console.log(`(b) ${CAMPAIGNS} campaigns with distinct ~1 MB bodies, 2 recipients each, worker heap capped at ${HEAP_CAP_MB} MB ...`);
+    console.log(`(b) ${CAMPAIGNS} campaigns with distinct ~1 MB bodies, 2 recipients each, worker heap capped at ${HEAP_CAP_MB} MB (${WORKER_NODE_OPTIONS.join(' ')}) ...`);
     const ids = [];
     for (let i = 0; i < CAMPAIGNS; i++) {
       // Distinct sources: the parsed-template cache cannot share them.

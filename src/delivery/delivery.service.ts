@@ -18,6 +18,7 @@ import { linkBaseUrl } from '../common/http/link-base';
 import { ReturnPaths } from '../sending/return-paths';
 import { UnsubscribeLinks } from '../sending/unsubscribe-links';
 import { TemplateRenderError } from '../templates/template-renderer';
+import { WeightedSemaphore } from '../common/concurrency/weighted-semaphore';
 import { TemplatesService } from '../templates/templates.service';
 import { EmailContentsRepository, StoredContent } from '../sending/email-contents.repository';
 import { AppMetrics, METRICS_REGISTRY } from '../common/metrics/metrics';
@@ -37,8 +38,24 @@ interface OutgoingContent {
   renderedSubject?: string;
 }
 
+/**
+ * Characters of message bodies (their sources) a worker process renders and sends at once: four
+ * 1 MB bodies, or the 10 jobs in flight (DELIVERY_CONCURRENCY) with bodies up to 400 KB each.
+ */
+const BODY_CHARS_IN_FLIGHT = 4_000_000;
+
+function contentChars(content: StoredContent): number {
+  return content.subject.length + content.body.length;
+}
+
 /** Shared contents kept per worker (they never change once written). */
 const CONTENT_CACHE_SIZE = 64;
+/**
+ * Characters of subject and body those contents hold together: 64 campaigns with 1 MB bodies
+ * took 64 MB of the main thread's heap (bench:noisy-neighbour, memory part); a content larger
+ * than a quarter of it is read for each message instead (one row by key).
+ */
+const CONTENT_CACHE_CHARS = 8_000_000;
 
 export type DeliveryOutcome = 'sent' | 'bounced' | 'failed' | 'suppressed' | 'skipped';
 
@@ -125,6 +142,8 @@ export class DeliveryService {
   ) {}
 
   private readonly contents = new Map<string, StoredContent>();
+  private contentChars = 0;
+  private readonly bodiesInFlight = new WeightedSemaphore(BODY_CHARS_IN_FLIGHT);
 
   /**
    * `pausedFor`: the email's project is disabled; the row was not touched (the processor parks the job).
@@ -176,6 +195,21 @@ export class DeliveryService {
       return 'failed';
     }
 
+    // A message holds its body a few times over from render to sent (rendered, tracked, MIME):
+    // 10 jobs in flight with 1 MB bodies took more memory than the worker's heap cap. Bodies in
+    // flight are bounded in characters instead; ordinary messages (tens of KB) never wait.
+    return this.bodiesInFlight.run(await this.bodyChars(email), () =>
+      this.renderAndSend(email, sender, group, lastAttempt),
+    );
+  }
+
+  /** The message built (rendered if from shared content), sent and its row finished. */
+  private async renderAndSend(
+    email: ClaimedEmail,
+    sender: SenderDomain | null,
+    group: ProviderGroup | null,
+    lastAttempt: boolean,
+  ): Promise<DeliveryOutcome | Paced> {
     let content: OutgoingContent;
     try {
       content = await this.contentOf(email);
@@ -200,6 +234,15 @@ export class DeliveryService {
     // When the attempt left: a deferral of mail sent before the group last slowed down is no new signal.
     const sentAt = Date.now();
     try {
+      // Pixel and tracked links are added here, never stored (tracking-links.ts). The rendered HTML
+      // is garbage once tracked: a message in flight then holds one copy of its body, not two (ten
+      // in flight with 1 MB bodies, bench:noisy-neighbour's memory part).
+      const html = this.trackingLinks.deliveredHtml({
+        ...email,
+        html: content.html,
+        linkBase: this.linkBase(email),
+      });
+      content.html = '';
       const contents = await this.emailContents.attachmentContents(
         this.dataSource.manager,
         email.attachments.map((a) => a.id),
@@ -210,12 +253,7 @@ export class DeliveryService {
         to: { email: email.toEmail, name: email.toName },
         replyTo: email.replyTo,
         subject: content.subject,
-        // Pixel and tracked links are added here, never stored (tracking-links.ts).
-        html: this.trackingLinks.deliveredHtml({
-          ...email,
-          html: content.html,
-          linkBase: this.linkBase(email),
-        }),
+        html,
         text: content.text,
         headers: this.unsubscribeLinks.withMailto(
           content.headers,
@@ -288,6 +326,18 @@ export class DeliveryService {
     return { pace: signal.reservation };
   }
 
+  /** The size of a message's body before it is built: what it weighs in bodiesInFlight. */
+  private async bodyChars(email: ClaimedEmail): Promise<number> {
+    if (email.contentId === null) return (email.html?.length ?? 0) + (email.text?.length ?? 0);
+    try {
+      return contentChars(await this.sharedContent(email.contentId));
+    } catch (error) {
+      // Missing content: contentOf fails the message, which weighs nothing meanwhile.
+      if (error instanceof ContentError) return 0;
+      throw error;
+    }
+  }
+
   /**
    * The stored rendered message, or, for mail from shared content (a
    * campaign), the content rendered now for the contact as it is now, with
@@ -356,9 +406,19 @@ export class DeliveryService {
     if (cached) return cached;
     const content = await this.emailContents.findContent(this.dataSource.manager, id);
     if (!content) throw new ContentError(`content ${id} is missing`);
-    if (this.contents.size >= CONTENT_CACHE_SIZE)
-      this.contents.delete(this.contents.keys().next().value as string);
+    const chars = contentChars(content);
+    if (chars > CONTENT_CACHE_CHARS / 4) return content;
+    for (const [oldest, held] of this.contents) {
+      if (
+        this.contents.size < CONTENT_CACHE_SIZE &&
+        this.contentChars + chars <= CONTENT_CACHE_CHARS
+      )
+        break;
+      this.contents.delete(oldest);
+      this.contentChars -= contentChars(held);
+    }
     this.contents.set(id, content);
+    this.contentChars += chars;
     return content;
   }
 

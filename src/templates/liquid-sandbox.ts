@@ -60,7 +60,12 @@ export const RENDER_LIMITS = {
   htmlDepth: 1_000,
 } as const;
 
-/** Characters of source the parsed-template cache of one thread may hold (its keys). */
+/**
+ * Characters of source the parsed-template caches of one process hold together, shared out among
+ * its render threads (TemplateRenderer gives each thread total / threads). A parsed tree keeps its
+ * source (liquidjs tokens point into it) plus small nodes: about 8 to 16 MB in all, two or three
+ * 1 MB campaign bodies or hundreds of ordinary ones per thread.
+ */
 export const PARSED_CACHE_CHARS = 8_000_000;
 
 /** liquidjs tags that load another template by name; a message has no other files to load. */
@@ -187,9 +192,16 @@ export class LiquidSandbox {
   private readonly htmlEngine = engine(true);
   private readonly textEngine = engine(false);
   private readonly markdown = new MarkdownIt({ html: true, linkify: true });
-  /** Least recently used first; bounded by the characters of its keys, not its entry count. */
-  private readonly parsed = new Map<string, Template[]>();
+  /**
+   * Least recently used first; bounded by the characters of its sources, not its entry count.
+   * Keyed by the source itself, which the parsed trees hold anyway (a key with a prefix was a
+   * second copy of every source); one entry has the source's parse by either engine.
+   */
+  private readonly parsed = new Map<string, { html?: Template[]; text?: Template[] }>();
   private parsedChars = 0;
+
+  /** `cacheChars`: characters of source this sandbox's parsed-template cache may hold. */
+  constructor(private readonly cacheChars = PARSED_CACHE_CHARS) {}
 
   /** The parse error of a Liquid source, or null when it parses. */
   validate(source: string): string | null {
@@ -251,20 +263,24 @@ export class LiquidSandbox {
 
   /** Parsed templates are reused: a campaign renders one source thousands of times. */
   private parse(liquid: Liquid, source: string, html: boolean): Template[] {
-    const key = `${html ? 'h' : 't'}:${source}`;
-    const hit = this.parsed.get(key);
-    if (hit) {
-      this.parsed.delete(key);
-      this.parsed.set(key, hit);
-      return hit;
+    const engine = html ? 'html' : 'text';
+    const entry = this.parsed.get(source);
+    if (entry) {
+      this.parsed.delete(source);
+      this.parsed.set(source, entry);
     }
+    const hit = entry?.[engine];
+    if (hit) return hit;
     const templates = liquid.parse(source);
-    // A parsed tree takes a few times its source; counting the source keeps the bound simple.
-    if (key.length > PARSED_CACHE_CHARS) return templates;
-    this.parsed.set(key, templates);
-    this.parsedChars += key.length;
+    if (source.length > this.cacheChars) return templates;
+    if (entry) {
+      entry[engine] = templates;
+      return templates;
+    }
+    this.parsed.set(source, { [engine]: templates });
+    this.parsedChars += source.length;
     for (const oldest of this.parsed.keys()) {
-      if (this.parsedChars <= PARSED_CACHE_CHARS) break;
+      if (this.parsedChars <= this.cacheChars) break;
       this.parsed.delete(oldest);
       this.parsedChars -= oldest.length;
     }

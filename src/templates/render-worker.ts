@@ -1,3 +1,4 @@
+import { workerData } from 'node:worker_threads';
 import {
   LiquidSandbox,
   RenderContext,
@@ -42,12 +43,18 @@ export const INDEX_OFFSET = 4;
 export const STARTED_AT_OFFSET = 8;
 export const PROGRESS_BYTES = 16;
 
+/** What the pool tells each thread (piscina's workerData). */
+export interface RenderThreadData {
+  /** This thread's share of the process's parsed-template cache, in characters of source. */
+  parsedCacheChars?: number;
+}
+
 /** Made on a thread's first task: the main thread imports this module for its constants only. */
 let sandbox: LiquidSandbox | undefined;
 
 /** Renders a task's contexts in order (render-thread.ts, the pool's entry point, calls it). */
 export default async function render(task: RenderTask): Promise<RenderOutcome[]> {
-  sandbox ??= new LiquidSandbox();
+  sandbox ??= new LiquidSandbox((workerData as RenderThreadData | null)?.parsedCacheChars);
   const ints = new Int32Array(task.progress, 0, 2);
   const startedAt = new BigInt64Array(task.progress, STARTED_AT_OFFSET, 1);
   const outcomes: RenderOutcome[] = [];

@@ -204,4 +204,27 @@ describe('LiquidSandbox parsed-template cache', () => {
     expect(sandbox.cacheSize.chars).toBeLessThanOrEqual(PARSED_CACHE_CHARS);
     expect(sandbox.cacheSize.entries).toBeLessThan(20);
   });
+
+  it("holds its thread's share, and a source parsed by both engines once", async () => {
+    const sandbox = new LiquidSandbox(2_000_000);
+    const big = (i: number) => `{{ ${i} }}` + 'x'.repeat(900_000);
+    for (let i = 0; i < 5; i++) await sandbox.render({ subject: 's', body: big(i) }, {});
+    // The last two bodies and the subject fit; the three before were dropped, oldest first.
+    expect(sandbox.cacheSize).toEqual({ chars: 2 * big(0).length + 1, entries: 3 });
+    await sandbox.renderText(big(4), {});
+    expect(sandbox.cacheSize).toEqual({ chars: 2 * big(0).length + 1, entries: 3 });
+  });
+});
+
+describe('TemplateRenderer in a worker process (background)', () => {
+  it('starts threads as renders wait, not all up front', async () => {
+    const background = new TemplateRenderer({ timeoutMs: 5000, threads: 2, background: true });
+    try {
+      await background.render({ subject: 'Hi', body: '<b>{{ n }}</b>' }, { n: 1 });
+      const pool = (background as unknown as { pool: { threads: unknown[] } }).pool;
+      expect(pool.threads).toHaveLength(1);
+    } finally {
+      await background.onApplicationShutdown();
+    }
+  });
 });

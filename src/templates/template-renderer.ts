@@ -8,6 +8,7 @@ import { isPersistenceWrapper } from '../contacts/contact-data';
 import { isApiRequest } from '../database/statement-timeout';
 import {
   LiquidSandbox,
+  PARSED_CACHE_CHARS,
   RenderContext,
   RenderedContent,
   RenderLimitError,
@@ -16,7 +17,7 @@ import {
   TemplateRenderError,
 } from './liquid-sandbox';
 import { INDEX_OFFSET, PART_OFFSET, PROGRESS_BYTES, STARTED_AT_OFFSET } from './render-worker';
-import type { RenderOutcome, RenderTask } from './render-worker';
+import type { RenderOutcome, RenderTask, RenderThreadData } from './render-worker';
 
 export { htmlToText, RENDER_LIMITS, RenderLimitError, TemplateRenderError } from './liquid-sandbox';
 export type { BodyFormat, RenderContext, RenderedContent, RenderSource } from './liquid-sandbox';
@@ -34,8 +35,22 @@ export interface RenderPoolOptions {
   timeoutMs: number;
   /** Threads rendering at once in this process; one project renders on at most all but one of them. */
   threads?: number;
-  /** Heap of each thread: a render that needs more fails instead of growing the process. */
+  /** Old-generation heap of each thread: a render that needs more fails instead of growing the process. */
   threadHeapMb?: number;
+  /**
+   * Young generation of each thread (two semi-spaces): V8 sizes it from the machine otherwise, and
+   * a thread rendering 1 MB bodies lets it fill before collecting (bench:noisy-neighbour, memory part).
+   */
+  threadYoungMb?: number;
+  /** Characters of source the threads' parsed-template caches hold together (each thread its share). */
+  parsedCacheChars?: number;
+  /**
+   * No request waits on this process's renders (APP_ROLE=worker): its threads start when renders
+   * are waiting and stop after a minute idle, and there is no spare thread. A delivery worker
+   * renders one message at a time mostly, and each idle thread (liquidjs, html-to-text,
+   * markdown-it loaded, its heap) holds about 12 MB of the process's memory.
+   */
+  background?: boolean;
   /** Where API requests' slow renders are charged to their project (ExpensiveWork); none: free. */
   budget?: RenderBudget;
 }
@@ -71,6 +86,10 @@ const SLOW_TENANT_MS = 60_000;
 const MAX_SLOW_TENANTS = 10_000;
 
 export const DEFAULT_RENDER_TIMEOUT_MS = 2000;
+/** A thread's old generation: room for a render at RENDER_LIMITS (16 MB of allocations, 2 MB of output, its HTML-to-text). */
+export const DEFAULT_THREAD_HEAP_MB = 128;
+/** A thread's young generation: 8 MB (semi-spaces of 4 MB) keeps a render's garbage collected early. */
+export const DEFAULT_THREAD_YOUNG_MB = 8;
 const START_POLL_MS = 20;
 /** Renders of one source per pool task: enough to amortise the hand-over, few enough to share threads. */
 const MAX_BATCH = 32;
@@ -348,16 +367,25 @@ export class TemplateRenderer implements OnApplicationShutdown {
     // Without it piscina's threads fail to start and every render waits forever (specs hung).
     if (!this.pool && !existsSync(WORKER_FILE))
       throw new Error(`${WORKER_FILE} is missing: run npm run build (npm test does)`);
+    const threads = this.options.background ? this.threads : this.threads + 1;
+    const workerData: RenderThreadData = {
+      parsedCacheChars: Math.floor((this.options.parsedCacheChars ?? PARSED_CACHE_CHARS) / threads),
+    };
     this.pool ??= new Piscina({
       filename: WORKER_FILE,
+      workerData,
       // One thread more than renders run at once (the semaphore), all kept up: while a thread
       // stopped at a deadline is replaced (a start takes a few hundred ms on a busy machine), the
       // spare takes the next render, which otherwise waited for the start (bench:noisy-neighbour).
-      minThreads: this.threads + 1,
-      maxThreads: this.threads + 1,
+      // A background pool (options.background) has no spare and starts threads as renders wait.
+      minThreads: this.options.background ? 1 : threads,
+      maxThreads: threads,
       // Threads stay: starting one costs tens of milliseconds (liquidjs, html-to-text, markdown-it).
       idleTimeout: 60_000,
-      resourceLimits: { maxOldGenerationSizeMb: this.options.threadHeapMb ?? 128 },
+      resourceLimits: {
+        maxOldGenerationSizeMb: this.options.threadHeapMb ?? DEFAULT_THREAD_HEAP_MB,
+        maxYoungGenerationSizeMb: this.options.threadYoungMb ?? DEFAULT_THREAD_YOUNG_MB,
+      },
     });
     return this.pool;
   }

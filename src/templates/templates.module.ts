@@ -17,9 +17,14 @@ import { TemplatesService } from './templates.service';
     {
       provide: TemplateRenderer,
       inject: [APP_CONFIG, { token: ExpensiveWork, optional: true }],
-      // Slow renders of API requests count against the project's budget of expensive work.
+      // Slow renders of API requests count against the project's budget of expensive work. A
+      // worker process's renders are background work: its pool keeps fewer threads up.
       useFactory: (config: AppConfig, budget?: ExpensiveWork) =>
-        new TemplateRenderer({ timeoutMs: config.renderTimeoutMs, budget }),
+        new TemplateRenderer({
+          timeoutMs: config.renderTimeoutMs,
+          budget,
+          background: config.role === 'worker',
+        }),
     },
   ],
   exports: [TemplatesService, TemplateRenderer],
