@@ -193,9 +193,15 @@ const SIZED = ['emails', 'campaign_counters', 'email_contents', 'events'];
 
 async function sizes(pg) {
   const { rows } = await pg.query(
-    `SELECT relname AS name, pg_relation_size(oid)::bigint AS heap, pg_indexes_size(oid)::bigint AS indexes,
-            pg_total_relation_size(oid)::bigint AS total
-       FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace AND relname = ANY($1)`,
+    // A partitioned table (emails, events) has no storage of its own: its partitions' sizes are summed.
+    // (pg_partition_tree lists nothing for a plain table: the table itself then).
+    `SELECT c.relname AS name, sum(pg_relation_size(r.oid))::bigint AS heap,
+            sum(pg_indexes_size(r.oid))::bigint AS indexes, sum(pg_total_relation_size(r.oid))::bigint AS total
+       FROM pg_class c
+       CROSS JOIN LATERAL (SELECT relid AS oid FROM pg_partition_tree(c.oid) WHERE c.relkind = 'p'
+                           UNION ALL SELECT c.oid WHERE c.relkind = 'r') r
+      WHERE c.relkind IN ('r', 'p') AND c.relnamespace = 'public'::regnamespace AND c.relname = ANY($1)
+      GROUP BY c.relname`,
     [SIZED],
   );
   const out = {};
