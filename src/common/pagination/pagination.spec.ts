@@ -41,6 +41,7 @@ describe('cursor pagination helpers', () => {
       nextCursor: null,
       hasMore: false,
       total: 2,
+      totalEstimated: false,
     });
   });
 });
