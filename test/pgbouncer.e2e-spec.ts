@@ -230,7 +230,20 @@ const PRO: ConditionGroup = {
       }
     };
     await expect(named(false)).resolves.toBeUndefined();
-    await expect(named(true)).rejects.toThrow(/prepared statement/);
+    // The control: with names kept, a client's statement meets a server connection that lacks it
+    // (or already has it). Which connection a client gets is PgBouncer's timing, so a run may
+    // happen to keep each client on its own: a few runs, one must fail.
+    const control = async (): Promise<unknown> => {
+      for (let attempt = 0; attempt < 5; attempt++) {
+        try {
+          await named(true);
+        } catch (error) {
+          return error;
+        }
+      }
+      return null;
+    };
+    expect(String(await control())).toMatch(/prepared statement/);
 
     // The service's own named statements (preparedRows): through pg-pool's pool.query outside a
     // transaction, through the transaction's client inside one; both get the request's bound.
