@@ -17,7 +17,7 @@
  */
 const { join } = require('node:path');
 const { Client } = require('pg');
-const { DIST, createBenchDatabase, percentile, sleep } = require('./support');
+const { DIST, createBenchDatabase, latencySummary, sleep, startWriters } = require('./support');
 
 const EVENTS = Number(process.env.BENCH_EVENTS || 1_000_000);
 const WRITERS = Number(process.env.BENCH_WRITERS || 4);
@@ -95,51 +95,6 @@ async function lookups(url, partition) {
   await c.end();
 }
 
-function startWriters(url, projectId, contacts) {
-  const samples = [];
-  let errors = 0;
-  let running = true;
-  const loops = Array.from({ length: WRITERS }, async (_, w) => {
-    const c = new Client({ connectionString: url });
-    await c.connect();
-    let i = 0;
-    while (running) {
-      const at = Date.now();
-      const t0 = process.hrtime.bigint();
-      try {
-        await c.query(
-          `INSERT INTO events (id, project_id, contact_id, name, data) VALUES (gen_random_uuid(), $1, $2, 'track', '{}')`,
-          [projectId, contacts[(w * 31 + i++) % contacts.length]],
-        );
-        samples.push({ at, ms: Number(process.hrtime.bigint() - t0) / 1e6 });
-      } catch (error) {
-        errors++;
-        if (errors <= 3) console.error('write failed:', error.message);
-      }
-    }
-    await c.end();
-  });
-  return {
-    samples,
-    errors: () => errors,
-    stop: async () => {
-      running = false;
-      await Promise.all(loops);
-    },
-  };
-}
-
-function summary(samples, from, to) {
-  const ms = samples.filter((s) => s.at >= from && s.at < to).map((s) => s.ms);
-  ms.sort((a, b) => a - b);
-  return {
-    writes: ms.length,
-    p50: percentile(ms, 50),
-    p99: percentile(ms, 99),
-    max: ms[ms.length - 1],
-  };
-}
-
 async function main() {
   const db = await createBenchDatabase('partdrop');
   try {
@@ -151,7 +106,12 @@ async function main() {
     await ds.initialize();
     const repository = new PartitionsRepository();
     await lookups(db.url, partition);
-    const writers = startWriters(db.url, projectId, contacts);
+    const writers = startWriters(db.url, WRITERS, (c, w, i) =>
+      c.query(`INSERT INTO events (id, project_id, contact_id, name, data) VALUES (gen_random_uuid(), $1, $2, 'track', '{}')`, [
+        projectId,
+        contacts[(w * 31 + i) % contacts.length],
+      ]),
+    );
     const baselineFrom = Date.now();
     await sleep(3000);
     // As PartitionMaintenance does: DETACH CONCURRENTLY outside a transaction (the only step that
@@ -184,9 +144,9 @@ async function main() {
       `drop of ${partition}: ${ended - started} ms in all: DETACH CONCURRENTLY ${detached - started} ms, ` +
         `event_name_stats ${dropStarted - detached} ms, DROP TABLE and commit ${ended - dropStarted} ms`,
     );
-    console.log(`writers before: ${fmt(summary(writers.samples, baselineFrom, started))}`);
-    console.log(`writers during: ${fmt(summary(writers.samples, started, ended))}`);
-    console.log(`writers after:  ${fmt(summary(writers.samples, ended, Date.now()))}`);
+    console.log(`writers before: ${fmt(latencySummary(writers.samples, baselineFrom, started))}`);
+    console.log(`writers during: ${fmt(latencySummary(writers.samples, started, ended))}`);
+    console.log(`writers after:  ${fmt(latencySummary(writers.samples, ended, Date.now()))}`);
     console.log(`write errors: ${writers.errors()}`);
     if (writers.errors() > 0) process.exitCode = 1;
   } finally {

@@ -16,7 +16,7 @@ const { readdirSync } = require('node:fs');
 const { randomBytes } = require('node:crypto');
 const { join } = require('node:path');
 const { Client } = require('pg');
-const { DIST, percentile, sleep } = require('./support');
+const { DIST, latencySummary, sleep, startWriters } = require('./support');
 
 const ROWS = Number(process.env.BENCH_ROWS || 1_000_000);
 const WRITERS = Number(process.env.BENCH_WRITERS || 4);
@@ -83,59 +83,6 @@ async function load(url) {
 }
 
 /** Writers inserting one row per statement until stop(); each statement's start and duration. */
-function startWriters(url, projectId, contacts) {
-  const samples = [];
-  let errors = 0;
-  let running = true;
-  const loops = Array.from({ length: WRITERS }, async (_, w) => {
-    const c = new Client({ connectionString: url });
-    await c.connect();
-    let i = 0;
-    while (running) {
-      const contact = contacts[(w * 31 + i++) % contacts.length];
-      const at = Date.now();
-      const t0 = process.hrtime.bigint();
-      try {
-        if (i % 2)
-          await c.query(
-            `INSERT INTO events (id, project_id, contact_id, name, data) VALUES (gen_random_uuid(), $1, $2, 'write', '{}')`,
-            [projectId, contact],
-          );
-        else
-          await c.query(
-            `INSERT INTO emails (id, project_id, contact_id, source, to_email, from_email, subject, priority)
-             VALUES (gen_random_uuid(), $1, $2, 'TRANSACTIONAL', 'c@example.com', 'news@example.com', 'write', 1)`,
-            [projectId, contact],
-          );
-        samples.push({ at, ms: Number(process.hrtime.bigint() - t0) / 1e6 });
-      } catch (error) {
-        errors++;
-        if (errors <= 3) console.error('write failed:', error.message);
-      }
-    }
-    await c.end();
-  });
-  return {
-    samples,
-    errors: () => errors,
-    stop: async () => {
-      running = false;
-      await Promise.all(loops);
-    },
-  };
-}
-
-function summary(samples, from, to) {
-  const ms = samples.filter((s) => s.at >= from && s.at < to).map((s) => s.ms);
-  ms.sort((a, b) => a - b);
-  return {
-    writes: ms.length,
-    p50: percentile(ms, 50),
-    p99: percentile(ms, 99),
-    max: ms[ms.length - 1],
-  };
-}
-
 async function main() {
   const name = `mw_bench_partmig_${process.pid}_${randomBytes(3).toString('hex')}`;
   const url = new URL(PG_ADMIN_URL);
@@ -146,7 +93,17 @@ async function main() {
   try {
     await migrateBefore(url.toString());
     const { projectId, contacts } = await load(url.toString());
-    const writers = startWriters(url.toString(), projectId, contacts);
+    // Events and emails in turn, as the service writes both while the migration runs.
+    const writers = startWriters(url.toString(), WRITERS, (c, w, i) => {
+      const contact = contacts[(w * 31 + i) % contacts.length];
+      return i % 2 === 0
+        ? c.query(`INSERT INTO events (id, project_id, contact_id, name, data) VALUES (gen_random_uuid(), $1, $2, 'write', '{}')`, [projectId, contact])
+        : c.query(
+            `INSERT INTO emails (id, project_id, contact_id, source, to_email, from_email, subject, priority)
+             VALUES (gen_random_uuid(), $1, $2, 'TRANSACTIONAL', 'c@example.com', 'news@example.com', 'write', 1)`,
+            [projectId, contact],
+          );
+    });
     const baselineFrom = Date.now();
     await sleep(3000);
     const started = Date.now();
@@ -158,9 +115,9 @@ async function main() {
     const fmt = (s) =>
       `${s.writes} writes, p50 ${s.p50?.toFixed(1)} ms, p99 ${s.p99?.toFixed(1)} ms, longest ${s.max?.toFixed(1)} ms`;
     console.log(`applied: ${applied.join(', ')} in ${((ended - started) / 1000).toFixed(1)} s`);
-    console.log(`writers before: ${fmt(summary(writers.samples, baselineFrom, started))}`);
-    console.log(`writers during: ${fmt(summary(writers.samples, started, ended))}`);
-    console.log(`writers after:  ${fmt(summary(writers.samples, ended, Date.now()))}`);
+    console.log(`writers before: ${fmt(latencySummary(writers.samples, baselineFrom, started))}`);
+    console.log(`writers during: ${fmt(latencySummary(writers.samples, started, ended))}`);
+    console.log(`writers after:  ${fmt(latencySummary(writers.samples, ended, Date.now()))}`);
     const c = new Client({ connectionString: url.toString() });
     await c.connect();
     const written = writers.samples.length;

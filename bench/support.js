@@ -243,6 +243,48 @@ async function createBenchUuidFunctions(pg) {
     $$`);
 }
 
+/**
+ * `count` writers, each on its own connection, calling `write(client, w, i)` in a loop until
+ * stopped; every write's start time and latency is kept (errors counted, the first three printed).
+ */
+function startWriters(url, count, write) {
+  const samples = [];
+  let errors = 0;
+  let running = true;
+  const loops = Array.from({ length: count }, async (_, w) => {
+    const c = new Client({ connectionString: url });
+    await c.connect();
+    let i = 0;
+    while (running) {
+      const at = Date.now();
+      const t0 = process.hrtime.bigint();
+      try {
+        await write(c, w, i++);
+        samples.push({ at, ms: Number(process.hrtime.bigint() - t0) / 1e6 });
+      } catch (error) {
+        errors++;
+        if (errors <= 3) console.error('write failed:', error.message);
+      }
+    }
+    await c.end();
+  });
+  return {
+    samples,
+    errors: () => errors,
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+/** Count, p50, p99 and max of the samples (startWriters) that started in [from, to). */
+function latencySummary(samples, from, to) {
+  const ms = samples.filter((s) => s.at >= from && s.at < to).map((s) => s.ms);
+  ms.sort((a, b) => a - b);
+  return { writes: ms.length, p50: percentile(ms, 50), p99: percentile(ms, 99), max: ms[ms.length - 1] };
+}
+
 /** Deletes the Redis keys matching `pattern` (a bench's queue prefix), a thousand per DEL. */
 async function deleteRedisKeys(pattern) {
   const { Redis } = require('ioredis');
@@ -279,6 +321,7 @@ module.exports = {
   createBenchDatabase,
   createProject,
   createBenchUuidFunctions,
+  latencySummary,
   deleteRedisKeys,
   dropPlainIndexes,
   freePort,
@@ -288,4 +331,5 @@ module.exports = {
   startApp,
   startSink,
   startWorker,
+  startWriters,
 };
