@@ -68,7 +68,7 @@ async function startApp(env, nodeArgs = []) {
       ...env,
       PORT: String(port),
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', process.env.BENCH_APP_STDOUT ? 'inherit' : 'ignore', 'inherit'],
   });
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
@@ -170,7 +170,7 @@ async function startWorker(env, nodeArgs = []) {
       LOG_LEVEL: 'warn',
       ...env,
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', process.env.BENCH_APP_STDOUT ? 'inherit' : 'ignore', 'inherit'],
   });
   const deadline = Date.now() + 60_000;
   for (;;) {

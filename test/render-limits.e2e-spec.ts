@@ -109,6 +109,50 @@ describe('rendering is bounded and off the event loop (e2e)', () => {
     expect(emails.body.data.items).toHaveLength(0);
   });
 
+  it('a long body (parsed on a render thread) that does not parse is a 422 naming the error; one that parses is saved', async () => {
+    const filler = '<p>Hello {{ contact.email }}</p>\n'.repeat(1_000);
+    const broken = `${filler}{% if contact.email %}unclosed`;
+    const notLiquid = (field: string) =>
+      expect.objectContaining({
+        status: 422,
+        body: expect.objectContaining({
+          error: expect.objectContaining({
+            code: 'VALIDATION_ERROR',
+            errors: [
+              expect.objectContaining({
+                field,
+                code: 'invalid_template',
+                message: expect.stringMatching(/^body is not valid Liquid: .*if.*not closed/),
+              }),
+            ],
+          }),
+        }),
+      });
+    const send = await app.request({
+      method: 'POST',
+      url: '/v1/send',
+      key: b,
+      body: { to: 'x@example.org', from: 'me@bystander.test', subject: 'Hi', body: broken },
+    });
+    expect(send).toEqual(notLiquid('body'));
+    const template = await app.request({
+      method: 'POST',
+      url: '/templates',
+      key: b,
+      body: { name: 'Long broken', type: 'TRANSACTIONAL', subject: 'Hi', body: broken },
+    });
+    expect(template).toEqual(notLiquid('body'));
+    const saved = await app.request({
+      method: 'POST',
+      url: '/templates',
+      key: b,
+      body: { name: 'Long', type: 'TRANSACTIONAL', subject: 'Hi', body: filler },
+    });
+    expect(saved.status).toBe(201);
+    const list = await app.request({ method: 'GET', url: '/templates', key: b });
+    expect(list.body.data.items.map((t: { name: string }) => t.name)).toEqual(['Long']);
+  });
+
   it('HTML nested too deep to convert is a 422, not a 500', async () => {
     const res = await app.request({
       method: 'POST',

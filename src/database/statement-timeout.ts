@@ -7,21 +7,38 @@ export interface StatementTimeouts {
   backgroundMs: number;
 }
 
+/** What is known of the API request a piece of work belongs to. */
+interface ApiRequestScope {
+  /** The project that authenticated, once the guard knows it. */
+  projectId?: string;
+}
+
 /** Marks the asynchronous work of one API request; anything outside it is background work. */
-const requestScope = new AsyncLocalStorage<true>();
+const requestScope = new AsyncLocalStorage<ApiRequestScope>();
 
 /** Runs `run` (and everything it starts) as an API request's work: its statements get the API bound. */
 export function runAsApiRequest<T>(run: () => T): T {
-  return requestScope.run(true, run);
+  return requestScope.run({}, run);
 }
 
 /** Whether the caller runs as an API request's work (runAsApiRequest). */
 export function isApiRequest(): boolean {
-  return requestScope.getStore() === true;
+  return requestScope.getStore() !== undefined;
+}
+
+/** Records the project of the calling API request (the auth guard, once it authenticated). */
+export function setApiRequestProject(projectId: string): void {
+  const scope = requestScope.getStore();
+  if (scope) scope.projectId = projectId;
+}
+
+/** The project of the calling API request, when it authenticated (work that has no tenant argument). */
+export function apiRequestProject(): string | undefined {
+  return requestScope.getStore()?.projectId;
 }
 
 function boundOfCaller(timeouts: StatementTimeouts): number {
-  return requestScope.getStore() ? timeouts.apiMs : timeouts.backgroundMs;
+  return requestScope.getStore() !== undefined ? timeouts.apiMs : timeouts.backgroundMs;
 }
 
 type ConnectCallback = (

@@ -20,14 +20,16 @@ export type RenderTask =
       contexts: RenderContext[];
       progress: SharedArrayBuffer;
     }
-  | { kind: 'text'; source: string; contexts: RenderContext[]; progress: SharedArrayBuffer };
+  | { kind: 'text'; source: string; contexts: RenderContext[]; progress: SharedArrayBuffer }
+  /** Parses only (the save-time and request checks of long sources): one context, unused. */
+  | { kind: 'parse'; source: string; contexts: RenderContext[]; progress: SharedArrayBuffer };
 
 /**
  * Errors do not keep their class across threads, so a template's failure comes back as a value.
  * `ms`: the render's time on the thread (what a project's budget is charged).
  */
 export type RenderOutcome = { ms?: number } & (
-  | { ok: true; message?: RenderedContent; text?: string }
+  | { ok: true; message?: RenderedContent; text?: string; parseError?: string | null }
   | { ok: false; part: 'subject' | 'body'; message: string }
   /** Anything else one render threw: it fails that recipient, not the batch. */
   | { ok: false; part?: undefined; message: string }
@@ -76,6 +78,7 @@ async function renderOne(
 ): Promise<RenderOutcome> {
   const s = sandbox as LiquidSandbox;
   try {
+    if (task.kind === 'parse') return { ok: true, parseError: s.validate(task.source) };
     if (task.kind === 'text') {
       Atomics.store(ints, PART_OFFSET, PART_CODES.body);
       return { ok: true, text: await s.renderText(task.source, context) };

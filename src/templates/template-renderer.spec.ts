@@ -1,5 +1,10 @@
 import { LiquidSandbox, PARSED_CACHE_CHARS } from './liquid-sandbox';
-import { buildRenderContext, TemplateRenderer, TemplateRenderError } from './template-renderer';
+import {
+  buildRenderContext,
+  INLINE_PARSE_CHARS,
+  TemplateRenderer,
+  TemplateRenderError,
+} from './template-renderer';
 
 describe('TemplateRenderer', () => {
   const renderer = new TemplateRenderer({ timeoutMs: 1000 });
@@ -17,6 +22,23 @@ describe('TemplateRenderer', () => {
       data,
       unsubscribeUrl: 'https://x.test/u/t',
     });
+
+  it('parses a long source on a thread, with the same answer as parsing it in place', async () => {
+    type WithPool = { pool: { completed: number } | null };
+    const long = '<p>{{ contact.email }}</p>'.repeat(2_000);
+    const broken = `${long}{% for x in y %}`;
+    expect(long.length).toBeGreaterThan(INLINE_PARSE_CHARS);
+    await renderer.render({ subject: 's', body: 'b' }, context());
+    const before = (renderer as unknown as WithPool).pool?.completed ?? 0;
+    expect(await renderer.parseError(long)).toBeNull();
+    const error = await renderer.parseError(broken);
+    expect(error).toBe(new LiquidSandbox().validate(broken));
+    expect(error).toMatch(/not closed/);
+    expect((renderer as unknown as WithPool).pool?.completed).toBe(before + 2);
+    // A short one is parsed in place: no thread task.
+    expect(await renderer.parseError('{% if %}')).toMatch(/.+/);
+    expect((renderer as unknown as WithPool).pool?.completed).toBe(before + 2);
+  });
 
   it('puts contact data at top level, the send data over it, and reserved names last', async () => {
     const ctx = context({

@@ -5,7 +5,7 @@ import { OnApplicationShutdown } from '@nestjs/common';
 import { Piscina } from 'piscina';
 import { FairSemaphore } from '../common/concurrency/fair-semaphore';
 import { isPersistenceWrapper } from '../contacts/contact-data';
-import { isApiRequest } from '../database/statement-timeout';
+import { apiRequestProject, isApiRequest } from '../database/statement-timeout';
 import {
   LiquidSandbox,
   PARSED_CACHE_CHARS,
@@ -18,6 +18,7 @@ import {
 } from './liquid-sandbox';
 import { INDEX_OFFSET, PART_OFFSET, PROGRESS_BYTES, STARTED_AT_OFFSET } from './render-worker';
 import type { RenderOutcome, RenderTask, RenderThreadData } from './render-worker';
+import { registerParseOffload } from './parse-offload';
 
 export { htmlToText, RENDER_LIMITS, RenderLimitError, TemplateRenderError } from './liquid-sandbox';
 export type { BodyFormat, RenderContext, RenderedContent, RenderSource } from './liquid-sandbox';
@@ -91,6 +92,12 @@ export const DEFAULT_THREAD_HEAP_MB = 128;
 /** A thread's young generation: 8 MB (semi-spaces of 4 MB) keeps a render's garbage collected early. */
 export const DEFAULT_THREAD_YOUNG_MB = 8;
 const START_POLL_MS = 20;
+/**
+ * Sources up to this long are parsed where they are checked: a few kilobytes parse in well under
+ * a millisecond, less than the hand-over to a thread. Longer ones (bodies of up to 1 MB: 6 ms for
+ * 720 kB, and a tenant can send them in a loop) are parsed on a render thread.
+ */
+export const INLINE_PARSE_CHARS = 16_384;
 /** Renders of one source per pool task: enough to amortise the hand-over, few enough to share threads. */
 const MAX_BATCH = 32;
 
@@ -148,6 +155,7 @@ export class TemplateRenderer implements OnApplicationShutdown {
   private gathering: Batch[] = [];
   /** Projects whose metered renders were slow lately, and until when they are treated so. */
   private readonly slowTenants = new Map<string, number>();
+  private readonly unregisterParse: () => void;
 
   constructor(
     private readonly options: RenderPoolOptions = { timeoutMs: DEFAULT_RENDER_TIMEOUT_MS },
@@ -157,11 +165,28 @@ export class TemplateRenderer implements OnApplicationShutdown {
     // stays for the other projects, whose renders then wait behind each other only.
     this.perTenant = Math.max(1, this.threads - 1);
     this.slots = new FairSemaphore(this.threads, this.perTenant);
+    this.unregisterParse = registerParseOffload((source) =>
+      this.parseError(source, apiRequestProject() ?? ''),
+    );
   }
 
   /** The parse error of a Liquid source, or null when it parses. */
   validate(source: string): string | null {
     return this.parser.validate(source);
+  }
+
+  /**
+   * validate() off the event loop for a long source: on a render thread, in `tenant`'s share of
+   * the threads and under the render deadline (never charged: parsing is linear).
+   */
+  async parseError(source: string, tenant = ''): Promise<string | null> {
+    if (source.length <= INLINE_PARSE_CHARS) return this.parser.validate(source);
+    try {
+      return (await this.enqueue(tenant, false, 'parse', source, {})).parseError ?? null;
+    } catch (error) {
+      if (error instanceof RenderLimitError) return error.message;
+      throw error;
+    }
   }
 
   /** `tenant` (the project) decides the render's share of the threads. */
@@ -180,6 +205,7 @@ export class TemplateRenderer implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.unregisterParse();
     const pool = this.pool;
     this.pool = null;
     if (pool) await pool.destroy();

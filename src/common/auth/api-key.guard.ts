@@ -3,6 +3,7 @@ import { AppConfig } from '../../config/config';
 import { APP_CONFIG } from '../../config/config.module';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
+import { setApiRequestProject } from '../../database/statement-timeout';
 import { ApiException } from '../errors/api-exception';
 import { AuthGate, RateLimitService, RateLimitState } from '../rate-limit/rate-limit.service';
 import { ApiKeyType, bearerKey, bearerKeyHash } from './api-key.crypto';
@@ -102,6 +103,8 @@ export class ApiKeyGuard implements CanActivate {
     }
 
     request.auth = auth;
+    // Work of this request that has no project argument (a body's parse check) is charged to it.
+    setApiRequestProject(auth.project.id);
     return true;
   }
 
