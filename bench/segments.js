@@ -276,7 +276,12 @@ async function main() {
     for (const r of results) console.log(`  ${r.name.padEnd(22)} ${fmt(r.ms)}  (min ${fmt(r.min).trim()})`);
     const countRatio = appCount.ms / baseCount.ms;
     const pageRatio = appPage.ms / basePage.ms;
-    console.log(`  count: compiled/baseline = ${countRatio.toFixed(2)}x (target <= 1.5x and < 1000 ms)`);
+    // The absolute bound is the 1M-contact target; at larger sizes (issue 28: 2M contacts, 20M
+    // events) the target is the ratio alone.
+    const countBoundMs = CONTACTS <= 1_000_000 ? 1000 : Infinity;
+    console.log(
+      `  count: compiled/baseline = ${countRatio.toFixed(2)}x (target <= 1.5x${countBoundMs < Infinity ? ' and < 1000 ms' : ''})`,
+    );
     console.log(`  first page: compiled/baseline = ${pageRatio.toFixed(2)}x (target < 100 ms)`);
     console.log('HTTP, whole request through Fastify inject:');
     console.log(`  POST /segments (validate, save, count)            ${fmt(create.ms)}`);
@@ -289,7 +294,7 @@ async function main() {
     console.log(`  GET /events?contactId=…&limit=20 (a contact's timeline) ${fmt(median(timelineTimes))} (target < 50 ms)`);
     console.log(`  GET /events (first page)                            ${fmt(median(eventsTimes))} (target < 50 ms)`);
     const ok =
-      countRatio <= 1.5 && appCount.ms < 1000 && appPage.ms < 100 && median(timelineTimes) < 50 && median(eventsTimes) < 50;
+      countRatio <= 1.5 && appCount.ms < countBoundMs && appPage.ms < 100 && median(timelineTimes) < 50 && median(eventsTimes) < 50;
     console.log(ok ? 'PASS: targets met' : 'FAIL: a target was missed');
     process.exitCode = ok ? 0 : 1;
   } finally {
