@@ -87,6 +87,26 @@ describe('render time spends the expensive-work budget (e2e)', () => {
     expect(again.body.data.html).toBe('<p>Hello preview@example.com</p>');
   });
 
+  it('charges a body over 102,400 characters all its render time, and an ordinary one nothing', async () => {
+    const ordinary = await app.createProject('Ordinary bodies');
+    const large = await app.createProject('Large bodies');
+    const body = '<p>Hello {{ email }}</p>\n'.repeat(5_000);
+    expect(body.length).toBeGreaterThan(102_400);
+    expect((await template(ordinary.secretKey, '<p>Hello {{ email }}</p>')).status).toBe(201);
+    expect((await template(large.secretKey, body)).status).toBe(201);
+    const redis = createRedis(TEST_REDIS_URL);
+    try {
+      const balance = async (projectId: string) =>
+        redis.hget(`${app.config.queuePrefix}:work-budget:${projectId}`, 'balance');
+      // Checked before its render, never charged: the whole 300 ms are left.
+      expect(Number(await balance(ordinary.id))).toBe(300);
+      // Its save-time render (a few milliseconds) was charged in full.
+      expect(Number(await balance(large.id))).toBeLessThan(300);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
   it("renders a project whose renders were slow in its turn of expensive work, after its segment evaluation, and nobody else's", async () => {
     const c = await app.createProject('Slow, then busy');
     const b = await app.createProject('Bystander 2');

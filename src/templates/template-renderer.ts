@@ -74,6 +74,18 @@ export interface RenderBudget {
 export const FREE_RENDER_MS = 25;
 
 /**
+ * A source this long is charged all its render time, with no free share: Gmail clips a message
+ * over 102 kB, so ordinary mail stays below it, while a tenant sending bodies of several hundred
+ * kilobytes in a loop (each render a few milliseconds, under FREE_RENDER_MS) would otherwise keep
+ * a thread and a core busy for free.
+ */
+export const LARGE_SOURCE_CHARS = 102_400;
+
+function sourceChars(source: RenderSource | string): number {
+  return typeof source === 'string' ? source.length : source.subject.length + source.body.length;
+}
+
+/**
  * A render on a thread this long marks its project as rendering slowly: far above an ordinary
  * message's render, even on a loaded machine, and far below the deadline such renders run to.
  */
@@ -140,7 +152,7 @@ const WORKER_FILE = __filename.endsWith('.ts')
  *
  * Renders asked for by an API request (preview, save-time check, test send, POST /v1/send) are
  * charged to their project's budget of expensive work, their thread time beyond FREE_RENDER_MS
- * each: a project whose budget is spent is refused (429) before its next render, so one tenant's
+ * each (all of it for a source over LARGE_SOURCE_CHARS): a project whose budget is spent is refused (429) before its next render, so one tenant's
  * slow templates cannot keep a render thread and a core busy for long. Delivery and workflow
  * renders (background work, already queued) are never refused.
  */
@@ -272,9 +284,8 @@ export class TemplateRenderer implements OnApplicationShutdown {
       );
       // Charged before the callers hear back (and before the turn passes on), so the next
       // request or evaluation already sees the charge.
-      const over = Math.ceil(
-        renderMs.reduce((sum, ms) => sum + Math.max(0, ms - FREE_RENDER_MS), 0),
-      );
+      const free = sourceChars(group.source) > LARGE_SOURCE_CHARS ? 0 : FREE_RENDER_MS;
+      const over = Math.ceil(renderMs.reduce((sum, ms) => sum + Math.max(0, ms - free), 0));
       if (budget && renderMs.some((ms) => ms >= SLOW_RENDER_MS)) this.markSlow(group.tenant);
       if (budget && over > 0) await budget.spend(group.tenant, over);
       return settle;
