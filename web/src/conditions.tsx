@@ -1,4 +1,5 @@
 import { useId, useState, type InputHTMLAttributes } from 'react';
+import { NameList } from './form';
 import './conditions.css';
 
 /**
@@ -175,11 +176,7 @@ export function ConditionBuilder({
   const listId = useId();
   return (
     <div className="conditions">
-      <datalist id={listId}>
-        {eventNames.map((n) => (
-          <option key={n} value={n} />
-        ))}
-      </datalist>
+      <NameList id={listId} names={eventNames} />
       <GroupEditor
         group={value}
         onChange={onChange}

@@ -8,20 +8,25 @@ import type {
   SchemaCampaignStatus,
 } from '../api/schema';
 import {
+  ConditionBuilder,
+  emptyCondition,
+  type ConditionGroup,
+  type ConditionNode,
+} from '../conditions';
+import { InputField, SelectField, useAction } from '../form';
+import { PagedTable, usePagedList } from '../list';
+import { useEventNames, useSegmentPreview, useSegments } from '../segment-data';
+import {
   asApiError,
   Badge,
   ErrorMessage,
   Field,
   PageTitle,
-  Pager,
   percent,
   Show,
-  useCursor,
   useLoad,
   when,
 } from '../ui';
-import { ConditionBuilder, emptyCondition, type ConditionGroup } from '../conditions';
-import { useEventNames } from './segments';
 import { goToLine, LiquidErrors } from './templates';
 import './editor.css';
 
@@ -42,15 +47,14 @@ const POLL_MS = 2000;
 
 export function CampaignsPage() {
   const [status, setStatus] = useState<SchemaCampaignStatus | ''>('');
-  const paging = useCursor(status);
-  const state = useLoad(
-    () =>
+  const list = usePagedList(
+    (cursor) =>
       unwrap(
         api.GET('/campaigns', {
-          params: { query: { limit: 50, cursor: paging.cursor, status: status || undefined } },
+          params: { query: { limit: 50, cursor, status: status || undefined } },
         }),
       ).then((r) => r.data),
-    [paging.cursor, status],
+    [status],
   );
   return (
     <>
@@ -64,60 +68,33 @@ export function CampaignsPage() {
         Campaigns
       </PageTitle>
       <div className="filters">
-        <Field label="Status">
-          {(id) => (
-            <select
-              id={id}
-              value={status}
-              onChange={(e) => setStatus(e.target.value as SchemaCampaignStatus | '')}
-            >
-              <option value="">All</option>
-              {STATUSES.map((s) => (
-                <option key={s}>{s}</option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <SelectField
+          label="Status"
+          value={status}
+          onChange={setStatus}
+          choices={STATUSES}
+          blank="All"
+        />
       </div>
-      <Show state={state}>
-        {(data) => (
-          <>
-            {data.items.length === 0 ? (
-              <p>{status ? 'No campaigns match.' : 'No campaigns yet.'}</p>
-            ) : (
-              <div className="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col">Subject</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Recipients</th>
-                      <th scope="col">Scheduled / started</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {data.items.map((c) => (
-                      <tr key={c.id}>
-                        <td>
-                          <Link href={`/campaigns/${c.id}`}>{c.name}</Link>
-                        </td>
-                        <td>{c.subject}</td>
-                        <td>
-                          <Badge value={c.status} />
-                        </td>
-                        <td>{c.recipientCount?.toLocaleString() ?? '—'}</td>
-                        <td>{when(c.startedAt ?? c.scheduledAt)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )}
-            <Pager page={paging.page} data={data} paging={paging} label="Campaigns" />
-          </>
+      <PagedTable
+        list={list}
+        label="Campaigns"
+        empty={status ? 'No campaigns match.' : 'No campaigns yet.'}
+        columns={['Name', 'Subject', 'Status', 'Recipients', 'Scheduled / started']}
+        row={(c) => (
+          <tr key={c.id}>
+            <td>
+              <Link href={`/campaigns/${c.id}`}>{c.name}</Link>
+            </td>
+            <td>{c.subject}</td>
+            <td>
+              <Badge value={c.status} />
+            </td>
+            <td>{c.recipientCount?.toLocaleString() ?? '—'}</td>
+            <td>{when(c.startedAt ?? c.scheduledAt)}</td>
+          </tr>
         )}
-      </Show>
+      />
     </>
   );
 }
@@ -172,18 +149,14 @@ function CampaignEditor({ campaign }: { campaign?: SchemaCampaignResponse }) {
         }
       : EMPTY,
   );
-  const [error, setError] = useState<ApiError>();
-  const [saving, setSaving] = useState(false);
+  const save = useAction();
   const bodyRef = useRef<HTMLTextAreaElement>(null);
   const [, navigate] = useLocation();
   const templates = useLoad(
     () => unwrap(api.GET('/templates', { params: { query: { limit: 100 } } })).then((r) => r.data),
     [],
   );
-  const segments = useLoad(
-    () => unwrap(api.GET('/segments', { params: { query: { limit: 100 } } })).then((r) => r.data),
-    [],
-  );
+  const segments = useSegments();
   const eventNames = useEventNames();
   const count = useAudienceCount(draft.audienceType, draft.segmentId, draft.audienceFilter);
   const set = <K extends keyof Draft>(key: K, value: Draft[K]) =>
@@ -201,10 +174,8 @@ function CampaignEditor({ campaign }: { campaign?: SchemaCampaignResponse }) {
     }));
   };
 
-  const save = async (e: FormEvent) => {
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    setSaving(true);
-    setError(undefined);
     const body = {
       name: draft.name.trim(),
       subject: draft.subject,
@@ -215,17 +186,14 @@ function CampaignEditor({ campaign }: { campaign?: SchemaCampaignResponse }) {
       segmentId: draft.audienceType === 'SEGMENT' ? draft.segmentId || null : null,
       audienceFilter: draft.audienceType === 'FILTERED' ? draft.audienceFilter : null,
     };
-    try {
+    void save.run(async () => {
       const res = campaign
         ? await unwrap(
             api.PATCH('/campaigns/{id}', { params: { path: { id: campaign.id } }, body }),
           )
         : await unwrap(api.POST('/campaigns', { body }));
       navigate(`/campaigns/${res.data.id}`);
-    } catch (err) {
-      setError(asApiError(err));
-      setSaving(false);
-    }
+    });
   };
 
   return (
@@ -236,71 +204,50 @@ function CampaignEditor({ campaign }: { campaign?: SchemaCampaignResponse }) {
           {campaign ? 'Back to the campaign' : 'All campaigns'}
         </Link>
       </p>
-      <form className="editor-form" onSubmit={save} aria-label="Campaign">
-        <Field label="Campaign name">
-          {(id) => (
-            <input
-              id={id}
-              value={draft.name}
-              required
-              onChange={(e) => set('name', e.target.value)}
-            />
-          )}
-        </Field>
+      <form className="editor-form" onSubmit={submit} aria-label="Campaign">
+        <InputField
+          label="Campaign name"
+          value={draft.name}
+          required
+          onChange={(v) => set('name', v)}
+        />
         <div className="editor">
-          <Field label="From address">
-            {(id) => (
-              <input
-                id={id}
-                type="email"
-                value={draft.from}
-                required
-                placeholder="news@yourdomain.com"
-                onChange={(e) => set('from', e.target.value)}
-              />
-            )}
-          </Field>
-          <Field label="From name (optional)">
-            {(id) => (
-              <input
-                id={id}
-                value={draft.fromName}
-                onChange={(e) => set('fromName', e.target.value)}
-              />
-            )}
-          </Field>
+          <InputField
+            label="From address"
+            type="email"
+            value={draft.from}
+            required
+            placeholder="news@yourdomain.com"
+            onChange={(v) => set('from', v)}
+          />
+          <InputField
+            label="From name (optional)"
+            value={draft.fromName}
+            onChange={(v) => set('fromName', v)}
+          />
         </div>
         <fieldset>
           <legend>Content</legend>
           <div className="editor-form">
-            <Field label="Start from a template (copies its subject and body)">
-              {(id) => (
-                <select id={id} value="" onChange={(e) => copyTemplate(e.target.value)}>
-                  <option value="">
-                    {templates.data
-                      ? templates.data.items.length
-                        ? 'Choose a template…'
-                        : 'No templates yet'
-                      : 'Loading templates…'}
-                  </option>
-                  {templates.data?.items.map((t) => (
-                    <option key={t.id} value={t.id}>
-                      {t.name}
-                    </option>
-                  ))}
-                </select>
-              )}
-            </Field>
-            <Field label="Subject (Liquid)">
-              {(id) => (
-                <input
-                  id={id}
-                  value={draft.subject}
-                  required
-                  onChange={(e) => set('subject', e.target.value)}
-                />
-              )}
-            </Field>
+            <SelectField
+              label="Start from a template (copies its subject and body)"
+              value=""
+              onChange={copyTemplate}
+              blank={
+                templates.data
+                  ? templates.data.items.length
+                    ? 'Choose a template…'
+                    : 'No templates yet'
+                  : 'Loading templates…'
+              }
+              choices={(templates.data?.items ?? []).map((t) => [t.id, t.name] as const)}
+            />
+            <InputField
+              label="Subject (Liquid)"
+              value={draft.subject}
+              required
+              onChange={(v) => set('subject', v)}
+            />
             <Field label="Body (HTML with Liquid)">
               {(id) => (
                 <textarea
@@ -338,29 +285,22 @@ function CampaignEditor({ campaign }: { campaign?: SchemaCampaignResponse }) {
             A segment
           </label>
           {draft.audienceType === 'SEGMENT' && (
-            <Field label="Segment">
-              {(id) => (
-                <select
-                  id={id}
-                  value={draft.segmentId}
-                  required
-                  onChange={(e) => set('segmentId', e.target.value)}
-                >
-                  <option value="">
-                    {segments.data
-                      ? segments.data.items.length
-                        ? 'Choose a segment…'
-                        : 'No segments yet'
-                      : 'Loading segments…'}
-                  </option>
-                  {segments.data?.items.map((s) => (
-                    <option key={s.id} value={s.id}>
-                      {s.name} ({s.memberCount.toLocaleString()} members)
-                    </option>
-                  ))}
-                </select>
+            <SelectField
+              label="Segment"
+              value={draft.segmentId}
+              required
+              onChange={(v) => set('segmentId', v)}
+              blank={
+                segments.data
+                  ? segments.data.length
+                    ? 'Choose a segment…'
+                    : 'No segments yet'
+                  : 'Loading segments…'
+              }
+              choices={(segments.data ?? []).map(
+                (s) => [s.id, `${s.name} (${s.memberCount.toLocaleString()} members)`] as const,
               )}
-            </Field>
+            />
           )}
           <label className="radio">
             <input
@@ -375,7 +315,7 @@ function CampaignEditor({ campaign }: { campaign?: SchemaCampaignResponse }) {
             <ConditionBuilder
               value={draft.audienceFilter}
               onChange={(next) => set('audienceFilter', next)}
-              segments={(segments.data?.items ?? []).map((x) => ({ id: x.id, name: x.name }))}
+              segments={(segments.data ?? []).map((x) => ({ id: x.id, name: x.name }))}
               eventNames={eventNames}
               label="Audience filter"
             />
@@ -391,10 +331,10 @@ function CampaignEditor({ campaign }: { campaign?: SchemaCampaignResponse }) {
                 : `${count.count.toLocaleString()} subscribed recipients now`}
           </p>
         </fieldset>
-        <LiquidErrors error={error} onLine={(_, line) => goToLine(bodyRef.current, line)} />
+        <LiquidErrors error={save.error} onLine={(_, line) => goToLine(bodyRef.current, line)} />
         <div className="actions">
-          <button type="submit" disabled={saving}>
-            {saving ? 'Saving…' : campaign ? 'Save changes' : 'Create campaign'}
+          <button type="submit" disabled={save.busy}>
+            {save.busy ? 'Saving…' : campaign ? 'Save changes' : 'Create campaign'}
           </button>
         </div>
       </form>
@@ -407,41 +347,16 @@ function CampaignEditor({ campaign }: { campaign?: SchemaCampaignResponse }) {
  * segment when there is one (suppressed contacts are left out later, at send).
  */
 function useAudienceCount(type: SchemaAudienceType, segmentId: string, filter: ConditionGroup) {
-  const [state, setState] = useState<{ count?: number; error?: ApiError; busy: boolean }>({
-    busy: false,
-  });
-  // The filter as text: a new object with the same condition asks nothing again.
-  const filterText = JSON.stringify(filter);
-  useEffect(() => {
-    if (type === 'SEGMENT' && !segmentId) {
-      setState({ busy: false });
-      return;
-    }
-    const conditions: Record<string, unknown>[] = [
-      { field: 'subscribed', operator: 'equals', value: true },
-    ];
-    if (type === 'SEGMENT') conditions.push({ field: 'segment', operator: 'in', value: segmentId });
-    const group = JSON.parse(filterText) as ConditionGroup;
-    if (type === 'FILTERED' && group.conditions.length > 0) conditions.push(group);
-    let current = true;
-    setState({ busy: true });
-    // A filter is typed into: ask 400 ms after the last change, as the segment builder does.
-    const timer = setTimeout(
-      () =>
-        unwrap(
-          api.POST('/segments/preview', { body: { condition: { logic: 'AND', conditions } } }),
-        ).then(
-          (r) => current && setState({ count: r.data.count, busy: false }),
-          (err: unknown) => current && setState({ error: asApiError(err), busy: false }),
-        ),
-      type === 'FILTERED' ? 400 : 0,
-    );
-    return () => {
-      current = false;
-      clearTimeout(timer);
-    };
-  }, [type, segmentId, filterText]);
-  return state;
+  const conditions: ConditionNode[] = [{ field: 'subscribed', operator: 'equals', value: true }];
+  if (type === 'SEGMENT') conditions.push({ field: 'segment', operator: 'in', value: segmentId });
+  if (type === 'FILTERED' && filter.conditions.length > 0) conditions.push(filter);
+  const asked =
+    type === 'SEGMENT' && !segmentId ? undefined : { logic: 'AND' as const, conditions };
+  // A filter is typed into: asked 400 ms after the last change, as the segment builder does.
+  const preview = useSegmentPreview(asked, type === 'FILTERED' ? 400 : 0);
+  // Unlike the builder's count, a count being asked shows no earlier one.
+  if (!asked || preview.busy) return { busy: preview.busy };
+  return { count: preview.count, error: preview.error, busy: false };
 }
 
 export interface Sample {
@@ -762,17 +677,13 @@ function Actions({
       </div>
       {editable && (
         <form className="filters" onSubmit={schedule}>
-          <Field label="Schedule for (your local time)">
-            {(fid) => (
-              <input
-                id={fid}
-                type="datetime-local"
-                required
-                value={scheduleAt}
-                onChange={(e) => setScheduleAt(e.target.value)}
-              />
-            )}
-          </Field>
+          <InputField
+            label="Schedule for (your local time)"
+            type="datetime-local"
+            required
+            value={scheduleAt}
+            onChange={setScheduleAt}
+          />
           <button type="submit" disabled={!!busy}>
             {busy === 'schedule'
               ? 'Scheduling…'
@@ -783,17 +694,13 @@ function Actions({
         </form>
       )}
       <form className="filters" onSubmit={testSend}>
-        <Field label="Send a test to (up to 5 addresses)">
-          {(fid) => (
-            <input
-              id={fid}
-              value={testTo}
-              required
-              placeholder="me@yourdomain.com"
-              onChange={(e) => setTestTo(e.target.value)}
-            />
-          )}
-        </Field>
+        <InputField
+          label="Send a test to (up to 5 addresses)"
+          value={testTo}
+          required
+          placeholder="me@yourdomain.com"
+          onChange={setTestTo}
+        />
         <button type="submit" disabled={!!busy}>
           {busy === 'test' ? 'Sending test…' : 'Send test'}
         </button>
@@ -807,17 +714,16 @@ function Actions({
 /** Who opened, who clicked: the campaign's email records filtered by GET /emails opened/clicked. */
 function Recipients({ campaignId }: { campaignId: string }) {
   const [which, setWhich] = useState<'opened' | 'clicked'>('opened');
-  const paging = useCursor(which);
-  const state = useLoad(
-    () =>
+  const list = usePagedList(
+    (cursor) =>
       unwrap(
         api.GET('/emails', {
           params: {
-            query: { campaignId, limit: 50, cursor: paging.cursor, [which]: true },
+            query: { campaignId, limit: 50, cursor, [which]: true },
           },
         }),
       ).then((r) => r.data),
-    [campaignId, which, paging.cursor],
+    [campaignId, which],
   );
   return (
     <section aria-labelledby="recipients-title">
@@ -829,44 +735,25 @@ function Recipients({ campaignId }: { campaignId: string }) {
           </button>
         ))}
       </div>
-      <Show state={state}>
-        {(data) => (
-          <>
-            {data.items.length === 0 ? (
-              <p>No one has {which} yet.</p>
-            ) : (
-              <div className="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Recipient</th>
-                      <th scope="col">{which === 'opened' ? 'First opened' : 'First clicked'}</th>
-                      <th scope="col">{which === 'opened' ? 'Opens' : 'Clicks'}</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {data.items.map((e) => (
-                      <tr key={e.id}>
-                        <td>
-                          <Link href={`/emails/${e.id}`}>{e.to}</Link>
-                        </td>
-                        <td>{when(which === 'opened' ? e.openedAt : e.clickedAt)}</td>
-                        <td>{which === 'opened' ? e.opens : e.clicks}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )}
-            <Pager
-              page={paging.page}
-              data={data}
-              paging={paging}
-              label={which === 'opened' ? 'Openers' : 'Clickers'}
-            />
-          </>
+      <PagedTable
+        list={list}
+        label={which === 'opened' ? 'Openers' : 'Clickers'}
+        empty={`No one has ${which} yet.`}
+        columns={[
+          'Recipient',
+          which === 'opened' ? 'First opened' : 'First clicked',
+          which === 'opened' ? 'Opens' : 'Clicks',
+        ]}
+        row={(e) => (
+          <tr key={e.id}>
+            <td>
+              <Link href={`/emails/${e.id}`}>{e.to}</Link>
+            </td>
+            <td>{when(which === 'opened' ? e.openedAt : e.clickedAt)}</td>
+            <td>{which === 'opened' ? e.opens : e.clicks}</td>
+          </tr>
         )}
-      </Show>
+      />
     </section>
   );
 }

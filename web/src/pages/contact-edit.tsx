@@ -1,7 +1,8 @@
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
-import { api, unwrap, type ApiError } from '../api/client';
+import { api, unwrap } from '../api/client';
 import type { SchemaContactResponse } from '../api/schema';
-import { asApiError, ErrorMessage } from '../ui';
+import { useAction } from '../form';
+import { ErrorMessage } from '../ui';
 import './editor.css';
 import './edit-forms.css';
 
@@ -63,17 +64,15 @@ export function ContactEditor({
     setSubscribed(contact.subscribed);
     setRows(rowsOf(contact.data, nextKey));
   }, [contact.updatedAt]);
-  const [error, setError] = useState<ApiError>();
+  const save = useAction();
   const [saved, setSaved] = useState(false);
-  const [busy, setBusy] = useState(false);
   const hintId = useId();
 
   const update = (key: number, change: Partial<DataRow>) =>
     setRows((all) => all.map((r) => (r.key === key ? { ...r, ...change } : r)));
 
-  const submit = async (e: FormEvent) => {
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    setError(undefined);
     setSaved(false);
     // Only what was edited is sent: a field left alone keeps its type (the string "12345" is not
     // read back as a number) and a value changed elsewhere since the page loaded is not overwritten.
@@ -81,8 +80,7 @@ export function ContactEditor({
     const kept = new Set<string>();
     for (const row of rows) {
       const name = row.name.trim();
-      const untouched =
-        row.origin !== undefined && row.value === shown(contact.data[row.origin]);
+      const untouched = row.origin !== undefined && row.value === shown(contact.data[row.origin]);
       if (row.origin !== undefined && name === row.origin) {
         kept.add(name);
         if (!untouched) data[name] = parsed(row.value);
@@ -95,16 +93,11 @@ export function ContactEditor({
     }
     const body: { subscribed?: boolean; data: Record<string, unknown> } = { data };
     if (subscribed !== contact.subscribed) body.subscribed = subscribed;
-    setBusy(true);
-    try {
+    void save.run(async () => {
       await unwrap(api.PATCH('/contacts/{id}', { params: { path: { id: contact.id } }, body }));
       setSaved(true);
       onSaved();
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   return (
@@ -114,7 +107,7 @@ export function ContactEditor({
       aria-labelledby={`${hintId}-title`}
     >
       <h2 id={`${hintId}-title`}>Edit contact</h2>
-      <ErrorMessage error={error} />
+      <ErrorMessage error={save.error} />
       <p className="muted">The address stays as it is; for another address, add a new contact.</p>
       <div className="field checkbox">
         <label>
@@ -168,7 +161,7 @@ export function ContactEditor({
         </button>
       </fieldset>
       <div className="actions">
-        <button type="submit" disabled={busy}>
+        <button type="submit" disabled={save.busy}>
           Save changes
         </button>
         {saved && <span role="status">Saved.</span>}
@@ -189,30 +182,22 @@ export function SuppressionControl({
   contact: SchemaContactResponse;
   onChanged: () => void;
 }) {
-  const [error, setError] = useState<ApiError>();
-  const [busy, setBusy] = useState(false);
-  const run = async (call: () => Promise<unknown>) => {
-    setError(undefined);
-    setBusy(true);
-    try {
+  const action = useAction();
+  const run = (call: () => Promise<unknown>) =>
+    action.run(async () => {
       await call();
       onChanged();
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <section aria-labelledby="suppression-title">
       <h2 id="suppression-title">Suppression</h2>
-      <ErrorMessage error={error} />
+      <ErrorMessage error={action.error} />
       {contact.suppressed ? (
         <>
           <p>Suppressed: no email is sent to this address.</p>
           <button
             type="button"
-            disabled={busy}
+            disabled={action.busy}
             onClick={() =>
               run(() =>
                 unwrap(
@@ -232,7 +217,7 @@ export function SuppressionControl({
           <button
             type="button"
             className="danger"
-            disabled={busy}
+            disabled={action.busy}
             onClick={() =>
               window.confirm(`Suppress ${contact.email}? No email will be sent to it.`) &&
               run(() => unwrap(api.POST('/suppressions', { body: { email: contact.email } })))

@@ -1,6 +1,8 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
-import { api, unwrap, type ApiError } from '../api/client';
+import { api, unwrap } from '../api/client';
 import type { components } from '../api/schema';
+import { useAction } from '../form';
+import { Table } from '../list';
 import { asApiError, ErrorMessage, Field } from '../ui';
 
 type ContactImport = components['schemas']['ContactImportResponse'];
@@ -18,8 +20,7 @@ const finished = (job: ContactImport) => job.status === 'COMPLETED' || job.statu
 export function ContactImport({ onFinished }: { onFinished: () => void }) {
   const [file, setFile] = useState<File | null>(null);
   const [job, setJob] = useState<ContactImport>();
-  const [error, setError] = useState<ApiError>();
-  const [busy, setBusy] = useState(false);
+  const upload = useAction();
   const done = useRef(onFinished);
   done.current = onFinished;
 
@@ -33,19 +34,17 @@ export function ContactImport({ onFinished }: { onFinished: () => void }) {
         setJob(next.data);
         if (finished(next.data)) done.current();
       } catch (err) {
-        setError(asApiError(err));
+        upload.setError(asApiError(err));
       }
     }, POLL_MS);
     return () => clearTimeout(timer);
   }, [job]);
 
-  const start = async (e: FormEvent) => {
+  const start = (e: FormEvent) => {
     e.preventDefault();
     if (!file) return;
-    setError(undefined);
     setJob(undefined);
-    setBusy(true);
-    try {
+    void upload.run(async () => {
       const text = await file.text();
       const answer = await unwrap(
         api.POST('/contacts/import', {
@@ -56,11 +55,7 @@ export function ContactImport({ onFinished }: { onFinished: () => void }) {
       );
       setJob(answer.data);
       if (finished(answer.data)) done.current();
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   const running = job !== undefined && !finished(job);
@@ -85,11 +80,15 @@ export function ContactImport({ onFinished }: { onFinished: () => void }) {
             />
           )}
         </Field>
-        <button type="submit" disabled={!file || busy || running} style={{ marginTop: '0.5rem' }}>
-          {busy ? 'Uploading…' : 'Import'}
+        <button
+          type="submit"
+          disabled={!file || upload.busy || running}
+          style={{ marginTop: '0.5rem' }}
+        >
+          {upload.busy ? 'Uploading…' : 'Import'}
         </button>
       </form>
-      <ErrorMessage error={error} />
+      <ErrorMessage error={upload.error} />
       {job && <ImportProgress job={job} />}
     </details>
   );
@@ -122,30 +121,18 @@ function ImportProgress({ job }: { job: ContactImport }) {
               The first {job.errors.length} of {job.failed.toLocaleString()} are shown.
             </p>
           )}
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Line</th>
-                  <th scope="col">Email</th>
-                  <th scope="col">Field</th>
-                  <th scope="col">Problem</th>
-                </tr>
-              </thead>
-              <tbody>
-                {job.errors.map((row) => (
-                  <tr key={`${row.row}-${row.field}`} data-testid="import-error">
-                    <td>{row.line ?? row.row}</td>
-                    <td>{row.email ?? '—'}</td>
-                    <td>
-                      <code>{row.field}</code>
-                    </td>
-                    <td>{row.message}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table columns={['Line', 'Email', 'Field', 'Problem']}>
+            {job.errors.map((row) => (
+              <tr key={`${row.row}-${row.field}`} data-testid="import-error">
+                <td>{row.line ?? row.row}</td>
+                <td>{row.email ?? '—'}</td>
+                <td>
+                  <code>{row.field}</code>
+                </td>
+                <td>{row.message}</td>
+              </tr>
+            ))}
+          </Table>
         </>
       )}
     </section>

@@ -1,19 +1,9 @@
 import { useState, type FormEvent } from 'react';
 import { Link, useLocation } from 'wouter';
 import { api, unwrap } from '../api/client';
-import {
-  asApiError,
-  Badge,
-  ErrorMessage,
-  Field,
-  PageTitle,
-  Pager,
-  Show,
-  useCursor,
-  useLoad,
-  when,
-} from '../ui';
-import type { ApiError } from '../api/client';
+import { InputField, SelectField, useAction } from '../form';
+import { PagedTable, usePagedList } from '../list';
+import { Badge, ErrorMessage, PageTitle, Show, useLoad, when } from '../ui';
 import type { operations } from '../api/schema';
 import { ContactEditor, SuppressionControl } from './contact-edit';
 import { ContactImport } from './contact-import';
@@ -35,60 +25,51 @@ const PAGE_SIZE = 50;
 /** One contact by email: POST /contacts, then its page. */
 function AddContact() {
   const [email, setEmail] = useState('');
-  const [error, setError] = useState<ApiError>();
+  const add = useAction();
   const [, navigate] = useLocation();
-  const submit = async (e: FormEvent) => {
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    setError(undefined);
-    try {
+    void add.run(async () => {
       const created = await unwrap(api.POST('/contacts', { body: { email: email.trim() } }));
       navigate(`/contacts/${created.data.id}`);
-    } catch (err) {
-      setError(asApiError(err));
-    }
+    });
   };
   return (
     <details className="add">
       <summary>Add a contact</summary>
       <form className="filters" onSubmit={submit}>
-        <Field label="Email address">
-          {(id) => (
-            <input
-              id={id}
-              type="email"
-              required
-              value={email}
-              onChange={(e) => setEmail(e.target.value)}
-            />
-          )}
-        </Field>
+        <InputField label="Email address" type="email" required value={email} onChange={setEmail} />
         <button type="submit">Add contact</button>
       </form>
-      <ErrorMessage error={error} />
+      <ErrorMessage error={add.error} />
     </details>
   );
 }
+
+const SUBSCRIPTIONS = [
+  ['true', 'Subscribed'],
+  ['false', 'Unsubscribed'],
+] as const;
 
 export function ContactsPage() {
   const [search, setSearch] = useState('');
   const [applied, setApplied] = useState('');
   const [subscribed, setSubscribed] = useState<'' | 'true' | 'false'>('');
-  const paging = useCursor(`${applied}|${subscribed}`);
-  const state = useLoad(
-    () =>
+  const list = usePagedList(
+    (cursor) =>
       unwrap(
         api.GET('/contacts', {
           params: {
             query: {
               limit: PAGE_SIZE,
-              cursor: paging.cursor,
+              cursor,
               search: applied || undefined,
               subscribed: subscribed === '' ? undefined : subscribed === 'true',
             },
           },
         }),
       ).then((r) => r.data),
-    [paging.cursor, applied, subscribed],
+    [applied, subscribed],
   );
 
   const submit = (e: FormEvent) => {
@@ -115,77 +96,38 @@ export function ContactsPage() {
         Contacts
       </PageTitle>
       <AddContact />
-      <ContactImport onFinished={state.reload} />
+      <ContactImport onFinished={list.state.reload} />
       <form className="filters" role="search" onSubmit={submit}>
-        <Field label="Search by email">
-          {(id) => (
-            <input
-              id={id}
-              type="search"
-              value={search}
-              onChange={(e) => setSearch(e.target.value)}
-            />
-          )}
-        </Field>
-        <Field label="Subscription">
-          {(id) => (
-            <select
-              id={id}
-              value={subscribed}
-              onChange={(e) => setSubscribed(e.target.value as '' | 'true' | 'false')}
-            >
-              <option value="">All</option>
-              <option value="true">Subscribed</option>
-              <option value="false">Unsubscribed</option>
-            </select>
-          )}
-        </Field>
+        <InputField label="Search by email" type="search" value={search} onChange={setSearch} />
+        <SelectField
+          label="Subscription"
+          value={subscribed}
+          onChange={setSubscribed}
+          choices={SUBSCRIPTIONS}
+          blank="All"
+        />
         <button type="submit">Search</button>
       </form>
-      <Show state={state}>
-        {(data) => (
-          <>
-            {data.items.length === 0 ? (
-              <p>No contacts match.</p>
-            ) : (
-              <div className="table-wrap">
-                <table>
-                  <caption className="visually-hidden">Contacts, newest first</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Email</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Created</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {data.items.map((c) => (
-                      <tr key={c.id}>
-                        <td>
-                          <Link href={`/contacts/${c.id}`}>{c.email}</Link>
-                        </td>
-                        <td>
-                          <Badge
-                            value={
-                              c.suppressed
-                                ? 'Suppressed'
-                                : c.subscribed
-                                  ? 'Subscribed'
-                                  : 'Unsubscribed'
-                            }
-                          />
-                        </td>
-                        <td>{when(c.createdAt)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )}
-            <Pager page={paging.page} data={data} paging={paging} label="Contacts" />
-          </>
+      <PagedTable
+        list={list}
+        label="Contacts"
+        empty="No contacts match."
+        caption="Contacts, newest first"
+        columns={['Email', 'Status', 'Created']}
+        row={(c) => (
+          <tr key={c.id}>
+            <td>
+              <Link href={`/contacts/${c.id}`}>{c.email}</Link>
+            </td>
+            <td>
+              <Badge
+                value={c.suppressed ? 'Suppressed' : c.subscribed ? 'Subscribed' : 'Unsubscribed'}
+              />
+            </td>
+            <td>{when(c.createdAt)}</td>
+          </tr>
         )}
-      </Show>
+      />
     </>
   );
 }
@@ -202,17 +144,12 @@ async function loadContact(id: string) {
 export function ContactPage({ id }: { id: string }) {
   const state = useLoad(() => loadContact(id), [id]);
   const [, navigate] = useLocation();
-  const [actionError, setActionError] = useState<ApiError>();
-
-  const act = async (run: () => Promise<unknown>, after: () => void) => {
-    setActionError(undefined);
-    try {
+  const action = useAction();
+  const act = (run: () => Promise<unknown>, after: () => void) =>
+    action.run(async () => {
       await run();
       after();
-    } catch (e) {
-      setActionError(asApiError(e));
-    }
-  };
+    });
 
   return (
     <Show state={state}>
@@ -256,7 +193,7 @@ export function ContactPage({ id }: { id: string }) {
           >
             {contact.email}
           </PageTitle>
-          <ErrorMessage error={actionError} />
+          <ErrorMessage error={action.error} />
           <dl className="facts">
             <dt>Status</dt>
             <dd>

@@ -1,19 +1,9 @@
 import { useState, type FormEvent } from 'react';
 import { Link, useLocation } from 'wouter';
-import { api, unwrap, type ApiError } from '../api/client';
-import {
-  asApiError,
-  Badge,
-  CopyButton,
-  ErrorMessage,
-  Field,
-  PageTitle,
-  Pager,
-  Show,
-  useCursor,
-  useLoad,
-  when,
-} from '../ui';
+import { api, unwrap } from '../api/client';
+import { InputField, useAction } from '../form';
+import { PagedTable, usePagedList } from '../list';
+import { asApiError, Badge, CopyButton, ErrorMessage, PageTitle, Show, useLoad, when } from '../ui';
 
 const REASONS: Record<string, string> = {
   NXDOMAIN: 'The name does not exist in DNS',
@@ -23,82 +13,54 @@ const REASONS: Record<string, string> = {
 };
 
 export function DomainsPage() {
-  const paging = useCursor('');
-  const state = useLoad(
-    () =>
-      unwrap(api.GET('/domains', { params: { query: { limit: 50, cursor: paging.cursor } } })).then(
-        (r) => r.data,
-      ),
-    [paging.cursor],
+  const list = usePagedList(
+    (cursor) =>
+      unwrap(api.GET('/domains', { params: { query: { limit: 50, cursor } } })).then((r) => r.data),
+    [],
   );
   const [name, setName] = useState('');
-  const [error, setError] = useState<ApiError>();
+  const add = useAction();
   const [, navigate] = useLocation();
 
-  const add = async (e: FormEvent) => {
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    setError(undefined);
-    try {
+    void add.run(async () => {
       const created = await unwrap(api.POST('/domains', { body: { domain: name.trim() } }));
       navigate(`/domains/${created.data.id}`);
-    } catch (err) {
-      setError(asApiError(err));
-    }
+    });
   };
 
   return (
     <>
       <PageTitle>Domains</PageTitle>
-      <form className="filters" onSubmit={add}>
-        <Field label="Add a sending domain">
-          {(id) => (
-            <input
-              id={id}
-              value={name}
-              placeholder="example.com"
-              required
-              onChange={(e) => setName(e.target.value)}
-            />
-          )}
-        </Field>
+      <form className="filters" onSubmit={submit}>
+        <InputField
+          label="Add a sending domain"
+          value={name}
+          placeholder="example.com"
+          required
+          onChange={setName}
+        />
         <button type="submit">Add domain</button>
       </form>
-      <ErrorMessage error={error} />
-      <Show state={state}>
-        {(data) => (
-          <>
-            {data.items.length === 0 ? (
-              <p>No domains yet.</p>
-            ) : (
-              <div className="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Domain</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Last checked</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {data.items.map((d) => (
-                      <tr key={d.id}>
-                        <td>
-                          <Link href={`/domains/${d.id}`}>{d.domain}</Link>
-                        </td>
-                        <td>
-                          <Badge value={d.status} />
-                        </td>
-                        <td>{when(d.lastCheckedAt)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )}
-            <Pager page={paging.page} data={data} paging={paging} label="Domains" />
-          </>
+      <ErrorMessage error={add.error} />
+      <PagedTable
+        list={list}
+        label="Domains"
+        empty="No domains yet."
+        columns={['Domain', 'Status', 'Last checked']}
+        row={(d) => (
+          <tr key={d.id}>
+            <td>
+              <Link href={`/domains/${d.id}`}>{d.domain}</Link>
+            </td>
+            <td>
+              <Badge value={d.status} />
+            </td>
+            <td>{when(d.lastCheckedAt)}</td>
+          </tr>
         )}
-      </Show>
+      />
     </>
   );
 }
@@ -108,25 +70,17 @@ export function DomainPage({ id }: { id: string }) {
     () => unwrap(api.GET('/domains/{id}', { params: { path: { id } } })).then((r) => r.data),
     [id],
   );
-  const [verifying, setVerifying] = useState(false);
-  const [error, setError] = useState<ApiError>();
+  const check = useAction();
   const [verified, setVerified] = useState<typeof state.data>();
   const [, navigate] = useLocation();
   const domain = verified ?? state.data;
 
-  const verify = async () => {
-    setVerifying(true);
-    setError(undefined);
-    try {
+  const verify = () =>
+    check.run(async () =>
       setVerified(
         (await unwrap(api.POST('/domains/{id}/verify', { params: { path: { id } } }))).data,
-      );
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setVerifying(false);
-    }
-  };
+      ),
+    );
 
   const remove = async () => {
     if (!domain || !window.confirm(`Delete ${domain.domain}?`)) return;
@@ -134,7 +88,7 @@ export function DomainPage({ id }: { id: string }) {
       await unwrap(api.DELETE('/domains/{id}', { params: { path: { id } } }));
       navigate('/domains');
     } catch (err) {
-      setError(asApiError(err));
+      check.setError(asApiError(err));
     }
   };
 
@@ -145,8 +99,8 @@ export function DomainPage({ id }: { id: string }) {
           <PageTitle
             actions={
               <>
-                <button type="button" onClick={verify} disabled={verifying}>
-                  {verifying ? 'Verifying…' : 'Verify'}
+                <button type="button" onClick={verify} disabled={check.busy}>
+                  {check.busy ? 'Verifying…' : 'Verify'}
                 </button>
                 <button type="button" className="danger" onClick={remove}>
                   Delete
@@ -160,7 +114,7 @@ export function DomainPage({ id }: { id: string }) {
             Status: <Badge value={d.status} /> · last checked {when(d.lastCheckedAt)}
             {d.verifiedAt && <> · verified {when(d.verifiedAt)}</>}
           </p>
-          <ErrorMessage error={error} />
+          <ErrorMessage error={check.error} />
           <h2>DNS records</h2>
           <p>Publish these at your DNS provider, then verify. Required records must match.</p>
           <ul className="records">
@@ -168,7 +122,11 @@ export function DomainPage({ id }: { id: string }) {
               <li key={`${r.purpose}-${r.name}`} className="record">
                 <div className="record-head">
                   <strong>{r.purpose}</strong> <span>{r.type}</span>{' '}
-                  {r.required ? <span className="muted">required</span> : <span className="muted">recommended</span>}{' '}
+                  {r.required ? (
+                    <span className="muted">required</span>
+                  ) : (
+                    <span className="muted">recommended</span>
+                  )}{' '}
                   <Badge value={r.status} />
                 </div>
                 <div className="record-row">

@@ -2,7 +2,9 @@ import { useState } from 'react';
 import { Link } from 'wouter';
 import { api, unwrap } from '../api/client';
 import type { SchemaEmailStatus } from '../api/schema';
-import { Badge, Field, PageTitle, Pager, Show, useCursor, useLoad, when } from '../ui';
+import { SelectField } from '../form';
+import { PagedTable, usePagedList } from '../list';
+import { Badge, PageTitle, Show, useLoad, when } from '../ui';
 import { DeliveryDetails, EmailPreview } from './email-content';
 
 const STATUSES: SchemaEmailStatus[] = [
@@ -18,74 +20,45 @@ const STATUSES: SchemaEmailStatus[] = [
 
 export function EmailsPage() {
   const [status, setStatus] = useState<SchemaEmailStatus | ''>('');
-  const paging = useCursor(status);
-  const state = useLoad(
-    () =>
+  const list = usePagedList(
+    (cursor) =>
       unwrap(
         api.GET('/emails', {
-          params: { query: { limit: 50, cursor: paging.cursor, status: status || undefined } },
+          params: { query: { limit: 50, cursor, status: status || undefined } },
         }),
       ).then((r) => r.data),
-    [paging.cursor, status],
+    [status],
   );
   return (
     <>
       <PageTitle>Emails</PageTitle>
       <div className="filters">
-        <Field label="Status">
-          {(id) => (
-            <select
-              id={id}
-              value={status}
-              onChange={(e) => setStatus(e.target.value as SchemaEmailStatus | '')}
-            >
-              <option value="">All</option>
-              {STATUSES.map((s) => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <SelectField
+          label="Status"
+          value={status}
+          onChange={setStatus}
+          choices={STATUSES}
+          blank="All"
+        />
       </div>
-      <Show state={state}>
-        {(data) => (
-          <>
-            {data.items.length === 0 ? (
-              <p>No emails match.</p>
-            ) : (
-              <div className="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">To</th>
-                      <th scope="col">Subject</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Queued</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {data.items.map((e) => (
-                      <tr key={e.id}>
-                        <td>{e.to}</td>
-                        <td>
-                          <Link href={`/emails/${e.id}`}>{e.subject || '(no subject)'}</Link>
-                        </td>
-                        <td>
-                          <Badge value={e.status} />
-                        </td>
-                        <td>{when(e.queuedAt)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )}
-            <Pager page={paging.page} data={data} paging={paging} label="Emails" />
-          </>
+      <PagedTable
+        list={list}
+        label="Emails"
+        empty="No emails match."
+        columns={['To', 'Subject', 'Status', 'Queued']}
+        row={(e) => (
+          <tr key={e.id}>
+            <td>{e.to}</td>
+            <td>
+              <Link href={`/emails/${e.id}`}>{e.subject || '(no subject)'}</Link>
+            </td>
+            <td>
+              <Badge value={e.status} />
+            </td>
+            <td>{when(e.queuedAt)}</td>
+          </tr>
         )}
-      </Show>
+      />
     </>
   );
 }
@@ -106,9 +79,7 @@ export function EmailPage({ id }: { id: string }) {
               <Badge value={e.status} />
             </dd>
             <dt>To</dt>
-            <dd>
-              {e.contactId ? <Link href={`/contacts/${e.contactId}`}>{e.to}</Link> : e.to}
-            </dd>
+            <dd>{e.contactId ? <Link href={`/contacts/${e.contactId}`}>{e.to}</Link> : e.to}</dd>
             <dt>From</dt>
             <dd>{e.from}</dd>
             <dt>Source</dt>

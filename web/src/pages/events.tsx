@@ -1,21 +1,23 @@
 import { useState, type FormEvent } from 'react';
 import { Link } from 'wouter';
 import { api, unwrap } from '../api/client';
-import { Field, PageTitle, Pager, Show, useCursor, useLoad, when } from '../ui';
+import { InputField, NameList } from '../form';
+import { PagedTable, usePagedList } from '../list';
+import { useEventNames } from '../segment-data';
+import { PageTitle, when } from '../ui';
 
 export function EventsPage() {
   const [name, setName] = useState('');
   const [applied, setApplied] = useState('');
-  const paging = useCursor(applied);
-  const names = useLoad(() => unwrap(api.GET('/events/names', { params: { query: { limit: 100 } } })).then((r) => r.data.items), []);
-  const state = useLoad(
-    () =>
+  const names = useEventNames();
+  const list = usePagedList(
+    (cursor) =>
       unwrap(
         api.GET('/events', {
-          params: { query: { limit: 50, cursor: paging.cursor, name: applied || undefined } },
+          params: { query: { limit: 50, cursor, name: applied || undefined } },
         }),
       ).then((r) => r.data),
-    [paging.cursor, applied],
+    [applied],
   );
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -25,60 +27,26 @@ export function EventsPage() {
     <>
       <PageTitle>Events</PageTitle>
       <form className="filters" onSubmit={submit}>
-        <Field label="Event name">
-          {(id) => (
-            <input
-              id={id}
-              list="event-names"
-              value={name}
-              onChange={(e) => setName(e.target.value)}
-            />
-          )}
-        </Field>
-        <datalist id="event-names">
-          {(names.data ?? []).map((n) => (
-            <option key={n.name} value={n.name} />
-          ))}
-        </datalist>
+        <InputField label="Event name" list="event-names" value={name} onChange={setName} />
+        <NameList id="event-names" names={names} />
         <button type="submit">Filter</button>
       </form>
-      <Show state={state}>
-        {(data) => (
-          <>
-            {data.items.length === 0 ? (
-              <p>No events match.</p>
-            ) : (
-              <div className="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Event</th>
-                      <th scope="col">Contact</th>
-                      <th scope="col">Data</th>
-                      <th scope="col">When</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {data.items.map((e) => (
-                      <tr key={e.id}>
-                        <td>{e.name}</td>
-                        <td>
-                          {e.contactId ? <Link href={`/contacts/${e.contactId}`}>Contact</Link> : '—'}
-                        </td>
-                        <td>
-                          <code className="clip">{JSON.stringify(e.data ?? {})}</code>
-                        </td>
-                        <td>{when(e.createdAt)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )}
-            <Pager page={paging.page} data={data} paging={paging} label="Events" />
-          </>
+      <PagedTable
+        list={list}
+        label="Events"
+        empty="No events match."
+        columns={['Event', 'Contact', 'Data', 'When']}
+        row={(e) => (
+          <tr key={e.id}>
+            <td>{e.name}</td>
+            <td>{e.contactId ? <Link href={`/contacts/${e.contactId}`}>Contact</Link> : '—'}</td>
+            <td>
+              <code className="clip">{JSON.stringify(e.data ?? {})}</code>
+            </td>
+            <td>{when(e.createdAt)}</td>
+          </tr>
         )}
-      </Show>
+      />
     </>
   );
 }

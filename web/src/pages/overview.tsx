@@ -2,6 +2,7 @@ import { lazy, Suspense, useEffect, useState } from 'react';
 import { Link } from 'wouter';
 import { api, unwrap, type ApiError } from '../api/client';
 import type { components } from '../api/schema';
+import { Table } from '../list';
 import {
   asApiError,
   Badge,
@@ -206,32 +207,17 @@ export function OverviewPage() {
               {events.items.length === 0 ? (
                 <p>No events yet.</p>
               ) : (
-                <div className="table-wrap">
-                  <table>
-                    <thead>
-                      <tr>
-                        <th scope="col">Event</th>
-                        <th scope="col">Contact</th>
-                        <th scope="col">When</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {events.items.map((e) => (
-                        <tr key={e.id}>
-                          <td>{e.name}</td>
-                          <td>
-                            {e.contactId ? (
-                              <Link href={`/contacts/${e.contactId}`}>Contact</Link>
-                            ) : (
-                              '—'
-                            )}
-                          </td>
-                          <td>{when(e.createdAt)}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </div>
+                <Table columns={['Event', 'Contact', 'When']}>
+                  {events.items.map((e) => (
+                    <tr key={e.id}>
+                      <td>{e.name}</td>
+                      <td>
+                        {e.contactId ? <Link href={`/contacts/${e.contactId}`}>Contact</Link> : '—'}
+                      </td>
+                      <td>{when(e.createdAt)}</td>
+                    </tr>
+                  ))}
+                </Table>
               )}
             </section>
           </>

@@ -1,19 +1,16 @@
 import { useState, type FormEvent } from 'react';
-import { api, unwrap, type ApiError } from '../api/client';
+import { api, unwrap } from '../api/client';
 import type { components } from '../api/schema';
-import {
-  asApiError,
-  Badge,
-  CopyButton,
-  ErrorMessage,
-  Field,
-  PageTitle,
-  Show,
-  useLoad,
-  when,
-} from '../ui';
+import { InputField, SelectField, useAction } from '../form';
+import { Table } from '../list';
+import { asApiError, Badge, CopyButton, ErrorMessage, PageTitle, Show, useLoad, when } from '../ui';
 
 type ApiKey = components['schemas']['ApiKeyResponse'];
+
+const KEY_TYPES = [
+  ['secret', 'Secret (sk_)'],
+  ['public', 'Public (pk_)'],
+] as const;
 
 async function loadSettings() {
   const [project, keys] = await Promise.all([
@@ -57,17 +54,14 @@ export function SettingsPage() {
 function ApiKeys({ keys, onChange }: { keys: ApiKey[]; onChange: () => void }) {
   const [type, setType] = useState<'secret' | 'public'>('secret');
   const [name, setName] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError>();
+  const action = useAction();
   const [created, setCreated] = useState<{ key: ApiKey; apiKey: string }>();
   const [revoked, setRevoked] = useState<string>();
 
-  const create = async (e: FormEvent) => {
+  const create = (e: FormEvent) => {
     e.preventDefault();
-    setError(undefined);
     setRevoked(undefined);
-    setBusy(true);
-    try {
+    void action.run(async () => {
       const answer = await unwrap(
         api.POST('/project/keys', {
           body: { type, ...(name.trim() ? { name: name.trim() } : {}) },
@@ -76,24 +70,20 @@ function ApiKeys({ keys, onChange }: { keys: ApiKey[]; onChange: () => void }) {
       setCreated(answer.data);
       setName('');
       onChange();
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   const revoke = async (key: ApiKey) => {
     const label = key.name ? `${key.name} (${key.prefix}…)` : `${key.prefix}…`;
     if (!window.confirm(`Revoke the key ${label}? Anything using it gets 401 from now on.`)) return;
-    setError(undefined);
+    action.setError(undefined);
     try {
       await unwrap(api.DELETE('/project/keys/{id}', { params: { path: { id: key.id } } }));
       if (created?.key.id === key.id) setCreated(undefined);
       setRevoked(`Key ${label} revoked.`);
       onChange();
     } catch (err) {
-      setError(asApiError(err));
+      action.setError(asApiError(err));
     }
   };
 
@@ -119,78 +109,56 @@ function ApiKeys({ keys, onChange }: { keys: ApiKey[]; onChange: () => void }) {
       )}
       {revoked && <p role="status">{revoked}</p>}
       <form className="filters" onSubmit={create} aria-label="New API key">
-        <Field label="Key type">
-          {(id) => (
-            <select
-              id={id}
-              value={type}
-              onChange={(e) => setType(e.target.value as 'secret' | 'public')}
-            >
-              <option value="secret">Secret (sk_)</option>
-              <option value="public">Public (pk_)</option>
-            </select>
-          )}
-        </Field>
-        <Field label="Name (optional)">
-          {(id) => (
-            <input
-              id={id}
-              value={name}
-              maxLength={100}
-              placeholder="Production server"
-              onChange={(e) => setName(e.target.value)}
-            />
-          )}
-        </Field>
-        <button type="submit" disabled={busy}>
-          {busy ? 'Creating…' : 'Create key'}
+        <SelectField label="Key type" value={type} onChange={setType} choices={KEY_TYPES} />
+        <InputField
+          label="Name (optional)"
+          value={name}
+          maxLength={100}
+          placeholder="Production server"
+          onChange={setName}
+        />
+        <button type="submit" disabled={action.busy}>
+          {action.busy ? 'Creating…' : 'Create key'}
         </button>
       </form>
-      <ErrorMessage error={error} />
-      <div className="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Key</th>
-              <th scope="col">Name</th>
-              <th scope="col">Type</th>
-              <th scope="col">State</th>
-              <th scope="col">Created</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.map((k) => (
-              <tr key={k.id} data-testid="api-key">
-                <td>
-                  <code>{k.prefix}…</code>
-                </td>
-                <td>{k.name ?? '—'}</td>
-                <td>{k.type}</td>
-                <td>
-                  <Badge value={k.revoked ? 'Revoked' : 'Active'} />
-                  {k.revokedAt && <div className="muted">{when(k.revokedAt)}</div>}
-                </td>
-                <td>{when(k.createdAt)}</td>
-                <td>
-                  {!k.revoked && (
-                    <button
-                      type="button"
-                      className="small danger"
-                      onClick={() => revoke(k)}
-                      aria-label={`Revoke ${k.name ?? k.prefix}`}
-                    >
-                      Revoke
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ErrorMessage error={action.error} />
+      <Table
+        columns={[
+          'Key',
+          'Name',
+          'Type',
+          'State',
+          'Created',
+          <span className="visually-hidden">Actions</span>,
+        ]}
+      >
+        {keys.map((k) => (
+          <tr key={k.id} data-testid="api-key">
+            <td>
+              <code>{k.prefix}…</code>
+            </td>
+            <td>{k.name ?? '—'}</td>
+            <td>{k.type}</td>
+            <td>
+              <Badge value={k.revoked ? 'Revoked' : 'Active'} />
+              {k.revokedAt && <div className="muted">{when(k.revokedAt)}</div>}
+            </td>
+            <td>{when(k.createdAt)}</td>
+            <td>
+              {!k.revoked && (
+                <button
+                  type="button"
+                  className="small danger"
+                  onClick={() => revoke(k)}
+                  aria-label={`Revoke ${k.name ?? k.prefix}`}
+                >
+                  Revoke
+                </button>
+              )}
+            </td>
+          </tr>
+        ))}
+      </Table>
     </section>
   );
 }

@@ -2,88 +2,47 @@ import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { Link, useLocation } from 'wouter';
 import { api, unwrap, type ApiError } from '../api/client';
 import type { SchemaTemplateResponse, SchemaTemplateType } from '../api/schema';
-import {
-  asApiError,
-  ErrorMessage,
-  Field,
-  PageTitle,
-  Pager,
-  Show,
-  useCursor,
-  useLoad,
-  when,
-} from '../ui';
+import { InputField, SelectField, useAction } from '../form';
+import { PagedTable, usePagedList } from '../list';
+import { asApiError, ErrorMessage, Field, PageTitle, Show, useLoad, when } from '../ui';
 import './editor.css';
 
 const TYPES: SchemaTemplateType[] = ['MARKETING', 'TRANSACTIONAL'];
 
 export function TemplatesPage() {
   const [type, setType] = useState<SchemaTemplateType | ''>('');
-  const paging = useCursor(type);
-  const state = useLoad(
-    () =>
+  const list = usePagedList(
+    (cursor) =>
       unwrap(
         api.GET('/templates', {
-          params: { query: { limit: 50, cursor: paging.cursor, type: type || undefined } },
+          params: { query: { limit: 50, cursor, type: type || undefined } },
         }),
       ).then((r) => r.data),
-    [paging.cursor, type],
+    [type],
   );
   return (
     <>
       <PageTitle>Templates</PageTitle>
       <NewTemplate />
       <div className="filters">
-        <Field label="Type">
-          {(id) => (
-            <select
-              id={id}
-              value={type}
-              onChange={(e) => setType(e.target.value as SchemaTemplateType | '')}
-            >
-              <option value="">All</option>
-              {TYPES.map((t) => (
-                <option key={t}>{t}</option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <SelectField label="Type" value={type} onChange={setType} choices={TYPES} blank="All" />
       </div>
-      <Show state={state}>
-        {(data) => (
-          <>
-            {data.items.length === 0 ? (
-              <p>No templates yet.</p>
-            ) : (
-              <div className="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col">Subject</th>
-                      <th scope="col">Type</th>
-                      <th scope="col">Updated</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {data.items.map((t) => (
-                      <tr key={t.id}>
-                        <td>
-                          <Link href={`/templates/${t.id}`}>{t.name}</Link>
-                        </td>
-                        <td>{t.subject}</td>
-                        <td>{t.type}</td>
-                        <td>{when(t.updatedAt)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )}
-            <Pager page={paging.page} data={data} paging={paging} label="Templates" />
-          </>
+      <PagedTable
+        list={list}
+        label="Templates"
+        empty="No templates yet."
+        columns={['Name', 'Subject', 'Type', 'Updated']}
+        row={(t) => (
+          <tr key={t.id}>
+            <td>
+              <Link href={`/templates/${t.id}`}>{t.name}</Link>
+            </td>
+            <td>{t.subject}</td>
+            <td>{t.type}</td>
+            <td>{when(t.updatedAt)}</td>
+          </tr>
         )}
-      </Show>
+      />
     </>
   );
 }
@@ -92,14 +51,11 @@ export function TemplatesPage() {
 function NewTemplate() {
   const [name, setName] = useState('');
   const [type, setType] = useState<SchemaTemplateType>('MARKETING');
-  const [error, setError] = useState<ApiError>();
-  const [busy, setBusy] = useState(false);
+  const create = useAction();
   const [, navigate] = useLocation();
-  const create = async (e: FormEvent) => {
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
+    void create.run(async () => {
       const created = await unwrap(
         api.POST('/templates', {
           body: {
@@ -111,38 +67,19 @@ function NewTemplate() {
         }),
       );
       navigate(`/templates/${created.data.id}`);
-    } catch (err) {
-      setError(asApiError(err));
-      setBusy(false);
-    }
+    });
   };
   return (
     <details className="add">
       <summary>New template</summary>
-      <form className="filters" onSubmit={create}>
-        <Field label="Template name">
-          {(id) => (
-            <input id={id} value={name} required onChange={(e) => setName(e.target.value)} />
-          )}
-        </Field>
-        <Field label="Template type">
-          {(id) => (
-            <select
-              id={id}
-              value={type}
-              onChange={(e) => setType(e.target.value as SchemaTemplateType)}
-            >
-              {TYPES.map((t) => (
-                <option key={t}>{t}</option>
-              ))}
-            </select>
-          )}
-        </Field>
-        <button type="submit" disabled={busy}>
-          {busy ? 'Creating…' : 'Create template'}
+      <form className="filters" onSubmit={submit}>
+        <InputField label="Template name" value={name} required onChange={setName} />
+        <SelectField label="Template type" value={type} onChange={setType} choices={TYPES} />
+        <button type="submit" disabled={create.busy}>
+          {create.busy ? 'Creating…' : 'Create template'}
         </button>
       </form>
-      <ErrorMessage error={error} />
+      <ErrorMessage error={create.error} />
     </details>
   );
 }
@@ -217,8 +154,7 @@ function TemplateEditor({ template }: { template: SchemaTemplateResponse }) {
   });
   const [saved, setSaved] = useState(template);
   const [sample, setSample] = useState('{\n  "firstName": "Ada"\n}');
-  const [saveError, setSaveError] = useState<ApiError>();
-  const [saving, setSaving] = useState(false);
+  const save = useAction();
   const [status, setStatus] = useState('');
   const bodyRef = useRef<HTMLTextAreaElement>(null);
   const [, navigate] = useLocation();
@@ -231,12 +167,10 @@ function TemplateEditor({ template }: { template: SchemaTemplateResponse }) {
     draft.body !== saved.body ||
     draft.from !== (saved.from ?? '');
 
-  const save = async (e: FormEvent) => {
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    setSaving(true);
-    setSaveError(undefined);
     setStatus('');
-    try {
+    void save.run(async () => {
       const res = await unwrap(
         api.PATCH('/templates/{id}', {
           params: { path: { id: template.id } },
@@ -251,11 +185,7 @@ function TemplateEditor({ template }: { template: SchemaTemplateResponse }) {
       );
       setSaved(res.data);
       setStatus(`Saved at ${new Date().toLocaleTimeString()}`);
-    } catch (err) {
-      setSaveError(asApiError(err));
-    } finally {
-      setSaving(false);
-    }
+    });
   };
 
   const remove = async () => {
@@ -264,7 +194,7 @@ function TemplateEditor({ template }: { template: SchemaTemplateResponse }) {
       await unwrap(api.DELETE('/templates/{id}', { params: { path: { id: template.id } } }));
       navigate('/templates');
     } catch (err) {
-      setSaveError(asApiError(err));
+      save.setError(asApiError(err));
     }
   };
 
@@ -286,47 +216,22 @@ function TemplateEditor({ template }: { template: SchemaTemplateResponse }) {
         <Link href="/templates">All templates</Link> · updated {when(saved.updatedAt)}
       </p>
       <div className="editor">
-        <form className="editor-form" onSubmit={save} aria-label="Template">
-          <Field label="Name">
-            {(id) => (
-              <input
-                id={id}
-                value={draft.name}
-                required
-                onChange={(e) => set('name')(e.target.value)}
-              />
-            )}
-          </Field>
-          <Field label="Type">
-            {(id) => (
-              <select id={id} value={draft.type} onChange={(e) => set('type')(e.target.value)}>
-                {TYPES.map((t) => (
-                  <option key={t}>{t}</option>
-                ))}
-              </select>
-            )}
-          </Field>
-          <Field label="Default sender (optional)">
-            {(id) => (
-              <input
-                id={id}
-                type="email"
-                value={draft.from}
-                placeholder="news@yourdomain.com"
-                onChange={(e) => set('from')(e.target.value)}
-              />
-            )}
-          </Field>
-          <Field label="Subject (Liquid)">
-            {(id) => (
-              <input
-                id={id}
-                value={draft.subject}
-                required
-                onChange={(e) => set('subject')(e.target.value)}
-              />
-            )}
-          </Field>
+        <form className="editor-form" onSubmit={submit} aria-label="Template">
+          <InputField label="Name" value={draft.name} required onChange={set('name')} />
+          <SelectField label="Type" value={draft.type} onChange={set('type')} choices={TYPES} />
+          <InputField
+            label="Default sender (optional)"
+            type="email"
+            value={draft.from}
+            placeholder="news@yourdomain.com"
+            onChange={set('from')}
+          />
+          <InputField
+            label="Subject (Liquid)"
+            value={draft.subject}
+            required
+            onChange={set('subject')}
+          />
           <Field label="Body (HTML with Liquid)">
             {(id) => (
               <textarea
@@ -341,10 +246,10 @@ function TemplateEditor({ template }: { template: SchemaTemplateResponse }) {
               />
             )}
           </Field>
-          <LiquidErrors error={saveError} onLine={(_, line) => goToLine(bodyRef.current, line)} />
+          <LiquidErrors error={save.error} onLine={(_, line) => goToLine(bodyRef.current, line)} />
           <div className="actions">
-            <button type="submit" disabled={saving || !dirty}>
-              {saving ? 'Saving…' : 'Save'}
+            <button type="submit" disabled={save.busy || !dirty}>
+              {save.busy ? 'Saving…' : 'Save'}
             </button>
             <span className="muted" role="status">
               {dirty ? 'Unsaved changes' : status}

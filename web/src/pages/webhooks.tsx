@@ -1,20 +1,10 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { Link, useLocation } from 'wouter';
-import { api, unwrap, type ApiError } from '../api/client';
+import { api, unwrap } from '../api/client';
 import type { components } from '../api/schema';
-import {
-  asApiError,
-  Badge,
-  CopyButton,
-  ErrorMessage,
-  Field,
-  PageTitle,
-  Pager,
-  Show,
-  useCursor,
-  useLoad,
-  when,
-} from '../ui';
+import { InputField, SelectField, useAction } from '../form';
+import { PagedTable, usePagedList } from '../list';
+import { Badge, CopyButton, ErrorMessage, PageTitle, Show, useLoad, when } from '../ui';
 
 type Endpoint = components['schemas']['WebhookResponse'];
 type DeliveryStatus = components['schemas']['WebhookDeliveryStatus'];
@@ -26,6 +16,8 @@ function eventList(text: string): string[] {
     .map((e) => e.trim())
     .filter(Boolean);
 }
+
+const EVENTS_LABEL = 'Events (comma-separated; prefix.* or *)';
 
 /** The signing secret, shown once: the API never shows it again. */
 function SecretOnce({ secret, onDone }: { secret: string; onDone: () => void }) {
@@ -48,26 +40,22 @@ function SecretOnce({ secret, onDone }: { secret: string; onDone: () => void }) 
 }
 
 export function WebhooksPage() {
-  const paging = useCursor('');
-  const state = useLoad(
-    () =>
-      unwrap(
-        api.GET('/webhooks', { params: { query: { limit: 50, cursor: paging.cursor } } }),
-      ).then((r) => r.data),
-    [paging.cursor],
+  const list = usePagedList(
+    (cursor) =>
+      unwrap(api.GET('/webhooks', { params: { query: { limit: 50, cursor } } })).then(
+        (r) => r.data,
+      ),
+    [],
   );
   const [url, setUrl] = useState('');
   const [events, setEvents] = useState('email.*');
   const [description, setDescription] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError>();
+  const add = useAction();
   const [created, setCreated] = useState<{ id: string; secret: string }>();
 
-  const create = async (e: FormEvent) => {
+  const create = (e: FormEvent) => {
     e.preventDefault();
-    setError(undefined);
-    setBusy(true);
-    try {
+    void add.run(async () => {
       const body = {
         url: url.trim(),
         events: eventList(events),
@@ -77,12 +65,8 @@ export function WebhooksPage() {
       setCreated({ id: answer.data.id, secret: answer.data.secret });
       setUrl('');
       setDescription('');
-      state.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
+      list.state.reload();
+    });
   };
 
   return (
@@ -90,73 +74,42 @@ export function WebhooksPage() {
       <PageTitle>Webhooks</PageTitle>
       {created && <SecretOnce secret={created.secret} onDone={() => setCreated(undefined)} />}
       <form className="filters" onSubmit={create} aria-label="New endpoint">
-        <Field label="Endpoint URL">
-          {(id) => (
-            <input
-              id={id}
-              type="url"
-              value={url}
-              required
-              placeholder="https://app.example.com/hooks/mailwright"
-              onChange={(e) => setUrl(e.target.value)}
-            />
-          )}
-        </Field>
-        <Field label="Events (comma-separated; prefix.* or *)">
-          {(id) => (
-            <input id={id} value={events} required onChange={(e) => setEvents(e.target.value)} />
-          )}
-        </Field>
-        <Field label="Description (optional)">
-          {(id) => (
-            <input id={id} value={description} onChange={(e) => setDescription(e.target.value)} />
-          )}
-        </Field>
-        <button type="submit" disabled={busy}>
-          {busy ? 'Adding…' : 'Add endpoint'}
+        <InputField
+          label="Endpoint URL"
+          type="url"
+          value={url}
+          required
+          placeholder="https://app.example.com/hooks/mailwright"
+          onChange={setUrl}
+        />
+        <InputField label={EVENTS_LABEL} value={events} required onChange={setEvents} />
+        <InputField label="Description (optional)" value={description} onChange={setDescription} />
+        <button type="submit" disabled={add.busy}>
+          {add.busy ? 'Adding…' : 'Add endpoint'}
         </button>
       </form>
-      <ErrorMessage error={error} />
-      <Show state={state}>
-        {(data) => (
-          <>
-            {data.items.length === 0 ? (
-              <p>No webhook endpoints yet.</p>
-            ) : (
-              <div className="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">URL</th>
-                      <th scope="col">Events</th>
-                      <th scope="col">State</th>
-                      <th scope="col">Created</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {data.items.map((w) => (
-                      <tr key={w.id}>
-                        <td>
-                          <Link href={`/webhooks/${w.id}`}>
-                            <code className="clip">{w.url}</code>
-                          </Link>
-                          {w.description && <div className="muted">{w.description}</div>}
-                        </td>
-                        <td>{w.events.join(', ')}</td>
-                        <td>
-                          <EndpointState endpoint={w} />
-                        </td>
-                        <td>{when(w.createdAt)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )}
-            <Pager page={paging.page} data={data} paging={paging} label="Endpoints" />
-          </>
+      <ErrorMessage error={add.error} />
+      <PagedTable
+        list={list}
+        label="Endpoints"
+        empty="No webhook endpoints yet."
+        columns={['URL', 'Events', 'State', 'Created']}
+        row={(w) => (
+          <tr key={w.id}>
+            <td>
+              <Link href={`/webhooks/${w.id}`}>
+                <code className="clip">{w.url}</code>
+              </Link>
+              {w.description && <div className="muted">{w.description}</div>}
+            </td>
+            <td>{w.events.join(', ')}</td>
+            <td>
+              <EndpointState endpoint={w} />
+            </td>
+            <td>{when(w.createdAt)}</td>
+          </tr>
         )}
-      </Show>
+      />
     </>
   );
 }
@@ -179,27 +132,19 @@ export function WebhookPage({ id }: { id: string }) {
     [id],
   );
   const [changed, setChanged] = useState<Endpoint>();
-  const [error, setError] = useState<ApiError>();
+  const action = useAction();
   const [secret, setSecret] = useState<string>();
   const [round, setRound] = useState(0);
   const [, navigate] = useLocation();
   const endpoint = changed ?? state.data;
 
-  const act = async (work: () => Promise<void>) => {
-    setError(undefined);
-    try {
-      await work();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
   const sendTest = () =>
-    act(async () => {
+    action.run(async () => {
       await unwrap(api.POST('/webhooks/{id}/test', { params: { path: { id } } }));
       setRound((r) => r + 1);
     });
   const rotate = () =>
-    act(async () => {
+    action.run(async () => {
       if (!window.confirm('Make a new signing secret? The current one stops being used.')) return;
       const answer = await unwrap(
         api.POST('/webhooks/{id}/rotate-secret', { params: { path: { id } } }),
@@ -207,7 +152,7 @@ export function WebhookPage({ id }: { id: string }) {
       setSecret(answer.data.secret);
     });
   const remove = () =>
-    act(async () => {
+    action.run(async () => {
       if (!endpoint || !window.confirm(`Delete the endpoint ${endpoint.url} and its deliveries?`))
         return;
       await unwrap(api.DELETE('/webhooks/{id}', { params: { path: { id } } }));
@@ -239,7 +184,7 @@ export function WebhookPage({ id }: { id: string }) {
             <Link href="/webhooks">All endpoints</Link>
           </p>
           {secret && <SecretOnce secret={secret} onDone={() => setSecret(undefined)} />}
-          <ErrorMessage error={error} />
+          <ErrorMessage error={action.error} />
           <EditEndpoint endpoint={w} onSaved={setChanged} />
           <Deliveries endpointId={id} round={round} />
         </>
@@ -259,14 +204,13 @@ function EditEndpoint({
   const [events, setEvents] = useState(endpoint.events.join(', '));
   const [description, setDescription] = useState(endpoint.description ?? '');
   const [enabled, setEnabled] = useState(endpoint.enabled);
-  const [error, setError] = useState<ApiError>();
+  const save = useAction();
   const [saved, setSaved] = useState(false);
 
-  const save = async (e: FormEvent) => {
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    setError(undefined);
     setSaved(false);
-    try {
+    void save.run(async () => {
       const answer = await unwrap(
         api.PATCH('/webhooks/{id}', {
           params: { path: { id: endpoint.id } },
@@ -280,30 +224,16 @@ function EditEndpoint({
       );
       onSaved(answer.data);
       setSaved(true);
-    } catch (err) {
-      setError(asApiError(err));
-    }
+    });
   };
 
   return (
-    <form onSubmit={save} aria-labelledby="edit-title">
+    <form onSubmit={submit} aria-labelledby="edit-title">
       <h2 id="edit-title">Settings</h2>
       <EndpointState endpoint={endpoint} />
-      <Field label="Endpoint URL">
-        {(id) => (
-          <input id={id} type="url" required value={url} onChange={(e) => setUrl(e.target.value)} />
-        )}
-      </Field>
-      <Field label="Events (comma-separated; prefix.* or *)">
-        {(id) => (
-          <input id={id} required value={events} onChange={(e) => setEvents(e.target.value)} />
-        )}
-      </Field>
-      <Field label="Description">
-        {(id) => (
-          <input id={id} value={description} onChange={(e) => setDescription(e.target.value)} />
-        )}
-      </Field>
+      <InputField label="Endpoint URL" type="url" required value={url} onChange={setUrl} />
+      <InputField label={EVENTS_LABEL} required value={events} onChange={setEvents} />
+      <InputField label="Description" value={description} onChange={setDescription} />
       <div className="field">
         <label>
           <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} />{' '}
@@ -313,7 +243,7 @@ function EditEndpoint({
       <div>
         <button type="submit">Save</button> {saved && <span role="status">Saved</span>}
       </div>
-      <ErrorMessage error={error} />
+      <ErrorMessage error={save.error} />
     </form>
   );
 }
@@ -321,23 +251,30 @@ function EditEndpoint({
 /** Polls while some delivery is still PENDING, so a retry is seen to finish. */
 const POLL_MS = 2000;
 
+const DELIVERY_STATUSES = [
+  ['PENDING', 'Pending'],
+  ['SUCCEEDED', 'Succeeded'],
+  ['FAILED', 'Failed'],
+] as const;
+
 function Deliveries({ endpointId, round }: { endpointId: string; round: number }) {
   const [status, setStatus] = useState<DeliveryStatus | ''>('');
-  const paging = useCursor(status);
   const [tick, setTick] = useState(0);
-  const state = useLoad(
-    () =>
+  const list = usePagedList(
+    (cursor) =>
       unwrap(
         api.GET('/webhooks/{id}/deliveries', {
           params: {
             path: { id: endpointId },
-            query: { limit: 20, cursor: paging.cursor, ...(status ? { status } : {}) },
+            query: { limit: 20, cursor, ...(status ? { status } : {}) },
           },
         }),
       ).then((r) => r.data),
-    [endpointId, paging.cursor, status, round, tick],
+    [endpointId, status],
+    [round, tick],
   );
-  const [error, setError] = useState<ApiError>();
+  const { state } = list;
+  const retry = useAction();
   const pending = state.data?.items.some((d) => d.status === 'PENDING') ?? false;
 
   useEffect(() => {
@@ -346,100 +283,74 @@ function Deliveries({ endpointId, round }: { endpointId: string; round: number }
     return () => clearTimeout(timer);
   }, [pending, state.loading, state.data]);
 
-  const retry = async (deliveryId: string) => {
-    setError(undefined);
-    try {
+  const retryDelivery = (deliveryId: string) =>
+    retry.run(async () => {
       await unwrap(
         api.POST('/webhooks/{id}/deliveries/{deliveryId}/retry', {
           params: { path: { id: endpointId, deliveryId } },
         }),
       );
       setTick((t) => t + 1);
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+    });
 
   return (
     <section aria-labelledby="deliveries-title">
       <h2 id="deliveries-title">Deliveries</h2>
       <div className="filters">
-        <Field label="Status">
-          {(id) => (
-            <select
-              id={id}
-              value={status}
-              onChange={(e) => setStatus(e.target.value as DeliveryStatus | '')}
-            >
-              <option value="">Any</option>
-              <option value="PENDING">Pending</option>
-              <option value="SUCCEEDED">Succeeded</option>
-              <option value="FAILED">Failed</option>
-            </select>
-          )}
-        </Field>
+        <SelectField
+          label="Status"
+          value={status}
+          onChange={setStatus}
+          choices={DELIVERY_STATUSES}
+          blank="Any"
+        />
         <button type="button" onClick={() => setTick((t) => t + 1)}>
           Refresh
         </button>
       </div>
-      <ErrorMessage error={error} />
-      <Show state={state}>
-        {(data) =>
-          data.items.length === 0 ? (
-            <p>No deliveries yet. Send a test event to see one.</p>
-          ) : (
-            <>
-              <div className="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Event</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Attempts</th>
-                      <th scope="col">Response</th>
-                      <th scope="col">Last attempt</th>
-                      <th scope="col">Next attempt</th>
-                      <th scope="col">
-                        <span className="visually-hidden">Actions</span>
-                      </th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {data.items.map((d) => (
-                      <tr key={d.id} data-testid="delivery">
-                        <td>{d.eventType}</td>
-                        <td>
-                          <Badge value={d.status} />
-                        </td>
-                        <td>{d.attempts}</td>
-                        <td>
-                          {d.responseStatus ?? '—'}
-                          {d.lastError && <div className="muted">{d.lastError}</div>}
-                        </td>
-                        <td>{when(d.lastAttemptAt)}</td>
-                        <td>{when(d.nextAttemptAt)}</td>
-                        <td>
-                          {d.status !== 'SUCCEEDED' && (
-                            <button
-                              type="button"
-                              className="small"
-                              onClick={() => retry(d.id)}
-                              aria-label={`Retry the ${d.eventType} delivery of ${when(d.createdAt)}`}
-                            >
-                              Retry
-                            </button>
-                          )}
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              <Pager page={paging.page} data={data} paging={paging} label="Deliveries" />
-            </>
-          )
-        }
-      </Show>
+      <ErrorMessage error={retry.error} />
+      <PagedTable
+        list={list}
+        label="Deliveries"
+        empty="No deliveries yet. Send a test event to see one."
+        pagerWhenEmpty={false}
+        columns={[
+          'Event',
+          'Status',
+          'Attempts',
+          'Response',
+          'Last attempt',
+          'Next attempt',
+          <span className="visually-hidden">Actions</span>,
+        ]}
+        row={(d) => (
+          <tr key={d.id} data-testid="delivery">
+            <td>{d.eventType}</td>
+            <td>
+              <Badge value={d.status} />
+            </td>
+            <td>{d.attempts}</td>
+            <td>
+              {d.responseStatus ?? '—'}
+              {d.lastError && <div className="muted">{d.lastError}</div>}
+            </td>
+            <td>{when(d.lastAttemptAt)}</td>
+            <td>{when(d.nextAttemptAt)}</td>
+            <td>
+              {d.status !== 'SUCCEEDED' && (
+                <button
+                  type="button"
+                  className="small"
+                  onClick={() => retryDelivery(d.id)}
+                  aria-label={`Retry the ${d.eventType} delivery of ${when(d.createdAt)}`}
+                >
+                  Retry
+                </button>
+              )}
+            </td>
+          </tr>
+        )}
+      />
     </section>
   );
 }

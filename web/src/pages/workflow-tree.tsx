@@ -7,6 +7,7 @@ import {
   type ConditionGroup,
   type ConditionNode,
 } from '../conditions';
+import { NameList } from '../form';
 import { useLoad } from '../ui';
 import './edit-forms.css';
 
@@ -106,11 +107,7 @@ export function StepsEditor({
   const choices: Choices = { templates: templates.data ?? [], segments, eventNames, eventList };
   return (
     <div className="steps-editor">
-      <datalist id={eventList}>
-        {eventNames.map((n) => (
-          <option key={n} value={n} />
-        ))}
-      </datalist>
+      <NameList id={eventList} names={eventNames} />
       <StepList steps={steps} onChange={onChange} where="the workflow" choices={choices} top />
     </div>
   );
@@ -323,11 +320,7 @@ function StepFields({
         <div className="cond-row">
           <Cell label="Template" wide>
             {(id) => (
-              <select
-                id={id}
-                value={current}
-                onChange={(e) => set({ templateId: e.target.value })}
-              >
+              <select id={id} value={current} onChange={(e) => set({ templateId: e.target.value })}>
                 <option value="">Choose a template</option>
                 {!known && current && <option value={current}>{current}</option>}
                 {choices.templates.map((t) => (

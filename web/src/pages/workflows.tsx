@@ -1,8 +1,18 @@
 import { useMemo, useState, type FormEvent, type ReactNode } from 'react';
 import { Link, useLocation } from 'wouter';
-import { api, unwrap, type ApiError } from '../api/client';
+import { api, unwrap } from '../api/client';
 import type { components } from '../api/schema';
 import { describeCondition } from '../conditions';
+import {
+  DeleteAskingFirst,
+  InputField,
+  NameAndDescription,
+  NameList,
+  SelectField,
+  useAction,
+} from '../form';
+import { PagedTable, Table, usePagedList } from '../list';
+import { segmentNamer, useEventNames, useSegmentChoices } from '../segment-data';
 import {
   asApiError,
   Badge,
@@ -10,13 +20,10 @@ import {
   Field,
   Json,
   PageTitle,
-  Pager,
   Show,
-  useCursor,
   useLoad,
   when,
 } from '../ui';
-import { useEventNames, useSegmentChoices } from './segments';
 import { StepsEditor } from './workflow-tree';
 
 type Workflow = components['schemas']['WorkflowResponse'];
@@ -48,16 +55,14 @@ function triggerText(t: Workflow['trigger'], segmentName: (id: string) => string
 }
 
 export function WorkflowsPage() {
-  const paging = useCursor('');
-  const state = useLoad(
-    () =>
-      unwrap(
-        api.GET('/workflows', { params: { query: { limit: PAGE_SIZE, cursor: paging.cursor } } }),
-      ).then((r) => r.data),
-    [paging.cursor],
+  const list = usePagedList(
+    (cursor) =>
+      unwrap(api.GET('/workflows', { params: { query: { limit: PAGE_SIZE, cursor } } })).then(
+        (r) => r.data,
+      ),
+    [],
   );
-  const segments = useSegmentChoices();
-  const segmentName = (id: string) => segments.find((s) => s.id === id)?.name ?? id;
+  const segmentName = segmentNamer(useSegmentChoices());
   return (
     <>
       <PageTitle
@@ -69,49 +74,27 @@ export function WorkflowsPage() {
       >
         Workflows
       </PageTitle>
-      <Show state={state}>
-        {(data) => (
-          <>
-            {data.items.length === 0 ? (
-              <p>No workflows yet.</p>
-            ) : (
-              <div className="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col">Trigger</th>
-                      <th scope="col">Enabled</th>
-                      <th scope="col">Steps</th>
-                      <th scope="col">Running</th>
-                      <th scope="col">Completed</th>
-                      <th scope="col">Updated</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {data.items.map((w) => (
-                      <tr key={w.id}>
-                        <td>
-                          <Link href={`/workflows/${w.id}`}>{w.name}</Link>
-                        </td>
-                        <td>{triggerText(w.trigger, segmentName)}</td>
-                        <td>
-                          <Badge value={w.enabled ? 'Enabled' : 'Disabled'} />
-                        </td>
-                        <td>{w.steps.length}</td>
-                        <td>{(w.stats.running + w.stats.waiting).toLocaleString()}</td>
-                        <td>{w.stats.completed.toLocaleString()}</td>
-                        <td>{when(w.updatedAt)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )}
-            <Pager page={paging.page} data={data} paging={paging} label="Workflows" />
-          </>
+      <PagedTable
+        list={list}
+        label="Workflows"
+        empty="No workflows yet."
+        columns={['Name', 'Trigger', 'Enabled', 'Steps', 'Running', 'Completed', 'Updated']}
+        row={(w) => (
+          <tr key={w.id}>
+            <td>
+              <Link href={`/workflows/${w.id}`}>{w.name}</Link>
+            </td>
+            <td>{triggerText(w.trigger, segmentName)}</td>
+            <td>
+              <Badge value={w.enabled ? 'Enabled' : 'Disabled'} />
+            </td>
+            <td>{w.steps.length}</td>
+            <td>{(w.stats.running + w.stats.waiting).toLocaleString()}</td>
+            <td>{w.stats.completed.toLocaleString()}</td>
+            <td>{when(w.updatedAt)}</td>
+          </tr>
         )}
-      </Show>
+      />
     </>
   );
 }
@@ -225,74 +208,35 @@ const loadWorkflow = (id: string) =>
   unwrap(api.GET('/workflows/{id}', { params: { path: { id } } })).then((r) => r.data);
 
 function EnableToggle({ workflow, onChanged }: { workflow: Workflow; onChanged: () => void }) {
-  const [error, setError] = useState<ApiError>();
-  const [busy, setBusy] = useState(false);
-  const toggle = async () => {
-    setError(undefined);
-    setBusy(true);
-    try {
-      await unwrap(
-        api.PATCH('/workflows/{id}', {
-          params: { path: { id: workflow.id } },
-          body: { enabled: !workflow.enabled },
-        }),
-      );
-      onChanged();
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const toggle = useAction();
   return (
     <>
-      <button type="button" onClick={toggle} disabled={busy}>
+      <button
+        type="button"
+        disabled={toggle.busy}
+        onClick={() =>
+          toggle.run(async () => {
+            await unwrap(
+              api.PATCH('/workflows/{id}', {
+                params: { path: { id: workflow.id } },
+                body: { enabled: !workflow.enabled },
+              }),
+            );
+            onChanged();
+          })
+        }
+      >
         {workflow.enabled ? 'Disable' : 'Enable'}
       </button>
-      <ErrorMessage error={error} />
+      <ErrorMessage error={toggle.error} />
     </>
-  );
-}
-
-function DeleteWorkflow({ id }: { id: string }) {
-  const [asking, setAsking] = useState(false);
-  const [error, setError] = useState<ApiError>();
-  const [, navigate] = useLocation();
-  const remove = async () => {
-    try {
-      await unwrap(api.DELETE('/workflows/{id}', { params: { path: { id } } }));
-      navigate('/workflows');
-    } catch (err) {
-      setError(asApiError(err));
-      setAsking(false);
-    }
-  };
-  return (
-    <div>
-      {asking ? (
-        <p className="cond-row">
-          <span>Delete this workflow? Its running executions are cancelled.</span>
-          <button type="button" className="danger" onClick={remove}>
-            Yes, delete workflow
-          </button>
-          <button type="button" onClick={() => setAsking(false)}>
-            Keep it
-          </button>
-        </p>
-      ) : (
-        <button type="button" className="danger" onClick={() => setAsking(true)}>
-          Delete
-        </button>
-      )}
-      <ErrorMessage error={error} />
-    </div>
   );
 }
 
 export function WorkflowPage({ id }: { id: string }) {
   const state = useLoad(() => loadWorkflow(id), [id]);
-  const segments = useSegmentChoices();
-  const segmentName = (sid: string) => segments.find((s) => s.id === sid)?.name ?? sid;
+  const segmentName = segmentNamer(useSegmentChoices());
+  const [, navigate] = useLocation();
   return (
     <>
       <PageTitle
@@ -327,7 +271,14 @@ export function WorkflowPage({ id }: { id: string }) {
             </dl>
             <div className="cond-row">
               <EnableToggle workflow={w} onChanged={state.reload} />
-              <DeleteWorkflow id={w.id} />
+              <DeleteAskingFirst
+                question="Delete this workflow? Its running executions are cancelled."
+                confirm="Yes, delete workflow"
+                remove={async () => {
+                  await unwrap(api.DELETE('/workflows/{id}', { params: { path: { id: w.id } } }));
+                  navigate('/workflows');
+                }}
+              />
             </div>
             <h2>Steps</h2>
             <StepTree steps={w.steps as Step[]} segmentName={segmentName} />
@@ -341,88 +292,56 @@ export function WorkflowPage({ id }: { id: string }) {
 
 function Executions({ workflowId }: { workflowId: string }) {
   const [status, setStatus] = useState<'' | ExecutionStatus>('');
-  const paging = useCursor(status);
-  const state = useLoad(
-    () =>
+  const list = usePagedList(
+    (cursor) =>
       unwrap(
         api.GET('/workflows/{id}/executions', {
           params: {
             path: { id: workflowId },
-            query: { limit: PAGE_SIZE, cursor: paging.cursor, status: status || undefined },
+            query: { limit: PAGE_SIZE, cursor, status: status || undefined },
           },
         }),
       ).then((r) => r.data),
-    [workflowId, paging.cursor, status],
+    [workflowId, status],
   );
   return (
     <section aria-labelledby="executions-heading">
       <h2 id="executions-heading">Executions</h2>
       <div className="filters">
-        <Field label="Execution status">
-          {(id) => (
-            <select
-              id={id}
-              value={status}
-              onChange={(e) => setStatus(e.target.value as '' | ExecutionStatus)}
-            >
-              <option value="">Any</option>
-              {EXECUTION_STATUSES.map((s) => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
-        <button type="button" onClick={state.reload}>
+        <SelectField
+          label="Execution status"
+          value={status}
+          onChange={setStatus}
+          choices={EXECUTION_STATUSES}
+          blank="Any"
+        />
+        <button type="button" onClick={list.state.reload}>
           Refresh
         </button>
       </div>
-      <Show state={state}>
-        {(data) => (
-          <>
-            {data.items.length === 0 ? (
-              <p>No executions{status ? ` with status ${status}` : ''}.</p>
-            ) : (
-              <div className="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Started</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Contact</th>
-                      <th scope="col">Steps run</th>
-                      <th scope="col">Finished</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {data.items.map((x) => (
-                      <tr key={x.id}>
-                        <td>
-                          <Link href={`/workflows/${workflowId}/executions/${x.id}`}>
-                            {when(x.startedAt)}
-                          </Link>
-                        </td>
-                        <td>
-                          <Badge value={x.status} />
-                        </td>
-                        <td>
-                          <Link href={`/contacts/${x.contactId}`} title={x.contactId}>
-                            <code>{x.contactId.slice(0, 8)}</code>
-                          </Link>
-                        </td>
-                        <td>{x.steps.length}</td>
-                        <td>{when(x.finishedAt)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )}
-            <Pager page={paging.page} data={data} paging={paging} label="Executions" />
-          </>
+      <PagedTable
+        list={list}
+        label="Executions"
+        empty={`No executions${status ? ` with status ${status}` : ''}.`}
+        columns={['Started', 'Status', 'Contact', 'Steps run', 'Finished']}
+        row={(x) => (
+          <tr key={x.id}>
+            <td>
+              <Link href={`/workflows/${workflowId}/executions/${x.id}`}>{when(x.startedAt)}</Link>
+            </td>
+            <td>
+              <Badge value={x.status} />
+            </td>
+            <td>
+              <Link href={`/contacts/${x.contactId}`} title={x.contactId}>
+                <code>{x.contactId.slice(0, 8)}</code>
+              </Link>
+            </td>
+            <td>{x.steps.length}</td>
+            <td>{when(x.finishedAt)}</td>
+          </tr>
         )}
-      </Show>
+      />
     </section>
   );
 }
@@ -447,24 +366,11 @@ export function ExecutionPage({ id, executionId }: { id: string; executionId: st
         : Promise.resolve(undefined),
     [state.data?.contactId],
   );
-  const [error, setError] = useState<ApiError>();
+  const cancel = useAction();
   const runs = useMemo(
     () => new Map((state.data?.steps ?? []).map((s) => [s.stepId, s] as const)),
     [state.data],
   );
-  const cancel = async () => {
-    setError(undefined);
-    try {
-      await unwrap(
-        api.POST('/workflows/{id}/executions/{executionId}/cancel', {
-          params: { path: { id, executionId } },
-        }),
-      );
-      state.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
   return (
     <>
       <PageTitle>Execution</PageTitle>
@@ -497,54 +403,53 @@ export function ExecutionPage({ id, executionId }: { id: string; executionId: st
                 Refresh
               </button>
               {(x.status === 'RUNNING' || x.status === 'WAITING') && (
-                <button type="button" className="danger" onClick={cancel}>
+                <button
+                  type="button"
+                  className="danger"
+                  onClick={() =>
+                    cancel.run(async () => {
+                      await unwrap(
+                        api.POST('/workflows/{id}/executions/{executionId}/cancel', {
+                          params: { path: { id, executionId } },
+                        }),
+                      );
+                      state.reload();
+                    })
+                  }
+                >
                   Cancel execution
                 </button>
               )}
             </div>
-            <ErrorMessage error={error} />
+            <ErrorMessage error={cancel.error} />
             <h2>Steps run</h2>
             {x.steps.length === 0 ? (
               <p>No step has run yet.</p>
             ) : (
-              <div className="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Step</th>
-                      <th scope="col">Type</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Started</th>
-                      <th scope="col">Finished</th>
-                      <th scope="col">Output or error</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {x.steps.map((s, i) => (
-                      <tr key={`${s.stepId}-${i}`}>
-                        <td>
-                          <code>{s.stepId}</code>
-                        </td>
-                        <td>{s.type}</td>
-                        <td>
-                          <Badge value={s.status} />
-                        </td>
-                        <td>{when(s.startedAt)}</td>
-                        <td>{when(s.finishedAt)}</td>
-                        <td>
-                          {s.error ? (
-                            <span className="error">{s.error}</span>
-                          ) : s.output ? (
-                            <Json value={s.output} />
-                          ) : (
-                            '—'
-                          )}
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
+              <Table columns={['Step', 'Type', 'Status', 'Started', 'Finished', 'Output or error']}>
+                {x.steps.map((s, i) => (
+                  <tr key={`${s.stepId}-${i}`}>
+                    <td>
+                      <code>{s.stepId}</code>
+                    </td>
+                    <td>{s.type}</td>
+                    <td>
+                      <Badge value={s.status} />
+                    </td>
+                    <td>{when(s.startedAt)}</td>
+                    <td>{when(s.finishedAt)}</td>
+                    <td>
+                      {s.error ? (
+                        <span className="error">{s.error}</span>
+                      ) : s.output ? (
+                        <Json value={s.output} />
+                      ) : (
+                        '—'
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </Table>
             )}
             {workflow.data && (
               <>
@@ -603,8 +508,7 @@ function WorkflowForm({ initial }: { initial?: Workflow }) {
   // The visual tree by default; the JSON text is the "advanced" view of the same steps.
   const [advanced, setAdvanced] = useState(false);
   const [stepsText, setStepsText] = useState('');
-  const [error, setError] = useState<ApiError>();
-  const [saving, setSaving] = useState(false);
+  const save = useAction();
   const [, navigate] = useLocation();
   const segments = useSegmentChoices();
   const eventNames = useEventNames();
@@ -620,27 +524,25 @@ function WorkflowForm({ initial }: { initial?: Workflow }) {
   }, [stepsText]);
 
   const toggleAdvanced = (on: boolean) => {
-    setError(undefined);
+    save.setError(undefined);
     if (on) {
       setStepsText(JSON.stringify(steps, null, 2));
     } else if (parsed.steps) {
       setSteps(parsed.steps);
     } else {
-      setError(asApiError(new Error(`Fix the JSON to go back: ${parsed.problem}`)));
+      save.setError(asApiError(new Error(`Fix the JSON to go back: ${parsed.problem}`)));
       return;
     }
     setAdvanced(on);
   };
 
-  const submit = async (e: FormEvent) => {
+  const submit = (e: FormEvent) => {
     e.preventDefault();
-    setError(undefined);
     const toSave = advanced ? parsed.steps : steps;
     if (!toSave) {
-      setError(asApiError(new Error(parsed.problem)));
+      save.setError(asApiError(new Error(parsed.problem)));
       return;
     }
-    setSaving(true);
     const trigger =
       type === 'EVENT'
         ? { type, event: event.trim() }
@@ -655,85 +557,44 @@ function WorkflowForm({ initial }: { initial?: Workflow }) {
       trigger,
       steps: toSave,
     };
-    try {
+    void save.run(async () => {
       const saved = initial
         ? await unwrap(api.PATCH('/workflows/{id}', { params: { path: { id: initial.id } }, body }))
         : await unwrap(api.POST('/workflows', { body }));
       navigate(`/workflows/${saved.data.id}`);
-    } catch (err) {
-      setError(asApiError(err));
-      setSaving(false);
-    }
+    });
   };
 
   return (
     <form className="form-stack" onSubmit={submit}>
-      <Field label="Name">
-        {(id) => (
-          <input
-            id={id}
-            type="text"
-            required
-            value={name}
-            onChange={(e) => setName(e.target.value)}
-          />
-        )}
-      </Field>
-      <Field label="Description (optional)">
-        {(id) => (
-          <input
-            id={id}
-            type="text"
-            value={description}
-            onChange={(e) => setDescription(e.target.value)}
-          />
-        )}
-      </Field>
-      <Field label="Trigger">
-        {(id) => (
-          <select id={id} value={type} onChange={(e) => setType(e.target.value as TriggerType)}>
-            {TRIGGERS.map(([v, text]) => (
-              <option key={v} value={v}>
-                {text}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
+      <NameAndDescription
+        name={name}
+        description={description}
+        onName={setName}
+        onDescription={setDescription}
+      />
+      <SelectField label="Trigger" value={type} onChange={setType} choices={TRIGGERS} />
       {type === 'EVENT' && (
-        <Field label="Trigger event name">
-          {(id) => (
-            <>
-              <input
-                id={id}
-                type="text"
-                list="workflow-event-names"
-                required
-                value={event}
-                onChange={(e) => setEvent(e.target.value)}
-              />
-              <datalist id="workflow-event-names">
-                {eventNames.map((n) => (
-                  <option key={n} value={n} />
-                ))}
-              </datalist>
-            </>
-          )}
-        </Field>
+        <>
+          <InputField
+            label="Trigger event name"
+            type="text"
+            list="workflow-event-names"
+            required
+            value={event}
+            onChange={setEvent}
+          />
+          <NameList id="workflow-event-names" names={eventNames} />
+        </>
       )}
       {(type === 'SEGMENT_ENTRY' || type === 'SEGMENT_EXIT') && (
-        <Field label="Trigger segment">
-          {(id) => (
-            <select id={id} value={segmentId} onChange={(e) => setSegmentId(e.target.value)}>
-              <option value="">Choose a segment</option>
-              {segments.map((s) => (
-                <option key={s.id} value={s.id}>
-                  {s.name}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <SelectField
+          label="Trigger segment"
+          value={segmentId}
+          onChange={setSegmentId}
+          choices={segments.map((s) => [s.id, s.name] as const)}
+          blank="Choose a segment"
+        />
       )}
       <label className="check">
         <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} />
@@ -797,9 +658,9 @@ function WorkflowForm({ initial }: { initial?: Workflow }) {
           />
         )}
       </fieldset>
-      <ErrorMessage error={error} />
+      <ErrorMessage error={save.error} />
       <div className="cond-row">
-        <button type="submit" disabled={saving}>
+        <button type="submit" disabled={save.busy}>
           {initial ? 'Save workflow' : 'Create workflow'}
         </button>
         <Link href={initial ? `/workflows/${initial.id}` : '/workflows'}>Cancel</Link>
