@@ -35,6 +35,8 @@ const DETACH_LOCK_TIMEOUT = '1min';
  */
 const REFERENCED_LOCK_TIMEOUT = '50ms';
 const RETRY_PAUSE_MS = 200;
+const FOREIGN_KEY_NOWAIT_MS = 10_000;
+const NOWAIT_PAUSE_MS = 20;
 const DETACH_ATTEMPTS_MS = 60_000;
 
 const LOCK_NOT_AVAILABLE = '55P03';
@@ -215,22 +217,32 @@ export class PartitionsRepository {
    * Drops a detached month's foreign keys, each in a transaction of its
    * own: dropping one locks the table it points at (contacts,
    * email_contents) in ACCESS EXCLUSIVE until commit, which DROP TABLE
-   * would otherwise do for as long as it takes. Each attempt waits
-   * REFERENCED_LOCK_TIMEOUT at most for the lock, then tries again.
+   * would otherwise do for as long as it takes. That lock is asked for
+   * NOWAIT first (FOREIGN_KEY_NOWAIT_MS: tried again every NOWAIT_PAUSE_MS
+   * while anyone holds the table, so no request ever queues behind a
+   * waiting request of ours), then, should the table never be free, with
+   * REFERENCED_LOCK_TIMEOUT (requests queue behind it that long at most).
    */
   async dropForeignKeys(runner: QueryRunner, partition: string): Promise<void> {
     const keys = (await runner.query(
-      `SELECT conname AS name FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'f' ORDER BY 1`,
+      `SELECT conname AS name, confrelid::regclass::text AS referenced FROM pg_constraint
+        WHERE conrelid = $1::regclass AND contype = 'f' ORDER BY 1`,
       [quoted(partition)],
-    )) as Array<{ name: string }>;
-    for (const { name } of keys) {
-      const deadline = Date.now() + DETACH_ATTEMPTS_MS;
+    )) as Array<{ name: string; referenced: string }>;
+    for (const { name, referenced } of keys) {
+      const started = Date.now();
       for (;;) {
+        const nowait = Date.now() - started < FOREIGN_KEY_NOWAIT_MS;
         try {
           await runner.manager.transaction(async (manager) => {
             await queryRows(manager, `SELECT set_config('lock_timeout', $1, true)`, [
               REFERENCED_LOCK_TIMEOUT,
             ]);
+            // regclass text is already quoted where the name needs it.
+            await queryRows(
+              manager,
+              `LOCK TABLE ${referenced} IN ACCESS EXCLUSIVE MODE${nowait ? ' NOWAIT' : ''}`,
+            );
             await queryRows(
               manager,
               `ALTER TABLE ${quoted(partition)} DROP CONSTRAINT IF EXISTS ${quoted(name)}`,
@@ -238,8 +250,8 @@ export class PartitionsRepository {
           });
           break;
         } catch (error) {
-          if (!isLockTimeout(error) || Date.now() > deadline) throw error;
-          await sleep(RETRY_PAUSE_MS);
+          if (!isLockTimeout(error) || Date.now() - started > DETACH_ATTEMPTS_MS) throw error;
+          await sleep(nowait ? NOWAIT_PAUSE_MS : RETRY_PAUSE_MS);
         }
       }
     }
