@@ -90,8 +90,9 @@ async function seed(pg, projectId) {
   // The event-name statistics the triggers would have kept (the Events page's name filter reads them).
   await timed('event name stats', () =>
     pg.query(
-      `INSERT INTO event_name_stats (project_id, name, shard, count, last_seen_at)
-       SELECT project_id, name, 0, count(*), max(created_at) FROM events WHERE project_id = $1 GROUP BY 1, 2`,
+      `INSERT INTO event_name_stats (project_id, name, month, shard, count, last_seen_at)
+       SELECT project_id, name, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, 0, count(*), max(created_at)
+         FROM events WHERE project_id = $1 GROUP BY 1, 2, 3`,
       [projectId],
     ),
   );

@@ -1,27 +1,42 @@
 'use strict';
 /**
  * Dropping a month of events under retention (issue 28: "a month of 10M events: under 1 s, no lock
- * wait seen by a concurrent writer"; not in CI). A migrated database of its own gets BENCH_EVENTS
+ * wait seen by a concurrent bench:track"; not in CI). A migrated database of its own gets BENCH_EVENTS
  * events (default 1,000,000; 10,000,000 for the issue's figure) in the month before last
  * (generate_series, triggers off while loading, then VACUUM ANALYZE as an old month would be),
- * and the month's event_name_stats. While BENCH_WRITERS clients (default 4) record events of this
- * month, as POST /v1/track does (one INSERT per statement, the foreign key to contacts checked),
- * the maintenance's drop runs on that month as PartitionMaintenance does: DETACH PARTITION
- * CONCURRENTLY (the only step that locks the parent, in SHARE UPDATE EXCLUSIVE), then on the detached
- * table the month's counts leave event_name_stats and DROP TABLE, in one transaction. Reports each
- * step's time and the writers' statements before, during and after. Before the drop it
- * also times a lookup of an event by id alone (one primary-key probe per month kept).
+ * and the month's event_name_stats rows. The built app (APP_ROLE=api) serves POST /v1/track to
+ * BENCH_WRITERS clients (default 4, closed loop, as bench:track sends them: a contact upsert and an
+ * event of this month each) for BENCH_BASELINE_SECONDS (default 5) without a drop, then while the
+ * maintenance's drop runs on that month as PartitionMaintenance does: DETACH PARTITION CONCURRENTLY,
+ * the detached month's foreign keys dropped one short transaction each, then its event_name_stats
+ * rows deleted and DROP TABLE in one transaction. Reports each step's time, the track requests'
+ * latency without and during the drop, every moment a backend other than the drop's waited on a
+ * lock (pg_stat_activity polled every 10 ms), and the tables other than the month itself that the
+ * DROP's transaction held locks on (pg_locks, before its commit). Before the drop it also times a
+ * lookup of an event by id alone (one primary-key probe per month kept).
  *
  *   npm run bench:partitions          (builds first)
  *   BENCH_EVENTS=10000000 node bench/partition-drop.js
  */
+const http = require('node:http');
 const { join } = require('node:path');
 const { Client } = require('pg');
-const { DIST, createBenchDatabase, latencySummary, sleep, startWriters } = require('./support');
+const {
+  DIST,
+  createBenchDatabase,
+  createProject,
+  deleteRedisKeys,
+  latencySummary,
+  sleep,
+  startApp,
+} = require('./support');
 
 const EVENTS = Number(process.env.BENCH_EVENTS || 1_000_000);
 const WRITERS = Number(process.env.BENCH_WRITERS || 4);
+const BASELINE_SECONDS = Number(process.env.BENCH_BASELINE_SECONDS || 5);
 const CONTACTS = 10_000;
+/** Distinct contacts the track requests upsert. */
+const TRACKED_EMAILS = 20_000;
 
 async function load(url) {
   const c = new Client({ connectionString: url });
@@ -49,12 +64,21 @@ async function load(url) {
        FROM generate_series(0, $2 - 1) i JOIN ids ON ids.n = i % ${CONTACTS} + 1`,
     [projectId, EVENTS, start],
   );
+  // A build from before event_name_stats had months (BENCH_DIST, to compare) gets its one bucket.
+  const [{ months }] = (
+    await c.query(
+      `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'event_name_stats'::regclass AND attname = 'month') AS months`,
+    )
+  ).rows;
   await c.query(
-    `INSERT INTO event_name_stats (project_id, name, shard, count, last_seen_at)
-     SELECT project_id, name, 0, count(*), max(created_at) FROM ${name} GROUP BY 1, 2`,
+    months
+      ? `INSERT INTO event_name_stats (project_id, name, month, shard, count, last_seen_at)
+         SELECT project_id, name, $1::date, 0, count(*), max(created_at) FROM ${name} GROUP BY 1, 2`
+      : `INSERT INTO event_name_stats (project_id, name, shard, count, last_seen_at)
+         SELECT project_id, name, 0, count(*), max(created_at) FROM ${name} GROUP BY 1, 2`,
+    months ? [start.toISOString().slice(0, 10)] : [],
   );
   await c.query(`VACUUM ANALYZE ${name}`);
-  const contacts = (await c.query(`SELECT id FROM contacts LIMIT 100`)).rows.map((r) => r.id);
   const [{ size }] = (
     await c.query(`SELECT pg_size_pretty(pg_total_relation_size($1)) AS size`, [name])
   ).rows;
@@ -62,7 +86,7 @@ async function load(url) {
   console.log(
     `loaded ${EVENTS} events into ${name} (${size}) in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
   );
-  return { projectId, contacts, partition: name };
+  return { partition: name };
 }
 
 /**
@@ -95,10 +119,110 @@ async function lookups(url, partition) {
   await c.end();
 }
 
+/**
+ * `count` clients POSTing /v1/track in a closed loop (keep-alive, one request each at a time)
+ * until stopped; every request's start time and latency is kept, as startWriters keeps writes.
+ */
+function startTrackers(base, key, count) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: count });
+  const url = new URL('/v1/track', base);
+  const samples = [];
+  let errors = 0;
+  let running = true;
+  const post = (i) =>
+    new Promise((resolve, reject) => {
+      const body = JSON.stringify({
+        email: `user${Math.floor(Math.random() * TRACKED_EMAILS)}@bench.example`,
+        event: `step-${i % 10}`,
+        data: { step: i % 7 },
+      });
+      const req = http.request(
+        {
+          agent,
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${key}`,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  let seq = 0;
+  const loops = Array.from({ length: count }, async () => {
+    while (running) {
+      const at = Date.now();
+      const t0 = process.hrtime.bigint();
+      try {
+        await post(seq++);
+        samples.push({ at, ms: Number(process.hrtime.bigint() - t0) / 1e6 });
+      } catch (error) {
+        errors++;
+        if (errors <= 3) console.error('track failed:', error.message);
+      }
+    }
+  });
+  return {
+    samples,
+    errors: () => errors,
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+      agent.destroy();
+    },
+  };
+}
+
+/**
+ * Polls pg_stat_activity every 10 ms for backends of the database (other than `exclude`, the
+ * drop's own) waiting on a lock; each sighting is kept with its time, wait event and query.
+ */
+function startLockWatch(url, exclude) {
+  const sightings = [];
+  let running = true;
+  const c = new Client({ connectionString: url });
+  const done = (async () => {
+    await c.connect();
+    while (running) {
+      const { rows } = await c.query(
+        `SELECT a.pid, a.wait_event, left(a.query, 60) AS query,
+                (SELECT string_agg(CASE WHEN b.pid = ANY($1::int[]) THEN 'the drop: ' ELSE '' END || left(b.query, 60), '; ')
+                   FROM pg_stat_activity b WHERE b.pid = ANY(pg_blocking_pids(a.pid))) AS blocker
+           FROM pg_stat_activity a
+          WHERE a.datname = current_database() AND a.wait_event_type = 'Lock' AND a.pid <> pg_backend_pid()
+            AND NOT (a.pid = ANY($1::int[]))`,
+        [exclude],
+      );
+      const at = Date.now();
+      for (const row of rows) sightings.push({ at, ...row });
+      await sleep(10);
+    }
+    await c.end();
+  })();
+  return {
+    sightings,
+    stop: async () => {
+      running = false;
+      await done;
+    },
+  };
+}
+
 async function main() {
   const db = await createBenchDatabase('partdrop');
+  const prefix = `mwbenchdrop${process.pid}`;
+  let app;
   try {
-    const { projectId, contacts, partition } = await load(db.url);
+    const { partition } = await load(db.url);
     const { DataSource } = require('typeorm');
     const { dataSourceOptions } = require(join(DIST, 'database/data-source-options.js'));
     const { PartitionsRepository } = require(join(DIST, 'partitions/partitions.repository.js'));
@@ -106,50 +230,101 @@ async function main() {
     await ds.initialize();
     const repository = new PartitionsRepository();
     await lookups(db.url, partition);
-    const writers = startWriters(db.url, WRITERS, (c, w, i) =>
-      c.query(`INSERT INTO events (id, project_id, contact_id, name, data) VALUES (gen_random_uuid(), $1, $2, 'track', '{}')`, [
-        projectId,
-        contacts[(w * 31 + i) % contacts.length],
-      ]),
+    const tracked = createProject(db.url, 'bench-track');
+    app = await startApp({
+      DATABASE_URL: db.url,
+      APP_ROLE: 'api',
+      QUEUE_PREFIX: prefix,
+      API_RATE_LIMIT_PER_MINUTE: '10000000',
+    });
+    // The month's own relations (table, indexes, TOAST): the only ones its DROP should lock.
+    const own = new Set(
+      (
+        await ds.query(
+          `SELECT c.oid::int AS oid FROM pg_class c WHERE c.oid = $1::regclass
+            UNION SELECT i.indexrelid::int FROM pg_index i WHERE i.indrelid = $1::regclass
+            UNION SELECT c.reltoastrelid::int FROM pg_class c WHERE c.oid = $1::regclass AND c.reltoastrelid <> 0
+            UNION SELECT i.indexrelid::int FROM pg_class c JOIN pg_index i ON i.indrelid = c.reltoastrelid
+             WHERE c.oid = $1::regclass`,
+          [partition],
+        )
+      ).map((r) => r.oid),
     );
-    const baselineFrom = Date.now();
-    await sleep(3000);
-    // As PartitionMaintenance does: DETACH CONCURRENTLY outside a transaction (the only step that
-    // touches the parent), then the bookkeeping and DROP TABLE on the detached month.
-    const started = Date.now();
     const runner = ds.createQueryRunner();
     await runner.connect();
+    const [{ pid: dropPid }] = await runner.query(`SELECT pg_backend_pid() AS pid`);
+    const trackers = startTrackers(app.base, tracked.secretKey, WRITERS);
+    const watch = startLockWatch(db.url, [dropPid]);
+    await sleep(1000); // warm-up: connections open, plans cached
+    const baselineFrom = Date.now();
+    await sleep(BASELINE_SECONDS * 1000);
+    // As PartitionMaintenance does: DETACH CONCURRENTLY outside a transaction (the only step that
+    // touches the parent), the detached month's foreign keys, then the bookkeeping and DROP TABLE.
+    const started = Date.now();
     await repository.lockMaintenanceSession(runner);
     await repository.detach(runner, 'events', partition);
     const detached = Date.now();
+    if (repository.dropForeignKeys) await repository.dropForeignKeys(runner, partition);
+    const keysDropped = Date.now();
     let dropStarted = 0;
+    let foreignLocks = [];
     await runner.manager.transaction(async (manager) => {
       await repository.lockMaintenance(manager);
       const query = manager.query.bind(manager);
-      manager.query = (text, params) => {
+      manager.query = async (text, params) => {
         if (/^DROP TABLE/.test(text)) dropStarted = Date.now();
-        return query(text, params);
+        const result = await query(text, params);
+        if (/^DROP TABLE/.test(text))
+          foreignLocks = (
+            await query(
+              `SELECT relation::int AS oid, relation::regclass::text AS name, mode FROM pg_locks
+                WHERE pid = pg_backend_pid() AND locktype = 'relation' AND relation <> 'pg_locks'::regclass`,
+            )
+          ).filter((l) => !own.has(l.oid));
+        return result;
       };
       await repository.dropDetached(manager, 'events', partition);
     });
     await repository.unlockMaintenanceSession(runner);
-    await runner.release();
     const ended = Date.now();
     await sleep(2000);
-    await writers.stop();
+    await trackers.stop();
+    await watch.stop();
+    await runner.release();
     await ds.destroy();
     const fmt = (s) =>
-      `${s.writes} writes, p50 ${s.p50?.toFixed(1)} ms, p99 ${s.p99?.toFixed(1)} ms, longest ${s.max?.toFixed(1)} ms`;
+      `${s.writes} requests, p50 ${s.p50?.toFixed(1)} ms, p99 ${s.p99?.toFixed(1)} ms, longest ${s.max?.toFixed(1)} ms`;
     console.log(
       `drop of ${partition}: ${ended - started} ms in all: DETACH CONCURRENTLY ${detached - started} ms, ` +
-        `event_name_stats ${dropStarted - detached} ms, DROP TABLE and commit ${ended - dropStarted} ms`,
+        `foreign keys ${keysDropped - detached} ms, event_name_stats rows ${dropStarted - keysDropped} ms, ` +
+        `DROP TABLE and commit ${ended - dropStarted} ms`,
     );
-    console.log(`writers before: ${fmt(latencySummary(writers.samples, baselineFrom, started))}`);
-    console.log(`writers during: ${fmt(latencySummary(writers.samples, started, ended))}`);
-    console.log(`writers after:  ${fmt(latencySummary(writers.samples, ended, Date.now()))}`);
-    console.log(`write errors: ${writers.errors()}`);
-    if (writers.errors() > 0) process.exitCode = 1;
+    // Modes that conflict with a writer's RowExclusiveLock (the DELETE of the month's event_name_stats
+    // rows takes RowExclusiveLock itself, which blocks no reader or writer).
+    const blocking = foreignLocks.filter((l) => /^(Share|ShareRowExclusive|Exclusive|AccessExclusive)Lock$/.test(l.mode));
+    const list = (locks) => (locks.length === 0 ? 'none' : locks.map((l) => `${l.name} ${l.mode}`).join(', '));
+    console.log(`tables other than the month locked by the DROP's transaction: ${list(foreignLocks)}`);
+    console.log(`  of which in a mode that blocks writers: ${list(blocking)}`);
+    console.log(`POST /v1/track (${WRITERS} clients) without a drop: ${fmt(latencySummary(trackers.samples, baselineFrom, started))}`);
+    console.log(`POST /v1/track during the drop:      ${fmt(latencySummary(trackers.samples, started, ended))}`);
+    console.log(`POST /v1/track after the drop:       ${fmt(latencySummary(trackers.samples, ended, Date.now()))}`);
+    const waits = (from, to) => watch.sightings.filter((w) => w.at >= from && w.at < to);
+    const describe = (list) =>
+      list.length === 0
+        ? 'none'
+        : `${list.length}: ` +
+          [...new Set(list.map((w) => `${w.wait_event} (${w.query}) behind [${w.blocker}] at +${w.at - started} ms`))].join('; ');
+    console.log(`lock waits seen (other backends, 10 ms polls) without a drop: ${describe(waits(baselineFrom, started))}`);
+    console.log(`lock waits seen during the drop: ${describe(waits(started, ended))}`);
+    console.log(
+      `(steps from the drop's start: detach until +${detached - started} ms, foreign keys until +${keysDropped - started} ms, ` +
+        `DROP TABLE from +${dropStarted - started} ms)`,
+    );
+    console.log(`track errors: ${trackers.errors()}`);
+    if (trackers.errors() > 0) process.exitCode = 1;
   } finally {
+    await app?.stop();
+    await deleteRedisKeys(`${prefix}*`);
     await db.drop();
   }
 }

@@ -3,7 +3,9 @@ import type { Queue } from 'bullmq';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { PartitionEmailsEvents1795970000000 as PartitionMigration } from '../src/database/migrations/1795970000000-PartitionEmailsEvents';
+import { EventNameStatsMonth1796100000000 as StatsMonthMigration } from '../src/database/migrations/1796100000000-EventNameStatsMonth';
 import { PartitionMaintenance } from '../src/partitions/partition-maintenance';
+import { PartitionsRepository } from '../src/partitions/partitions.repository';
 import { PARTITION_JOBS, RECOVERY_SCHEDULERS } from '../src/queue/jobs';
 import { QUEUES } from '../src/queue/queue.constants';
 import { pollUntil } from './support/poll';
@@ -66,6 +68,50 @@ describe('partitions and retention (e2e)', () => {
   const monthStart = (monthsFromNow: number) => {
     const now = new Date();
     return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + monthsFromNow, 1));
+  };
+
+  /**
+   * GET /events/names (every page), GET /events' total and its total by name, and the rows of
+   * event_name_stats per month, each against what `events` holds for the project.
+   */
+  const expectEventStatsExact = async () => {
+    const stored: { name: string; count: number; lastSeenAt: Date }[] = await db.query(
+      `SELECT name, count(*)::int AS count, max(created_at) AS "lastSeenAt"
+         FROM events WHERE project_id = $1 GROUP BY name ORDER BY name`,
+      [t.project.id],
+    );
+    const names: Json[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: Json = await ok(
+        'GET',
+        `/events/names?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
+      names.push(...page.items);
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(names.sort((a, b) => (a.name < b.name ? -1 : 1))).toEqual(
+      stored.map((n) => ({ ...n, lastSeenAt: n.lastSeenAt.toISOString() })),
+    );
+    const total = stored.reduce((sum, n) => sum + n.count, 0);
+    expect((await ok('GET', '/events?limit=1')).total).toBe(total);
+    for (const n of stored)
+      expect([n.name, (await ok('GET', `/events?name=${n.name}&limit=1`)).total]).toEqual([
+        n.name,
+        n.count,
+      ]);
+    const byMonth = (sql: string) => db.query(sql, [t.project.id]);
+    expect(
+      await byMonth(
+        `SELECT name, month::text AS month, sum(count)::int AS count FROM event_name_stats
+          WHERE project_id = $1 GROUP BY 1, 2 HAVING sum(count) <> 0 ORDER BY 1, 2`,
+      ),
+    ).toEqual(
+      await byMonth(
+        `SELECT name, date_trunc('month', created_at AT TIME ZONE 'UTC')::date::text AS month, count(*)::int AS count
+           FROM events WHERE project_id = $1 GROUP BY 1, 2 ORDER BY 1, 2`,
+      ),
+    );
   };
 
   beforeAll(async () => {
@@ -158,6 +204,14 @@ describe('partitions and retention (e2e)', () => {
       );
       await aged.query(
         `UPDATE events SET created_at = created_at - interval '70 days' WHERE project_id = $1`,
+        [t.project.id],
+      );
+      // The per-month statistics the triggers would have kept for events of that time.
+      await aged.query(`DELETE FROM event_name_stats WHERE project_id = $1`, [t.project.id]);
+      await aged.query(
+        `INSERT INTO event_name_stats (project_id, name, month, shard, count, last_seen_at)
+         SELECT project_id, name, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, 0, count(*), max(created_at)
+           FROM events WHERE project_id = $1 GROUP BY 1, 2, 3`,
         [t.project.id],
       );
     } finally {
@@ -428,6 +482,161 @@ describe('partitions and retention (e2e)', () => {
       }
       expect((await maintain()).dropped).toEqual([events.name]);
     });
+
+    it('keeps GET /events/names and the events total exact when a month goes, and the DROP locks no other table', async () => {
+      const month = await oldMonth('events', 8);
+      const other = (
+        await ok('POST', '/contacts', { email: 'months@example.com', subscribed: true })
+      ).id as string;
+      const insert = (name: string, at: string, contact = contactId) =>
+        db.query(
+          `INSERT INTO events (id, project_id, contact_id, name, created_at) VALUES (gen_random_uuid(), $1, $2, $3, $4)`,
+          [t.project.id, contact, name, at],
+        );
+      // `gone` only in the old month, `both` in it and now, `erased` partly erased with a contact.
+      const recent = new Date(Date.now() - 60_000).toISOString();
+      for (const name of ['gone', 'gone', 'both', 'erased']) await insert(name, month.at);
+      await insert('erased', recent);
+      await insert('erased', month.at, other);
+      await insert('erased', recent, other);
+      await ok('POST', '/v1/track', { email: 'keep@example.com', event: 'both' });
+      await ok('DELETE', `/contacts/${other}`);
+      await expectEventStatsExact();
+      const names = async () =>
+        ((await ok('GET', '/events/names?limit=100')).items as Json[]).map((n) => n.name);
+      expect(await names()).toEqual(expect.arrayContaining(['gone', 'both', 'erased']));
+
+      // What the maintenance's DROP TABLE holds before it commits: the month's own relations only.
+      const own: { oid: number }[] = await db.query(
+        `SELECT c.oid::int AS oid FROM pg_class c WHERE c.oid = $1::regclass
+          UNION SELECT i.indexrelid::int FROM pg_index i WHERE i.indrelid = $1::regclass
+          UNION SELECT c.reltoastrelid::int FROM pg_class c WHERE c.oid = $1::regclass AND c.reltoastrelid <> 0
+          UNION SELECT i.indexrelid::int FROM pg_class c JOIN pg_index i ON i.indrelid = c.reltoastrelid WHERE c.oid = $1::regclass`,
+        [`"${month.name}"`],
+      );
+      const locked: { name: string; mode: string }[] = [];
+      const repository = retention.app.get(PartitionsRepository);
+      const dropDetached = repository.dropDetached.bind(repository);
+      const spy = jest
+        .spyOn(repository, 'dropDetached')
+        .mockImplementation(async (manager, table, partition) => {
+          await dropDetached(manager, table, partition);
+          locked.push(
+            ...((await manager.query(
+              `SELECT relation::regclass::text AS name, mode FROM pg_locks
+                WHERE pid = pg_backend_pid() AND locktype = 'relation' AND relation <> 'pg_locks'::regclass
+                  AND NOT (relation::int = ANY($1::int[]))
+                  AND mode IN ('ShareLock', 'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock')`,
+              [own.map((r) => r.oid)],
+            )) as { name: string; mode: string }[]),
+          );
+        });
+      try {
+        expect((await maintain()).dropped).toEqual([month.name]);
+      } finally {
+        spy.mockRestore();
+      }
+      expect(locked).toEqual([]);
+      await expectEventStatsExact();
+      expect(await names()).not.toContain('gone');
+      expect(await names()).toEqual(expect.arrayContaining(['both', 'erased']));
+    });
+  });
+
+  it('the migration to monthly event_name_stats keeps every count exact on a populated database, while events are written', async () => {
+    const contact = (
+      await ok('POST', '/contacts', { email: 'migrate@example.com', subscribed: true })
+    ).id as string;
+    const months = [
+      `date_trunc('month', now()) - interval '10 days'`,
+      `now()`,
+      `date_trunc('month', now()) + interval '1 month 1 day'`,
+    ];
+    const runner = db.createQueryRunner();
+    const writers = [0, 1, 2].map(() => new Client({ connectionString: t.db.url }));
+    await Promise.all(writers.map((c) => c.connect()));
+    try {
+      // The shape before the migration, with its triggers, then events of three months, some erased.
+      await new StatsMonthMigration().down(runner);
+      for (const [i, at] of months.entries())
+        await db.query(
+          `INSERT INTO events (id, project_id, contact_id, name, created_at)
+           SELECT gen_random_uuid(), $1, $2, 'm-' || (n % 3), ${at} FROM generate_series(1, ${100 + i}) n`,
+          [t.project.id, contact],
+        );
+      await db.query(
+        `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE contact_id = $1 AND name = 'm-1' LIMIT 7)`,
+        [contact],
+      );
+      const [old] = await db.query(
+        `SELECT (SELECT sum(count)::int FROM event_name_stats WHERE project_id = $1) AS stats,
+                (SELECT count(*)::int FROM events WHERE project_id = $1) AS events`,
+        [t.project.id],
+      );
+      expect(old.stats).toBe(old.events);
+
+      // Writers insert and erase events of every month meanwhile, one statement each.
+      let running = true;
+      let writes = 0;
+      const errors: string[] = [];
+      const loops = writers.map(async (c, w) => {
+        for (let i = 0; running; i++) {
+          try {
+            if (i % 5 === 4)
+              await c.query(
+                `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE contact_id = $1 AND name = 'm-2' LIMIT 1)`,
+                [contact],
+              );
+            else
+              await c.query(
+                `INSERT INTO events (id, project_id, contact_id, name, created_at)
+                 VALUES (gen_random_uuid(), $1, $2, 'm-' || $3::int, ${months[(w + i) % 3]})`,
+                [t.project.id, contact, i % 4],
+              );
+            writes++;
+          } catch (error) {
+            errors.push((error as Error).message);
+          }
+        }
+      });
+      try {
+        await pollUntil(
+          async () => writes,
+          (n) => n >= 30,
+          5_000,
+          10,
+        );
+        const before = writes;
+        await new StatsMonthMigration().up(runner);
+        expect(writes).toBeGreaterThan(before);
+        await pollUntil(
+          async () => writes,
+          (n) => n >= before + 60,
+          5_000,
+          10,
+        );
+      } finally {
+        running = false;
+        await Promise.all(loops);
+      }
+      expect(errors).toEqual([]);
+    } finally {
+      await Promise.all(writers.map((c) => c.end()));
+      await runner.release();
+    }
+    await expectEventStatsExact();
+    // Every project, every month: no bucket of the old totals left, nothing counted twice.
+    expect(
+      await db.query(
+        `SELECT project_id, name, month::text AS month, sum(count)::int AS count FROM event_name_stats
+          GROUP BY 1, 2, 3 HAVING sum(count) <> 0 ORDER BY 1, 2, 3`,
+      ),
+    ).toEqual(
+      await db.query(
+        `SELECT project_id, name, date_trunc('month', created_at AT TIME ZONE 'UTC')::date::text AS month, count(*)::int AS count
+           FROM events GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+      ),
+    );
   });
 
   it('the migration drops an INVALID index an interrupted build left, so that its next run builds it again', async () => {

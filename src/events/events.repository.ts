@@ -116,8 +116,9 @@ export class EventsRepository {
   /**
    * GET /events: newest first by (created_at, id), keyset on both. Served by
    * (project_id, created_at), (project_id, name, created_at) and
-   * (contact_id, created_at). `total` comes from event_name_stats when only
-   * `name` (or nothing) filters, so it costs nothing at ten million events.
+   * (contact_id, created_at). `total` comes from event_name_stats (its
+   * months and shards summed) when only `name` (or nothing) filters, so it
+   * costs nothing at ten million events.
    */
   async list(
     manager: EntityManager,
@@ -198,7 +199,7 @@ export class EventsRepository {
     return { start: bounds.start, counts };
   }
 
-  /** GET /events/names: running totals, most recently seen first, then by name. */
+  /** GET /events/names: running totals over every month kept, most recently seen first, then by name. */
   async names(
     manager: EntityManager,
     projectId: string,

@@ -78,10 +78,11 @@ export class PartitionMaintenance {
   /**
    * Drops the table's months past the retention: DETACH PARTITION
    * CONCURRENTLY first (no lock that blocks reads or writes of the table,
-   * so no deadlock with an update by id, which locks every month), then
-   * the bookkeeping and DROP TABLE on the detached month, one transaction
-   * each. What an interrupted run left (a month detach pending, or detached
-   * but not dropped) is finished first. An emails month that still holds
+   * so no deadlock with an update by id, which locks every month), then the
+   * detached month's foreign keys in short transactions of their own, then
+   * the bookkeeping and DROP TABLE on the detached month in one transaction.
+   * What an interrupted run left (a month detach pending, or detached but
+   * not dropped) is finished first. An emails month that still holds
    * QUEUED or SENDING emails is kept until they are done.
    */
   private async dropExpired(table: PartitionedTable, days: number): Promise<string[]> {
@@ -93,8 +94,10 @@ export class PartitionMaintenance {
       try {
         const manager = runner.manager;
         for (const name of await this.partitions.detachPending(manager, table))
-          await this.partitions.detach(runner, table, name, true);
+          await this.partitions.detach(runner, table, name);
         const drop = async (name: string) => {
+          // First, briefly, what locks other tables; then the slow DROP locks the month alone.
+          await this.partitions.dropForeignKeys(runner, name);
           await manager.transaction(async (tx) => {
             await this.partitions.lockMaintenance(tx);
             await this.partitions.dropDetached(tx, table, name);

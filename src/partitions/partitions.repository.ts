@@ -23,13 +23,44 @@ const MAINTENANCE_LOCK = 727_002;
  */
 const LOCK_TIMEOUT = '2s';
 
-/**
- * Longest wait of DETACH ... CONCURRENTLY for the transactions that may
- * still use the month: it blocks no reads or writes meanwhile (only other
- * DDL and VACUUM of the table), and an interrupted one is finished by the
- * next run (FINALIZE).
- */
+/** The lock timeout of the maintenance's session (lockMaintenanceSession), between its steps. */
 const DETACH_LOCK_TIMEOUT = '1min';
+
+/**
+ * The last step of DETACH ... CONCURRENTLY (or FINALIZE), and dropping a
+ * detached month's foreign keys, lock the tables the month's foreign keys
+ * point at (contacts, email_contents) against their writers: each attempt
+ * waits at most this long for any lock, so that no request queues behind it
+ * for longer, and another follows after a pause, for DETACH_ATTEMPTS_MS.
+ */
+const REFERENCED_LOCK_TIMEOUT = '50ms';
+const RETRY_PAUSE_MS = 200;
+const FOREIGN_KEY_NOWAIT_MS = 10_000;
+const NOWAIT_PAUSE_MS = 20;
+const DETACH_ATTEMPTS_MS = 60_000;
+
+const LOCK_NOT_AVAILABLE = '55P03';
+
+function isLockTimeout(error: unknown): boolean {
+  return (error as { code?: string }).code === LOCK_NOT_AVAILABLE;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * The UTC months a partition held, as event_name_stats.month bounds: its
+ * own month for `<table>_pYYYYMM`; for the legacy one (FROM MINVALUE) every
+ * month before the oldest partition still attached, which starts at its bound.
+ */
+function monthsOf(partition: string): { from: string; to: string | null } {
+  const match = /_p(\d{4})(\d{2})$/.exec(partition);
+  if (!match) return { from: '-infinity', to: null };
+  const [year, month] = [Number(match[1]), Number(match[2])];
+  const day = (y: number, m: number) => new Date(Date.UTC(y, m - 1, 1)).toISOString().slice(0, 10);
+  return { from: day(year, month), to: day(year, month + 1) };
+}
 
 function quoted(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
@@ -144,33 +175,98 @@ export class PartitionsRepository {
   }
 
   /**
-   * Detaches a month without blocking anyone's reads or writes: DETACH
+   * Detaches a month without blocking reads or writes of the table: DETACH
    * PARTITION CONCURRENTLY takes SHARE UPDATE EXCLUSIVE only, then waits
-   * for the transactions that may still use the month. Must run outside a
-   * transaction block; `finalize` completes one an interruption left
-   * pending. A DEFAULT partition would make PostgreSQL refuse it; there is
-   * none (rows past the last month are refused instead).
+   * for the transactions that may still use the month, and its last step
+   * locks the tables the month's foreign keys point at (contacts). Each
+   * attempt waits REFERENCED_LOCK_TIMEOUT at most for any lock, so no
+   * writer of contacts queues behind it for longer; a timed-out second step
+   * leaves the month "detach pending" (no new query sees it), which
+   * FINALIZE completes on the next attempt. Must run outside a transaction
+   * block; also finishes a detach an interrupted run left pending. A
+   * DEFAULT partition would make PostgreSQL refuse it; there is none (rows
+   * past the last month are refused instead).
    */
-  async detach(
-    runner: QueryRunner,
-    table: PartitionedTable,
-    partition: string,
-    finalize = false,
-  ): Promise<void> {
-    await runner.query(
-      `ALTER TABLE ${quoted(table)} DETACH PARTITION ${quoted(partition)} ${finalize ? 'FINALIZE' : 'CONCURRENTLY'}`,
-    );
+  async detach(runner: QueryRunner, table: PartitionedTable, partition: string): Promise<void> {
+    const deadline = Date.now() + DETACH_ATTEMPTS_MS;
+    await runner.query(`SELECT set_config('lock_timeout', $1, false)`, [REFERENCED_LOCK_TIMEOUT]);
+    try {
+      for (;;) {
+        const [state] = (await runner.query(
+          `SELECT i.inhdetachpending AS pending FROM pg_inherits i
+            WHERE i.inhparent = $1::regclass AND i.inhrelid = to_regclass($2)`,
+          [table, quoted(partition)],
+        )) as Array<{ pending: boolean }>;
+        if (!state) return;
+        try {
+          await runner.query(
+            `ALTER TABLE ${quoted(table)} DETACH PARTITION ${quoted(partition)} ${state.pending ? 'FINALIZE' : 'CONCURRENTLY'}`,
+          );
+          return;
+        } catch (error) {
+          if (!isLockTimeout(error) || Date.now() > deadline) throw error;
+          await sleep(RETRY_PAUSE_MS);
+        }
+      }
+    } finally {
+      await runner.query(`SELECT set_config('lock_timeout', $1, false)`, [DETACH_LOCK_TIMEOUT]);
+    }
   }
 
   /**
-   * Drops a month once detached (detach first), in the caller's transaction
-   * (after lockMaintenance). Deleting rows would fire the counters'
-   * triggers; dropping does not, so campaign counters and the status gauges
-   * keep counting the emails that went. Two things that must follow the rows
-   * are done first: events leave event_name_stats (GET /events' total and
-   * /events/names count stored events), and emails unlink their bounce
-   * reports (as a delete does). Detached, the table is no one else's: the
-   * bookkeeping blocks nobody, and DROP TABLE locks the parent no more.
+   * Drops a detached month's foreign keys, each in a transaction of its
+   * own: dropping one locks the table it points at (contacts,
+   * email_contents) in ACCESS EXCLUSIVE until commit, which DROP TABLE
+   * would otherwise do for as long as it takes. That lock is asked for
+   * NOWAIT first (FOREIGN_KEY_NOWAIT_MS: tried again every NOWAIT_PAUSE_MS
+   * while anyone holds the table, so no request ever queues behind a
+   * waiting request of ours), then, should the table never be free, with
+   * REFERENCED_LOCK_TIMEOUT (requests queue behind it that long at most).
+   */
+  async dropForeignKeys(runner: QueryRunner, partition: string): Promise<void> {
+    const keys = (await runner.query(
+      `SELECT conname AS name, confrelid::regclass::text AS referenced FROM pg_constraint
+        WHERE conrelid = $1::regclass AND contype = 'f' ORDER BY 1`,
+      [quoted(partition)],
+    )) as Array<{ name: string; referenced: string }>;
+    for (const { name, referenced } of keys) {
+      const started = Date.now();
+      for (;;) {
+        const nowait = Date.now() - started < FOREIGN_KEY_NOWAIT_MS;
+        try {
+          await runner.manager.transaction(async (manager) => {
+            await queryRows(manager, `SELECT set_config('lock_timeout', $1, true)`, [
+              REFERENCED_LOCK_TIMEOUT,
+            ]);
+            // regclass text is already quoted where the name needs it.
+            await queryRows(
+              manager,
+              `LOCK TABLE ${referenced} IN ACCESS EXCLUSIVE MODE${nowait ? ' NOWAIT' : ''}`,
+            );
+            await queryRows(
+              manager,
+              `ALTER TABLE ${quoted(partition)} DROP CONSTRAINT IF EXISTS ${quoted(name)}`,
+            );
+          });
+          break;
+        } catch (error) {
+          if (!isLockTimeout(error) || Date.now() - started > DETACH_ATTEMPTS_MS) throw error;
+          await sleep(nowait ? NOWAIT_PAUSE_MS : RETRY_PAUSE_MS);
+        }
+      }
+    }
+  }
+
+  /**
+   * Drops a month once detached (detach and dropForeignKeys first), in the
+   * caller's transaction (after lockMaintenance). Deleting rows would fire
+   * the counters' triggers; dropping does not, so campaign counters and the
+   * status gauges keep counting the emails that went. Two things that must
+   * follow the rows are done first: the month's rows of event_name_stats
+   * go (GET /events' total and /events/names count stored events; they are
+   * kept per month, so nothing is counted), and emails unlink their bounce
+   * reports (as a delete does). Detached and without foreign keys, the
+   * table is no one else's: DROP TABLE locks nothing but the month itself.
    */
   async dropDetached(
     manager: EntityManager,
@@ -178,16 +274,16 @@ export class PartitionsRepository {
     partition: string,
   ): Promise<void> {
     const name = quoted(partition);
-    // Counting a month of events takes longer than a lock should: no lock timeout for the reads.
+    // Unlinking a month of emails' bounce reports joins the month: no statement timeout for it.
     await queryRows(manager, `SELECT set_config('statement_timeout', '0', true)`);
     if (table === 'events') {
+      const months = monthsOf(partition);
       await queryRows(
         manager,
-        `UPDATE event_name_stats s SET count = s.count - g.n
-           FROM (SELECT project_id, name, count(*) AS n FROM ${name} GROUP BY 1, 2) g
-          WHERE s.project_id = g.project_id AND s.name = g.name
-            AND s.shard = (SELECT min(m.shard) FROM event_name_stats m
-                            WHERE m.project_id = g.project_id AND m.name = g.name)`,
+        `DELETE FROM event_name_stats
+          WHERE month >= $1::date
+            AND month < COALESCE($2::date, (SELECT (min(lower) AT TIME ZONE 'UTC')::date FROM mw_partitions('events')))`,
+        [months.from, months.to],
       );
     } else {
       await queryRows(
