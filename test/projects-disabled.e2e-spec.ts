@@ -1,7 +1,11 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import { DataSource } from 'typeorm';
+import { dataSourceOptions } from '../src/database/data-source-options';
+import { DisabledProjects } from '../src/projects/disabled-projects';
+import { ProjectsRepository } from '../src/projects/projects.repository';
 import { ProjectsService } from '../src/projects/projects.service';
+import { ParkedJobs } from '../src/queue/parked-jobs';
 import { QUEUES } from '../src/queue/queue.constants';
 import { EmailSource } from '../src/sending/email.entity';
 import { EmailsService } from '../src/sending/emails.service';
@@ -341,5 +345,39 @@ describe('disabled projects do no work (e2e)', () => {
         new Set([heldTest.body.data.id]),
       );
     });
+  });
+
+  it('a check made inside a transaction reads the set through that connection, not a second one the full pool has no room for', async () => {
+    const project = await t.app.createProject('Pool of one');
+    await setEnabled(project, false);
+    // A pool of one connection, which the transaction holds; a fresh instance has no timer and never
+    // read the set, so the check reads it first. Through the pool it would wait for ever (the
+    // transaction waits for the check): at shutdown, WEBHOOK steps ending held all 20 connections so.
+    const pool = new DataSource(dataSourceOptions(t.db.url, 1));
+    await pool.initialize();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const checks = new DisabledProjects(
+        t.app.config,
+        pool,
+        new ProjectsRepository(),
+        t.app.app.get(ParkedJobs),
+      );
+      const answer = await pool.transaction((manager) =>
+        Promise.race([
+          checks.isDisabled(project.id, manager),
+          new Promise((_, reject) => {
+            timer = setTimeout(
+              () => reject(new Error('the check waited for a second connection')),
+              5_000,
+            );
+          }),
+        ]),
+      );
+      expect(answer).toBe(true);
+    } finally {
+      clearTimeout(timer);
+      await pool.destroy();
+    }
   });
 });

@@ -193,13 +193,30 @@ describe('webhook deliveries in flight per endpoint (e2e)', () => {
       15_000,
     );
 
-    await testEvents(fastProject.secretKey, fastEndpoint, 5);
+    // When each fast delivery was committed (its test event answered), by delivery id.
+    const committedAt = new Map<string, number>();
+    for (let i = 0; i < 5; i++) {
+      const res = await app.request({
+        method: 'POST',
+        url: `/webhooks/${fastEndpoint}/test`,
+        key: fastProject.secretKey,
+      });
+      expect(res.status).toBe(202);
+      committedAt.set(res.body.data.id, Date.now());
+    }
     await pollUntil(
       async () => fast.requests.length,
       (n) => n >= 5,
       30_000,
     );
     expect(fast.requests).toHaveLength(5);
+    // Each was sent as soon as it was committed: one whose wake-up was lost waits for the sweep,
+    // which takes a delivery only once it is 5 s overdue.
+    const waited = fast.requests.map((r) => {
+      const id = String(r.headers['webhook-id']);
+      return { id, ms: r.at - (committedAt.get(id) ?? Number.NaN) };
+    });
+    expect(waited.filter((w) => !(w.ms < 4_000))).toEqual([]);
     // They arrived while the slow receivers still held their first requests: nothing waited for a
     // slow attempt's timeout (compared by the receivers' own clocks, not by how long this took).
     const lastFast = Math.max(...fast.requests.map((r) => r.at));

@@ -97,7 +97,7 @@ export class CampaignStatusService {
         return { row: current, started: null };
       if (current.scheduledAt && current.scheduledAt.getTime() > Date.now() + 1000)
         return { row: current, started: null };
-      if (await this.disabledProjects.isDisabled(current.projectId))
+      if (await this.disabledProjects.isDisabled(current.projectId, manager))
         return { row: current, started: null };
       const started = await this.start(manager, current);
       // Due while sender health is PAUSED: started (its audience fixed) but paused at once.

@@ -6,7 +6,7 @@ import {
   OnApplicationBootstrap,
 } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { AppConfig, runsWorkers } from '../config/config';
 import { APP_CONFIG } from '../config/config.module';
 import { ParkedJobs } from '../queue/parked-jobs';
@@ -52,9 +52,18 @@ export class DisabledProjects implements OnApplicationBootstrap, BeforeApplicati
     await this.loading?.catch(() => undefined);
   }
 
-  /** Whether the project is disabled; read again first only when the last read is older than two periods (no timer here). */
-  async isDisabled(projectId: string): Promise<boolean> {
-    if (Date.now() - this.loadedAt > 2 * DISABLED_REFRESH_MS) await this.load();
+  /**
+   * Whether the project is disabled; read again first only when the last read is older than two
+   * periods (no timer here, or it stopped at shutdown). A caller inside a transaction passes its
+   * `manager`: the read then goes through the connection it holds, never a second one from the
+   * pool, which callers holding every connection (WEBHOOK steps ending at shutdown) would wait
+   * for forever.
+   */
+  async isDisabled(projectId: string, manager?: EntityManager): Promise<boolean> {
+    if (Date.now() - this.loadedAt > 2 * DISABLED_REFRESH_MS) {
+      if (manager) this.loaded(await this.projects.disabledIds(manager));
+      else await this.load();
+    }
     return this.disabled.has(projectId);
   }
 
@@ -84,13 +93,15 @@ export class DisabledProjects implements OnApplicationBootstrap, BeforeApplicati
   private load(): Promise<void> {
     this.loading ??= this.projects
       .disabledIds(this.dataSource.manager)
-      .then((ids) => {
-        this.disabled = new Set(ids);
-        this.loadedAt = Date.now();
-      })
+      .then((ids) => this.loaded(ids))
       .finally(() => {
         this.loading = null;
       });
     return this.loading;
+  }
+
+  private loaded(ids: string[]): void {
+    this.disabled = new Set(ids);
+    this.loadedAt = Date.now();
   }
 }

@@ -118,9 +118,9 @@ export function campaignJobId(campaignId: string): string {
 /**
  * QUEUES.WEBHOOKS: a DELIVER job wakes its endpoint's drain in the worker that
  * takes it (the drain claims due deliveries of that endpoint in batches and
- * records them in batches; see WebhookSender): webhookDueJobId for deliveries
- * due now, and one delayed job per later attempt (webhookJobId, deterministic
- * from the row's state). DISPATCH is the sweep (the queue's recovery
+ * records them in batches; see WebhookSender): deduplicated by
+ * webhookWakeDedupId for deliveries due now, and one delayed job per later
+ * attempt (webhookJobId, deterministic from the row's state). DISPATCH is the sweep (the queue's recovery
  * job), the path that makes the outbox lossless.
  */
 export const WEBHOOK_JOBS = {
@@ -145,15 +145,15 @@ export function webhookJobId(delivery: { id: string; retries: number; attempts: 
 }
 
 /**
- * `webhook-due-<endpoint>-<second>`: the job that wakes an endpoint's drain
- * for deliveries due now, one per endpoint per second whichever process adds
+ * `webhook-due-<endpoint>-<second>`: the deduplication id of the jobs that
+ * wake an endpoint's drain, one per endpoint per second whichever process adds
  * it (a burst of events was one job per 5 ms dispatch batch, each costing the
- * worker a job's round trips only to join the running drain). A job added
- * while one of the same second is still active is dropped: the running drain
- * claims until nothing is due, so only a delivery committed in its last
- * moments (after its final claim) waits for the next job or the sweep (10 s).
+ * worker a job's round trips only to join the running drain). A wake while
+ * that job waits is dropped (it has yet to claim); one while it is active is
+ * kept (BullMQ's keepLastIfActive) and runs once it ends: a delivery committed
+ * after the running drain's last claim would otherwise wait for the sweep.
  */
-export function webhookDueJobId(endpointId: string, now = Date.now()): string {
+export function webhookWakeDedupId(endpointId: string, now = Date.now()): string {
   return `webhook-due-${endpointId}-${Math.floor(now / 1000)}`;
 }
 

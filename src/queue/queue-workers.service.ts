@@ -37,6 +37,8 @@ import { WorkerShutdown } from './worker-shutdown';
  */
 /** Longest wait at shutdown for queue connections still starting. */
 const QUEUE_READY_WAIT_MS = 2_000;
+/** While workers wait for their active jobs at shutdown, the queues still waited for are logged this often. */
+const CLOSE_REPORT_MS = 10_000;
 
 @Injectable()
 export class QueueWorkersService implements BeforeApplicationShutdown {
@@ -85,7 +87,7 @@ export class QueueWorkersService implements BeforeApplicationShutdown {
     this.shutdown.begin();
     await this.heartbeat?.stop();
     await this.recovery.stop();
-    await Promise.all(this.workers.map((worker) => worker.close()));
+    await this.closeWorkers();
     // A queue closed while its connection is still starting (a boot refused right away, a
     // SIGTERM just after start) makes bullmq emit 'error' once its listeners are gone: an
     // uncaught exception that ended the process before it could say why it stopped. Bounded:
@@ -96,6 +98,31 @@ export class QueueWorkersService implements BeforeApplicationShutdown {
       new Promise((resolve) => (timer = setTimeout(resolve, QUEUE_READY_WAIT_MS))),
     ]);
     clearTimeout(timer);
+  }
+
+  /**
+   * Closes every worker, each waiting for its active jobs; a close that takes
+   * long is logged with the queues not closed yet, so a shutdown that hangs
+   * says where.
+   */
+  private async closeWorkers(): Promise<void> {
+    const open = new Set(this.workers.map((worker) => worker.name));
+    const started = Date.now();
+    const report = setInterval(
+      () =>
+        this.logger.warn(
+          { queues: [...open], waitedMs: Date.now() - started },
+          'shutdown still waiting for the active jobs of these queues',
+        ),
+      CLOSE_REPORT_MS,
+    );
+    try {
+      await Promise.all(
+        this.workers.map((worker) => worker.close().finally(() => open.delete(worker.name))),
+      );
+    } finally {
+      clearInterval(report);
+    }
   }
 
   private queues(): Queue[] {

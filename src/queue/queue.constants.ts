@@ -14,7 +14,7 @@ export const QUEUES = {
   SEGMENTS: 'segments',
   /** Domain DNS verification checks. */
   DOMAINS: 'domains',
-  /** Outbound webhook deliveries (job ids webhookDueJobId / webhookJobId) and their dispatch sweep. */
+  /** Outbound webhook deliveries (deduplicated by webhookWakeDedupId, job ids webhookJobId) and their dispatch sweep. */
   WEBHOOKS: 'webhooks',
   /** Open/click hits the API could not write to the database at once (engagement/email-tracking.service.ts). */
   TRACKING_HITS: 'tracking-hits',

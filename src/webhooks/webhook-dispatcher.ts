@@ -5,7 +5,7 @@ import type { Queue } from 'bullmq';
 import type { DataSource } from 'typeorm';
 import { AfterCommitDispatcher } from '../events/after-commit-dispatcher';
 import { EventHooks, RecordedEvent } from '../events/event-hooks';
-import { WEBHOOK_JOBS, WebhookJobData, webhookDueJobId, webhookJobId } from '../queue/jobs';
+import { WEBHOOK_JOBS, WebhookJobData, webhookWakeDedupId, webhookJobId } from '../queue/jobs';
 import { QUEUES } from '../queue/queue.constants';
 import { eventMatches, isDeliverable } from './webhook-events';
 import { EndpointFilter, PendingDelivery, WebhooksRepository } from './webhooks.repository';
@@ -78,11 +78,12 @@ export class WebhookDispatcher extends AfterCommitDispatcher<EndpointFilter[]> {
   }
 
   /**
-   * Wakes these endpoints' drains for deliveries due now (webhookDueJobId: one
-   * job per endpoint per second). The after-commit path: the outbox trigger
-   * wrote the rows, and the filters say which endpoints have some, so no
-   * statement is needed; a stale filter wakes a drain that finds nothing, or
-   * misses an endpoint the sweep then wakes.
+   * Wakes these endpoints' drains for deliveries due now (webhookWakeDedupId:
+   * one job per endpoint per second, and one more after it when woken while it
+   * runs). The after-commit path: the outbox trigger wrote the rows, and the
+   * filters say which endpoints have some, so no statement is needed; a stale
+   * filter wakes a drain that finds nothing, or misses an endpoint the sweep
+   * then wakes.
    */
   async wake(endpointIds: string[]): Promise<void> {
     if (endpointIds.length === 0) return;
@@ -102,7 +103,7 @@ export class WebhookDispatcher extends AfterCommitDispatcher<EndpointFilter[]> {
 
   /**
    * Wakes the drains of these deliveries' endpoints: one job per endpoint for
-   * the deliveries due now (webhookDueJobId), one delayed job per later
+   * the deliveries due now (webhookWakeDedupId), one delayed job per later
    * attempt (the id of that attempt). An existing job id is left alone.
    */
   async enqueue(deliveries: PendingDelivery[]): Promise<void> {
@@ -128,7 +129,12 @@ function deliverJob(endpointId: string, later: PendingDelivery | null, delay: nu
     name: WEBHOOK_JOBS.DELIVER,
     data: later ? { deliveryId: later.id, endpointId } : { endpointId },
     opts: {
-      jobId: later ? webhookJobId(later) : webhookDueJobId(endpointId, now),
+      // A wake-up is deduplicated rather than given a job id: a job id already active would drop it.
+      ...(later
+        ? { jobId: webhookJobId(later) }
+        : {
+            deduplication: { id: webhookWakeDedupId(endpointId, now), keepLastIfActive: true },
+          }),
       delay,
       // Nothing kept: a job that failed (the database was down) must not block the sweep from adding it again.
       removeOnComplete: true,

@@ -46,6 +46,13 @@ const PARKED_FOR_MS = 1_000;
 /** A drain with attempts of its own in flight but no free slot asks again this often. */
 const SLOT_RETRY_MS = 250;
 /**
+ * A drain that found no more due rows while attempts of its own run (a slow
+ * endpoint's last for up to 10 s) and has room for more looks again this
+ * often: the wake-up of a row committed meanwhile waits for the drain's job
+ * to end (webhookWakeDedupId), which would hold that row behind them.
+ */
+const LOOK_AGAIN_MS = 500;
+/**
  * Claimed deliveries waiting for a slot, per endpoint: the next attempts
  * start without a round trip, and a claim is one statement for many rows
  * (bench:webhooks: per-statement costs, in Postgres and in the client's
@@ -91,6 +98,8 @@ interface Drain {
   wake: (() => void) | null;
   signalled: boolean;
   timer: NodeJS.Timeout | null;
+  /** Set while the drain, out of due rows but with room for more attempts, waits to look again (LOOK_AGAIN_MS). */
+  lookAgain: NodeJS.Timeout | null;
   /** Moving average of this drain's attempt durations; null before the first. */
   averageMs: number | null;
 }
@@ -172,6 +181,7 @@ export class WebhookSender implements OnModuleDestroy {
       wake: null,
       signalled: false,
       timer: null,
+      lookAgain: null,
       averageMs: null,
     };
     this.drains.set(endpointId, d);
@@ -180,6 +190,7 @@ export class WebhookSender implements OnModuleDestroy {
       return parked ? { attempts: d.sent, parked: true } : { attempts: d.sent };
     } finally {
       if (d.timer) clearTimeout(d.timer);
+      if (d.lookAgain) clearTimeout(d.lookAgain);
       this.drains.delete(endpointId);
       await this.slots.release(endpointId, d.tokens.splice(0)).catch(() => undefined);
     }
@@ -226,6 +237,19 @@ export class WebhookSender implements OnModuleDestroy {
         this.flushOrClaim(endpointId, d, [], want);
       if (!d.flushing && d.results.length > 0 && !d.timer)
         d.timer = setTimeout(() => ((d.timer = null), signal(d)), FLUSH_AFTER_MS);
+      if (
+        !failed &&
+        d.exhausted &&
+        !d.again &&
+        !d.lookAgain &&
+        d.inFlight > 0 &&
+        d.inFlight + d.claimed.length < PER_ENDPOINT_IN_FLIGHT
+      )
+        d.lookAgain = setTimeout(() => {
+          d.lookAgain = null;
+          d.again = true;
+          signal(d);
+        }, LOOK_AGAIN_MS);
       const quiet =
         !d.claiming && !d.flushing && !d.acquiring && d.inFlight === 0 && d.results.length === 0;
       if (quiet && failed) {

@@ -129,7 +129,7 @@ export class WorkflowStepInterpreter {
         outcomes.set(job, 'stale');
         continue;
       }
-      if (await this.disabledProjects.isDisabled(x.projectId)) {
+      if (await this.disabledProjects.isDisabled(x.projectId, b.manager)) {
         outcomes.set(job, PAUSED);
         continue;
       }
