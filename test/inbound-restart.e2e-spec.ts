@@ -122,13 +122,17 @@ describe('inbound reports survive a killed worker (e2e)', () => {
     expect(
       await count(`SELECT count(*)::int AS n FROM inbound_messages WHERE status = 'RECEIVED'`),
     ).toBe(REPORTS);
+    // The listener's jobs (each for the group commits of a short window) follow the 250s:
+    // together they name every message once.
+    const pending = async () =>
+      (await queue.getJobs(['paused', 'waiting'])).filter(
+        (job) => job.name === INBOUND_JOBS.PROCESS,
+      );
+    const namedBy = (jobs: Awaited<ReturnType<typeof pending>>) =>
+      jobs.flatMap((job) => job.data.inboundMessageIds ?? [job.data.inboundMessageId]);
+    const jobs = await pollUntil(pending, (found) => namedBy(found).length >= REPORTS, 5_000, 20);
     expect(await cluster.stop(listening, 'SIGKILL')).toBe('SIGKILL');
-
-    // A job per group commit of the listener: together they name every message once.
-    const jobs = (await queue.getJobs(['paused', 'waiting'])).filter(
-      (job) => job.name === INBOUND_JOBS.PROCESS,
-    );
-    const named = jobs.flatMap((job) => job.data.inboundMessageIds ?? [job.data.inboundMessageId]);
+    const named = namedBy(jobs);
     expect(named).toHaveLength(REPORTS);
     expect(new Set(named).size).toBe(REPORTS);
     // A fifth of the jobs never made it to Redis; the recovery must find their rows.

@@ -18,6 +18,10 @@ const RETENTION_PAGE = 5000;
 const STORE_BATCH = 64;
 /** Group commits in flight at once (each holds a pool connection). */
 const STORES_IN_FLIGHT = 2;
+/** Group commits whose messages one job carries at most. */
+const JOB_GROUPS = 16;
+/** How long a committed group waits for others to share its job (the 250s do not wait for it). */
+const JOB_WINDOW_MS = 10;
 
 type Incoming = { raw: Buffer; mailFrom: string; rcptTo: string[] };
 
@@ -33,11 +37,23 @@ export class InboundMessagesService {
    * Group commit: a message arriving while a write is in flight waits for
    * the next one, which carries every message that arrived meanwhile, so
    * an idle listener writes at once and a busy one pays one statement,
-   * one WAL flush and one job per batch.
+   * one WAL flush per batch (and a share of one job: `jobs`).
    */
   private readonly batcher = new MicroBatcher<Incoming, string>(
     { maxBatch: STORE_BATCH, maxInFlight: STORES_IN_FLIGHT, start: 'now' },
     (messages) => this.storeMany(messages),
+  );
+  /**
+   * The jobs of group commits: the groups committed within JOB_WINDOW_MS of each other, or while
+   * an add is in flight, share one job, so a busy listener adds (and the worker fetches, locks
+   * and finishes) one job for several groups of a few messages each instead of one per group.
+   */
+  private readonly jobs = new MicroBatcher<string[], void>(
+    { maxBatch: JOB_GROUPS, maxInFlight: 1, start: JOB_WINDOW_MS },
+    async (groups) => {
+      await this.enqueueGroup(groups.flat());
+      return groups.map(() => undefined);
+    },
   );
 
   constructor(
@@ -50,8 +66,9 @@ export class InboundMessagesService {
   /**
    * Stores a message and adds its job. The row is committed when this
    * returns, or it throws (with every message of its group commit). The job
-   * is added after: a lost add (Redis down, the process killed) leaves the
-   * message RECEIVED, and the recovery adds its job.
+   * is added after, shared with the groups committed beside it: a lost add
+   * (Redis down, the process killed) leaves the message RECEIVED, and the
+   * recovery adds its job.
    */
   store(message: Incoming): Promise<string> {
     return this.batcher.submit(message);
@@ -72,12 +89,8 @@ export class InboundMessagesService {
       return messages.map(async (message) => (await this.storeMany([message]))[0]);
     }
     // The 250 waits for the row only: the job is added meanwhile, and a lost add is the recovery's.
-    const adding = this.queue
-      .add(
-        INBOUND_JOBS.PROCESS,
-        { inboundMessageId: ids[0], ...(ids.length > 1 ? { inboundMessageIds: ids } : {}) },
-        { jobId: inboundJobId(ids[0]) },
-      )
+    const adding = this.jobs
+      .submit(ids)
       .catch((error: unknown) =>
         this.logger.warn(
           { err: error, inboundMessageIds: ids },
@@ -87,6 +100,15 @@ export class InboundMessagesService {
       .finally(() => this.adding.delete(adding));
     this.adding.add(adding);
     return ids;
+  }
+
+  /** One PROCESS job for these messages, under the first one's id. */
+  private async enqueueGroup(ids: string[]): Promise<void> {
+    await this.queue.add(
+      INBOUND_JOBS.PROCESS,
+      { inboundMessageId: ids[0], ...(ids.length > 1 ? { inboundMessageIds: ids } : {}) },
+      { jobId: inboundJobId(ids[0]) },
+    );
   }
 
   /** One PROCESS job per message, under its own id (a no-op while it exists). */

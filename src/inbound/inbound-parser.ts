@@ -1,7 +1,9 @@
-import { Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Piscina } from 'piscina';
+import { AppConfig, runsWorkers } from '../config/config';
+import { APP_CONFIG } from '../config/config.module';
 import type { ParsedInbound } from './parsed-inbound';
 
 /**
@@ -26,8 +28,20 @@ const PARSE_TIMEOUT_MS = 30_000;
  * answers back, and the parse takes the second core. One thread: batches wait for each other.
  */
 @Injectable()
-export class InboundParser implements OnApplicationShutdown {
+export class InboundParser implements OnApplicationBootstrap, OnApplicationShutdown {
   private pool: Piscina | null = null;
+
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+
+  /**
+   * A process that runs the listener parses what it takes in: its thread starts with the
+   * process, so the first messages do not wait for a thread to start and load mailparser while
+   * their senders are still connected. Other processes start it with their first batch.
+   */
+  onApplicationBootstrap(): void {
+    if (this.config.inboundSmtpPort !== null && runsWorkers(this.config) && existsSync(THREAD_FILE))
+      this.threadPool();
+  }
 
   /** One parse per raw message, in order; rejects when the thread failed or timed out (the batch runs again). */
   parseMany(raws: Buffer[]): Promise<ParsedInbound[]> {
@@ -48,7 +62,7 @@ export class InboundParser implements OnApplicationShutdown {
       throw new Error(`${THREAD_FILE} is missing: run npm run build (npm test does)`);
     this.pool ??= new Piscina({
       filename: THREAD_FILE,
-      // Started with the first batch and kept: a start loads mailparser (tens of milliseconds).
+      // Started once and kept: a start loads mailparser (tens of milliseconds).
       minThreads: 1,
       maxThreads: 1,
     });

@@ -6,8 +6,12 @@ import { QUEUES } from '../queue/queue.constants';
 import { InboundReports } from './inbound-reports';
 import { InboundRecovery } from './inbound.recovery';
 
-/** Jobs a worker runs at once: InboundReports applies the messages of concurrent jobs in batches. */
-export const INBOUND_CONCURRENCY = 32;
+/**
+ * Jobs a worker runs at once: InboundReports applies the messages of concurrent jobs in batches,
+ * so the jobs it holds bound a batch's size. A listener's job carries only the few messages of
+ * one group commit; many jobs in hand let a batch fill up while the one before it writes.
+ */
+export const INBOUND_CONCURRENCY = 256;
 
 /** The messages of a PROCESS job: a listener's group commit, or one message. */
 function messagesOf(job: Job<InboundJobData>): string[] {
