@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+import { AddressInfo } from 'node:net';
 import {
   createTestDatabase,
   flushPrefix,
@@ -111,6 +113,48 @@ describe('a refused key is refused again before its body is read (e2e)', () => {
     expect(Number(again.headers['retry-after'])).toBeLessThanOrEqual(60);
     expect(again.headers['ratelimit-limit']).toBe('5');
     expect(again.headers['ratelimit-remaining']).toBe('0');
+
+    // A long body is not read at all: the answer closes the connection (a short one keeps it).
+    expect(again.headers.connection).not.toBe('close');
+    const long = await app.request({
+      method: 'POST',
+      url: '/contacts',
+      key: busy.secretKey,
+      body: `{"email": "${'x'.repeat(70_000)}`,
+    });
+    expect(long.status).toBe(429);
+    expect(long.headers.connection).toBe('close');
+    expect(long.body.error.code).toBe('RATE_LIMIT_EXCEEDED');
+
+    // Over a real socket, a client announcing 1 MB reads its 429 before sending any of it.
+    await app.app.listen(0, '127.0.0.1');
+    const { port } = app.app.getHttpServer().address() as AddressInfo;
+    const overSocket = await new Promise<{ status?: number; connection?: string }>(
+      (resolve, reject) => {
+        const req = httpRequest(
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: '/contacts',
+            headers: {
+              authorization: `Bearer ${busy.secretKey}`,
+              'content-type': 'application/json',
+              'content-length': String(1_000_000),
+            },
+          },
+          (res) => {
+            res.resume();
+            resolve({ status: res.statusCode, connection: res.headers.connection });
+          },
+        );
+        req.on('error', reject);
+        // The headers only: the answer must come without the body (and, nothing unread left on
+        // the server's side, the close is a clean one).
+        req.flushHeaders();
+      },
+    );
+    expect(overSocket).toEqual({ status: 429, connection: 'close' });
 
     // A malformed body from a key that is not refused is still the 400 it always was.
     const other = await app.request({

@@ -10,6 +10,14 @@ import { buildErrorEnvelope } from '../errors/all-exceptions.filter';
 const REMEMBER_MS = 10_000;
 /** Keys remembered at most; past it, expired entries go first, then the oldest. */
 const MAX_ENTRIES = 10_000;
+/**
+ * A refused request declaring a longer body gets its 429 with `Connection: close`: Node then
+ * closes the socket once the answer is written instead of reading the body to keep the connection.
+ * Read and discarded, hundreds of kilobytes a request from a client retrying in a tight loop
+ * (bench:noisy-neighbour's 720 kB sends) counted as external memory and kept the API's garbage
+ * collector running mark-compacts back to back, which every tenant's requests waited behind.
+ */
+export const DRAIN_LIMIT_BYTES = 65_536;
 
 /** What the guard and the filter leave on a request for the hooks below. */
 export interface RefusalMarks {
@@ -54,6 +62,14 @@ export function registerRecentRefusals(fastify: FastifyInstance): void {
       .code(429)
       .header('retry-after', seconds)
       .header('content-type', 'application/json; charset=utf-8');
+    if (Number(request.headers['content-length'] ?? 0) > DRAIN_LIMIT_BYTES) {
+      reply.header('connection', 'close');
+      // Closed as soon as the answer is handed to the kernel, before Node reads more of the body.
+      reply.raw.once('finish', () => {
+        const socket = request.raw.socket as { destroy?: () => void } | null | undefined;
+        if (typeof socket?.destroy === 'function') socket.destroy();
+      });
+    }
     if (refusal.limit) {
       reply
         .header('ratelimit-limit', refusal.limit)
