@@ -29,6 +29,7 @@ const {
   latencySummary,
   sleep,
   startApp,
+  timedLoops,
 } = require('./support');
 
 const EVENTS = Number(process.env.BENCH_EVENTS || 1_000_000);
@@ -121,14 +122,11 @@ async function lookups(url, partition) {
 
 /**
  * `count` clients POSTing /v1/track in a closed loop (keep-alive, one request each at a time)
- * until stopped; every request's start time and latency is kept, as startWriters keeps writes.
+ * until stopped, in timedLoops (every request's start time and latency kept).
  */
 function startTrackers(base, key, count) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: count });
   const url = new URL('/v1/track', base);
-  const samples = [];
-  let errors = 0;
-  let running = true;
   const post = (i) =>
     new Promise((resolve, reject) => {
       const body = JSON.stringify({
@@ -158,25 +156,11 @@ function startTrackers(base, key, count) {
       req.end(body);
     });
   let seq = 0;
-  const loops = Array.from({ length: count }, async () => {
-    while (running) {
-      const at = Date.now();
-      const t0 = process.hrtime.bigint();
-      try {
-        await post(seq++);
-        samples.push({ at, ms: Number(process.hrtime.bigint() - t0) / 1e6 });
-      } catch (error) {
-        errors++;
-        if (errors <= 3) console.error('track failed:', error.message);
-      }
-    }
-  });
+  const loops = timedLoops(count, 'track', () => post(seq++));
   return {
-    samples,
-    errors: () => errors,
+    ...loops,
     stop: async () => {
-      running = false;
-      await Promise.all(loops);
+      await loops.stop();
       agent.destroy();
     },
   };

@@ -244,29 +244,29 @@ async function createBenchUuidFunctions(pg) {
 }
 
 /**
- * `count` writers, each on its own connection, calling `write(client, w, i)` in a loop until
- * stopped; every write's start time and latency is kept (errors counted, the first three printed).
+ * `count` loops calling `step(w, i)` (loop w, its i-th step) until stopped; every step's start
+ * time and latency is kept (errors counted, the first three printed after `label`). `setup(w)`
+ * runs before a loop's first step, `teardown(w)` after its last.
  */
-function startWriters(url, count, write) {
+function timedLoops(count, label, step, { setup = async () => {}, teardown = async () => {} } = {}) {
   const samples = [];
   let errors = 0;
   let running = true;
   const loops = Array.from({ length: count }, async (_, w) => {
-    const c = new Client({ connectionString: url });
-    await c.connect();
+    await setup(w);
     let i = 0;
     while (running) {
       const at = Date.now();
       const t0 = process.hrtime.bigint();
       try {
-        await write(c, w, i++);
+        await step(w, i++);
         samples.push({ at, ms: Number(process.hrtime.bigint() - t0) / 1e6 });
       } catch (error) {
         errors++;
-        if (errors <= 3) console.error('write failed:', error.message);
+        if (errors <= 3) console.error(`${label} failed:`, error.message);
       }
     }
-    await c.end();
+    await teardown(w);
   });
   return {
     samples,
@@ -276,6 +276,18 @@ function startWriters(url, count, write) {
       await Promise.all(loops);
     },
   };
+}
+
+/** `count` writers, each on its own connection, calling `write(client, w, i)` in timedLoops. */
+function startWriters(url, count, write) {
+  const clients = [];
+  return timedLoops(count, 'write', (w, i) => write(clients[w], w, i), {
+    setup: async (w) => {
+      clients[w] = new Client({ connectionString: url });
+      await clients[w].connect();
+    },
+    teardown: (w) => clients[w].end(),
+  });
 }
 
 /** Count, p50, p99 and max of the samples (startWriters) that started in [from, to). */
@@ -332,4 +344,5 @@ module.exports = {
   startSink,
   startWorker,
   startWriters,
+  timedLoops,
 };
