@@ -39,6 +39,8 @@
  *   BENCH_PART=latency|memory ...     (one part only)
  *   BENCH_A_KINDS=segment ...         (A runs only these of template,deep-html,segment)
  *   BENCH_API_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'   (node flags of the API process)
+ *   BENCH_TRACE=/tmp/noisy.json ...   (every request of B's noisy window and of A, with its start and
+ *                                      duration, to line B's slowest requests up with A's work)
  */
 const { isMainThread, parentPort, Worker, workerData } = require('node:worker_threads');
 const { readdirSync, readFileSync, readlinkSync } = require('node:fs');
@@ -66,12 +68,16 @@ const CAMPAIGNS = Number(process.env.BENCH_CAMPAIGNS || 200);
 const PART = process.env.BENCH_PART || 'both';
 /** A's kinds of pathological request (a subset shows which one hurts). */
 const A_KINDS = new Set((process.env.BENCH_A_KINDS || 'template,deep-html,segment').split(','));
+const TRACE = process.env.BENCH_TRACE || '';
 const PREFIX = `mwbenchnoisy${process.pid}`;
 /** The worker's node options as deployed: the NODE_OPTIONS of docker-compose.yml's worker (as bench/campaign.js). */
 const WORKER_NODE_OPTIONS = (
-  (/^\s*NODE_OPTIONS:\s*"([^"]*)"/m.exec(readFileSync(join(__dirname, '..', 'docker-compose.yml'), 'utf8')) ?? [])[1] ??
-  '--max-old-space-size=256'
-).split(' ').filter(Boolean);
+  (/^\s*NODE_OPTIONS:\s*"([^"]*)"/m.exec(
+    readFileSync(join(__dirname, '..', 'docker-compose.yml'), 'utf8'),
+  ) ?? [])[1] ?? '--max-old-space-size=256'
+)
+  .split(' ')
+  .filter(Boolean);
 const HEAP_CAP_MB = Number(
   (WORKER_NODE_OPTIONS.find((o) => o.startsWith('--max-old-space-size=')) ?? '=256').split('=')[1],
 );
@@ -82,7 +88,10 @@ const DEEP_HTML = '<ul><li>'.repeat(40_000) + 'x' + '</li></ul>'.repeat(40_000);
 async function api(base, key, method, route, body) {
   const res = await fetch(`${base}${route}`, {
     method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body ? { 'content-type': 'application/json' } : {}),
+    },
     body: body ? JSON.stringify(body) : undefined,
   });
   const text = await res.text();
@@ -97,8 +106,11 @@ async function api(base, key, method, route, body) {
 
 async function verifiedDomain(pg, base, key, domain) {
   const res = await api(base, key, 'POST', '/domains', { domain });
-  if (res.status !== 201) throw new Error(`domain create answered ${res.status}: ${JSON.stringify(res.json)}`);
-  await pg.query(`UPDATE domains SET status = 'VERIFIED', verified_at = now() WHERE id = $1`, [res.json.data.id]);
+  if (res.status !== 201)
+    throw new Error(`domain create answered ${res.status}: ${JSON.stringify(res.json)}`);
+  await pg.query(`UPDATE domains SET status = 'VERIFIED', verified_at = now() WHERE id = $1`, [
+    res.json.data.id,
+  ]);
 }
 
 async function seedContacts(pg, projectId, n, tag) {
@@ -126,15 +138,21 @@ async function seedEvents(pg, projectId, n) {
 
 function fiftyRules() {
   const conditions = [];
-  for (let i = 0; i < 25; i++) conditions.push({ field: `data.city`, operator: 'contains', value: `zz${i}` });
   for (let i = 0; i < 25; i++)
-    conditions.push({ field: `event.ev${i}`, operator: 'triggeredAtLeast', value: { count: 3, amount: 30, unit: 'days' } });
+    conditions.push({ field: `data.city`, operator: 'contains', value: `zz${i}` });
+  for (let i = 0; i < 25; i++)
+    conditions.push({
+      field: `event.ev${i}`,
+      operator: 'triggeredAtLeast',
+      value: { count: 3, amount: 30, unit: 'days' },
+    });
   return { logic: 'OR', conditions };
 }
 
 /** B's open-loop load: a request every 1000/RATE ms, alternating the two kinds; latencies by kind. */
 async function tenantB(base, key, seconds) {
   const lat = { contacts: [], send: [] };
+  const trace = [];
   const failures = {};
   const pending = [];
   const interval = 1000 / RATE;
@@ -158,8 +176,15 @@ async function tenantB(base, key, seconds) {
       call.then(
         (res) => {
           const expected = kind === 'contacts' ? 200 : 200;
-          if (res.status !== expected) failures[`${kind} ${res.status}`] = (failures[`${kind} ${res.status}`] ?? 0) + 1;
+          if (res.status !== expected)
+            failures[`${kind} ${res.status}`] = (failures[`${kind} ${res.status}`] ?? 0) + 1;
           else lat[kind].push(performance.now() - t0);
+          trace.push({
+            at: Date.now() - (performance.now() - t0),
+            kind,
+            status: res.status,
+            ms: performance.now() - t0,
+          });
         },
         (error) => {
           failures[`${kind} ${error.message}`] = (failures[`${kind} ${error.message}`] ?? 0) + 1;
@@ -169,21 +194,26 @@ async function tenantB(base, key, seconds) {
   }
   await Promise.all(pending);
   for (const k of Object.keys(lat)) lat[k].sort((a, b) => a - b);
-  return { lat, failures };
+  return { lat, failures, trace };
 }
 
 /** A's loops until `stop` is set; answers by kind and status. */
 function tenantALoops(base, key, state) {
   const answers = {};
-  const count = (kind, status) => (answers[`${kind} ${status}`] = (answers[`${kind} ${status}`] ?? 0) + 1);
+  const trace = [];
+  const count = (kind, status, started) => {
+    answers[`${kind} ${status}`] = (answers[`${kind} ${status}`] ?? 0) + 1;
+    if (TRACE) trace.push({ at: started, kind, status, ms: Date.now() - started });
+  };
   const loop = async (kind, fn) => {
     if (!A_KINDS.has(kind)) return;
     while (!state.stop) {
+      const started = Date.now();
       try {
         const res = await fn();
-        count(kind, res.status);
+        count(kind, res.status, started);
       } catch (error) {
-        count(kind, error.message);
+        count(kind, error.message, started);
       }
     }
   };
@@ -191,17 +221,31 @@ function tenantALoops(base, key, state) {
   for (let i = 0; i < A_LOOPS; i++) {
     loops.push(
       loop('template', () =>
-        api(base, key, 'POST', '/templates', { name: `poison ${i}`, type: 'TRANSACTIONAL', subject: 'x', body: POISON_LIQUID }),
+        api(base, key, 'POST', '/templates', {
+          name: `poison ${i}`,
+          type: 'TRANSACTIONAL',
+          subject: 'x',
+          body: POISON_LIQUID,
+        }),
       ),
     );
     loops.push(
       loop('deep-html', () =>
-        api(base, key, 'POST', '/v1/send', { to: 'victim@example.org', from: 'hello@a.example', subject: 'x', body: DEEP_HTML }),
+        api(base, key, 'POST', '/v1/send', {
+          to: 'victim@example.org',
+          from: 'hello@a.example',
+          subject: 'x',
+          body: DEEP_HTML,
+        }),
       ),
     );
-    loops.push(loop('segment', () => api(base, key, 'POST', '/segments/preview', { condition: fiftyRules() })));
+    loops.push(
+      loop('segment', () =>
+        api(base, key, 'POST', '/segments/preview', { condition: fiftyRules() }),
+      ),
+    );
   }
-  return { answers, done: Promise.all(loops) };
+  return { answers, trace, done: Promise.all(loops) };
 }
 
 /**
@@ -233,7 +277,7 @@ function runTenantAThread() {
   const a = tenantALoops(workerData.base, workerData.key, state);
   parentPort.once('message', () => (state.stop = true));
   a.done.then(() => {
-    parentPort.postMessage(a.answers);
+    parentPort.postMessage({ answers: a.answers, trace: a.trace });
     parentPort.close();
   });
 }
@@ -257,8 +301,12 @@ function cpuSeconds(statPath) {
 async function cpuUse(appPid, pg, database) {
   const tasks = readdirSync(`/proc/${appPid}/task`);
   let other = 0;
-  for (const tid of tasks) if (tid !== String(appPid)) other += cpuSeconds(`/proc/${appPid}/task/${tid}/stat`);
-  const { rows } = await pg.query('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database]);
+  for (const tid of tasks)
+    if (tid !== String(appPid)) other += cpuSeconds(`/proc/${appPid}/task/${tid}/stat`);
+  const { rows } = await pg.query(
+    'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+    [database],
+  );
   const backends = {};
   for (const { pid } of rows) backends[pid] = cpuSeconds(`/proc/${pid}/stat`);
   return { main: cpuSeconds(`/proc/${appPid}/task/${appPid}/stat`), other, backends };
@@ -268,19 +316,24 @@ function cpuSpent(before, after) {
   let postgres = 0;
   // A backend that ended within the window is not seen: the pool keeps its connections, but drops
   // one whose statement failed (a preview stopped by the statement timeout), and its CPU with it.
-  for (const [pid, s] of Object.entries(after.backends)) postgres += s - (before.backends[pid] ?? 0);
+  for (const [pid, s] of Object.entries(after.backends))
+    postgres += s - (before.backends[pid] ?? 0);
   return `API main thread ${(after.main - before.main).toFixed(1)} s, API other threads ${(after.other - before.other).toFixed(1)} s, Postgres backends ${postgres.toFixed(1)} s`;
 }
 
 function summary(label, r) {
   const row = (k) =>
-    `${k.padEnd(9)} n=${String(r.lat[k].length).padStart(4)} p50 ${percentile(r.lat[k], 50).toFixed(1).padStart(7)} ms  p99 ${percentile(r.lat[k], 99)
+    `${k.padEnd(9)} n=${String(r.lat[k].length).padStart(4)} p50 ${percentile(r.lat[k], 50).toFixed(1).padStart(7)} ms  p99 ${percentile(
+      r.lat[k],
+      99,
+    )
       .toFixed(1)
       .padStart(7)} ms`;
   console.log(`  B with A ${label}:`);
   console.log(`    ${row('contacts')}`);
   console.log(`    ${row('send')}`);
-  if (Object.keys(r.failures).length) console.log(`    not answered as expected: ${JSON.stringify(r.failures)}`);
+  if (Object.keys(r.failures).length)
+    console.log(`    not answered as expected: ${JSON.stringify(r.failures)}`);
 }
 
 async function latencyPart() {
@@ -297,7 +350,12 @@ async function latencyPart() {
     await seedContacts(pg, b.project.id, 10_000, 'b');
     await pg.query('VACUUM ANALYZE contacts, events');
     app = await startApp(
-      { DATABASE_URL: db.url, APP_ROLE: 'api', QUEUE_PREFIX: PREFIX, API_RATE_LIMIT_PER_MINUTE: API_RATE_LIMIT },
+      {
+        DATABASE_URL: db.url,
+        APP_ROLE: 'api',
+        QUEUE_PREFIX: PREFIX,
+        API_RATE_LIMIT_PER_MINUTE: API_RATE_LIMIT,
+      },
       (process.env.BENCH_API_NODE_ARGS || '').split(' ').filter(Boolean),
     );
     await verifiedDomain(pg, app.base, a.secretKey, 'a.example');
@@ -310,14 +368,20 @@ async function latencyPart() {
     const idleCpu = await cpuUse(app.child.pid, pg, database);
     const idle = await tenantB(app.base, b.secretKey, SECONDS);
     const idleCpuEnd = await cpuUse(app.child.pid, pg, database);
-    console.log(`(a) B at ${RATE} requests/s for ${SECONDS} s, A running ${A_LOOPS} loops of each pathological request ...`);
+    console.log(
+      `(a) B at ${RATE} requests/s for ${SECONDS} s, A running ${A_LOOPS} loops of each pathological request ...`,
+    );
     const noisyA = tenantA(app.base, a.secretKey);
     await sleep(2000);
     const noisyCpu = await cpuUse(app.child.pid, pg, database);
     const noisy = await tenantB(app.base, b.secretKey, SECONDS);
     const noisyCpuEnd = await cpuUse(app.child.pid, pg, database);
     noisyA.stop();
-    const answersA = await noisyA.done;
+    const { answers: answersA, trace: traceA } = await noisyA.done;
+    if (TRACE) {
+      require('node:fs').writeFileSync(TRACE, JSON.stringify({ b: noisy.trace, a: traceA }));
+      console.log(`  trace of B's noisy window and of A: ${TRACE}`);
+    }
 
     console.log('Results (a):');
     summary('idle (baseline)', idle);
@@ -330,7 +394,9 @@ async function latencyPart() {
       const ratio = percentile(noisy.lat[k], 99) / percentile(idle.lat[k], 99);
       const ok = ratio <= 2 && Object.keys(noisy.failures).length === 0;
       met &&= ok;
-      console.log(`  ratio B ${k} p99 noisy/idle: ${ratio.toFixed(2)}x  (target <= 2x: ${ok ? 'met' : 'MISSED'})`);
+      console.log(
+        `  ratio B ${k} p99 noisy/idle: ${ratio.toFixed(2)}x  (target <= 2x: ${ok ? 'met' : 'MISSED'})`,
+      );
     }
     return met;
   } finally {
@@ -351,7 +417,11 @@ async function memoryPart() {
     const a = createProject(db.url, 'Tenant A (big bodies)');
     await seedContacts(pg, a.project.id, 2, 'm');
     // No DNS here: the sender's domain stays unverified and the mail goes out unsigned (as bench/campaign.js).
-    const common = { DATABASE_URL: db.url, QUEUE_PREFIX: `${PREFIX}m`, REQUIRE_VERIFIED_SENDER: 'false' };
+    const common = {
+      DATABASE_URL: db.url,
+      QUEUE_PREFIX: `${PREFIX}m`,
+      REQUIRE_VERIFIED_SENDER: 'false',
+    };
     // This part measures the worker; the API only creates the campaigns. Saving a 1 MB body renders
     // it once as a trial, which can take more than the free 25 ms, and 200 of them would spend the
     // project's budget of expensive work: lifted here.
@@ -375,11 +445,15 @@ async function memoryPart() {
     );
     await sleep(1000);
     const idleRss = rssBytes(worker.pid);
-    console.log(`(b) ${CAMPAIGNS} campaigns with distinct ~1 MB bodies, 2 recipients each, worker heap capped at ${HEAP_CAP_MB} MB (${WORKER_NODE_OPTIONS.join(' ')}) ...`);
+    console.log(
+      `(b) ${CAMPAIGNS} campaigns with distinct ~1 MB bodies, 2 recipients each, worker heap capped at ${HEAP_CAP_MB} MB (${WORKER_NODE_OPTIONS.join(' ')}) ...`,
+    );
     const ids = [];
     for (let i = 0; i < CAMPAIGNS; i++) {
       // Distinct sources: the parsed-template cache cannot share them.
-      const filler = `<p>campaign ${i} ${'lorem ipsum dolor sit amet '.repeat(64)}</p>\n`.repeat(520);
+      const filler = `<p>campaign ${i} ${'lorem ipsum dolor sit amet '.repeat(64)}</p>\n`.repeat(
+        520,
+      );
       const body = `<html><body><p>Hello {{ contact.email }}</p>${filler}<a href="{{ unsubscribeUrl }}">Unsubscribe</a></body></html>`;
       const res = await api(app.base, a.secretKey, 'POST', '/campaigns', {
         name: `big ${i}`,
@@ -388,7 +462,10 @@ async function memoryPart() {
         from: 'news@a.example',
         audienceType: 'ALL',
       });
-      if (res.status !== 201) throw new Error(`campaign create answered ${res.status}: ${JSON.stringify(res.json).slice(0, 300)}`);
+      if (res.status !== 201)
+        throw new Error(
+          `campaign create answered ${res.status}: ${JSON.stringify(res.json).slice(0, 300)}`,
+        );
       ids.push(res.json.data.id);
     }
     await sink.reset();
@@ -441,13 +518,21 @@ async function memoryPart() {
     await heapSampler;
     const mb = (n) => (n / 1024 / 1024).toFixed(0);
     console.log('Results (b):');
-    console.log(`  worker RSS idle ${mb(idleRss)} MB, peak ${mb(peakRss)} MB (heap cap ${HEAP_CAP_MB} MB; RSS also holds the render threads)`);
-    console.log(`  worker main-thread V8 heap used, peak ${peakHeap ? `${mb(peakHeap)} MB` : 'not read'}`);
-    console.log(`  worker alive: ${alive ? 'yes' : 'NO'}; messages arrived ${arrived}/${expected} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(
+      `  worker RSS idle ${mb(idleRss)} MB, peak ${mb(peakRss)} MB (heap cap ${HEAP_CAP_MB} MB; RSS also holds the render threads)`,
+    );
+    console.log(
+      `  worker main-thread V8 heap used, peak ${peakHeap ? `${mb(peakHeap)} MB` : 'not read'}`,
+    );
+    console.log(
+      `  worker alive: ${alive ? 'yes' : 'NO'}; messages arrived ${arrived}/${expected} in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+    );
     const lived = alive && arrived >= expected;
     const underCap = peakRss < HEAP_CAP_MB * 1024 * 1024;
     console.log(`  target (the worker lives, every message arrives): ${lived ? 'met' : 'MISSED'}`);
-    console.log(`  target (peak RSS under the ${HEAP_CAP_MB} MB cap): ${underCap ? 'met' : 'MISSED'}`);
+    console.log(
+      `  target (peak RSS under the ${HEAP_CAP_MB} MB cap): ${underCap ? 'met' : 'MISSED'}`,
+    );
     return lived && underCap;
   } finally {
     await worker?.stop();

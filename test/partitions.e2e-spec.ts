@@ -285,6 +285,87 @@ describe('partitions and retention (e2e)', () => {
     expect(await count()).toEqual({ emailMonths: 0, emails: 0, events: 0, recipients: 0 });
   });
 
+  it('checks and cascades contact and content references as foreign keys would, also against concurrent writers', async () => {
+    const insertEvent = (c: { query: DataSource['query'] | Client['query'] }, contact: string) =>
+      (c.query as (sql: string, params: unknown[]) => Promise<unknown>)(
+        `INSERT INTO events (id, project_id, contact_id, name) VALUES (gen_random_uuid(), $1, $2, 'ref')`,
+        [t.project.id, contact],
+      );
+    const insertEmail = (contact: string, content: string | null) =>
+      db.query(
+        `INSERT INTO emails (id, project_id, contact_id, content_id, source, to_email, from_email, subject, priority)
+         VALUES (gen_random_uuid(), $1, $2, $3, 'CAMPAIGN', 'ref@example.com', $4, 's', 10)`,
+        [t.project.id, contact, content, FROM],
+      );
+    const contact = (await ok('POST', '/contacts', { email: 'ref@example.com' })).id as string;
+    const nobody = '00000000-0000-7000-8000-000000000001';
+    await expect(insertEvent(db, nobody)).rejects.toMatchObject({ code: '23503' });
+    await expect(insertEmail(nobody, null)).rejects.toMatchObject({ code: '23503' });
+    await expect(insertEmail(contact, nobody)).rejects.toMatchObject({ code: '23503' });
+    await expect(
+      db.query(`UPDATE events SET contact_id = $1 WHERE project_id = $2`, [nobody, t.project.id]),
+    ).rejects.toMatchObject({ code: '23503' });
+    const [{ id: content }] = await db.query(
+      `INSERT INTO email_contents (id, project_id, subject, body, created_at) VALUES (gen_random_uuid(), $1, 's', 'b', now()) RETURNING id`,
+      [t.project.id],
+    );
+    await insertEmail(contact, content);
+    await expect(
+      db.query(`DELETE FROM email_contents WHERE id = $1`, [content]),
+    ).rejects.toMatchObject({ code: '23503' });
+
+    const [a, b] = [
+      new Client({ connectionString: t.db.url }),
+      new Client({ connectionString: t.db.url }),
+    ];
+    await Promise.all([a.connect(), b.connect()]);
+    const waiting = (client: Client) =>
+      pollUntil(
+        async () =>
+          (
+            await db.query(
+              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid = $1`,
+              [(client as unknown as { processID: number }).processID],
+            )
+          )[0].n,
+        (n) => n === 1,
+        5_000,
+        20,
+      );
+    try {
+      // A delete that waits for an uncommitted event of its contact erases that event too.
+      await a.query('BEGIN');
+      await insertEvent(a, contact);
+      const deleting = b.query(`DELETE FROM contacts WHERE id = $1`, [contact]);
+      await waiting(b);
+      await a.query('COMMIT');
+      await deleting;
+      expect(
+        (
+          await db.query(`SELECT count(*)::int AS n FROM events WHERE contact_id = $1`, [contact])
+        )[0].n,
+      ).toBe(0);
+      expect(
+        (
+          await db.query(`SELECT count(*)::int AS n FROM emails WHERE contact_id = $1`, [contact])
+        )[0].n,
+      ).toBe(0);
+      // An event insert that waits for an uncommitted delete of its contact fails once it commits.
+      const other = (await ok('POST', '/contacts', { email: 'ref2@example.com' })).id as string;
+      await b.query('BEGIN');
+      await b.query(`DELETE FROM contacts WHERE id = $1`, [other]);
+      const inserting = insertEvent(a, other).then(
+        () => null,
+        (error: { code?: string }) => error.code,
+      );
+      await waiting(a);
+      await b.query('COMMIT');
+      expect(await inserting).toBe('23503');
+    } finally {
+      await Promise.all([a.end(), b.end()]);
+    }
+  });
+
   it('keeps one email per campaign recipient and per workflow step across months, and pages across months', async () => {
     const contact = await ok('POST', '/contacts', { email: 'once@example.com', subscribed: true });
     const insertCampaignEmail = (campaignId: string, at: string) =>
@@ -482,6 +563,32 @@ describe('partitions and retention (e2e)', () => {
       }
       expect((await maintain()).dropped).toEqual([events.name]);
     });
+
+    it('drops a month of each table while a writer holds contacts and email_contents: it waits for neither', async () => {
+      const events = await oldMonth('events', 7);
+      const emails = await oldMonth('emails', 7);
+      await insertEmail(emails.at, 'SENT');
+      // An open transaction as a track or a campaign start leaves them: ROW EXCLUSIVE and a row lock.
+      const writer = new Client({ connectionString: t.db.url });
+      await writer.connect();
+      try {
+        await writer.query(`BEGIN`);
+        await writer.query(`UPDATE contacts SET updated_at = now() WHERE id = $1`, [contactId]);
+        await writer.query(
+          `INSERT INTO email_contents (id, project_id, subject, body, created_at) VALUES (gen_random_uuid(), $1, 's', 'b', now())`,
+          [t.project.id],
+        );
+        // A foreign key to either table would make DETACH wait for this writer (60 s of attempts, then fail).
+        expect((await maintain()).dropped).toEqual(
+          expect.arrayContaining([events.name, emails.name]),
+        );
+        await writer.query(`COMMIT`);
+      } finally {
+        await writer.end();
+      }
+      expect(await exists(events.name)).toBe(false);
+      expect(await exists(emails.name)).toBe(false);
+    }, 30_000);
 
     it('keeps GET /events/names and the events total exact when a month goes, and the DROP locks no other table', async () => {
       const month = await oldMonth('events', 8);

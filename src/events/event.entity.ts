@@ -52,10 +52,13 @@ export class Event {
   contactId: string | null;
 
   /**
-   * The foreign key to contacts, named rather than imported: the event store
-   * sits below contacts (which records its subscription events through it).
+   * The contact, named rather than imported: the event store sits below
+   * contacts (which records its subscription events through it). Not a
+   * foreign key: triggers check it and cascade a contact's deletion, so a
+   * month is dropped without locking contacts (migration
+   * ContactReferencesByTrigger).
    */
-  @ManyToOne('Contact', { onDelete: 'CASCADE' })
+  @ManyToOne('Contact', { createForeignKeyConstraints: false })
   @JoinColumn({ name: 'contact_id' })
   contact?: unknown;
 

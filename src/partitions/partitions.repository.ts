@@ -17,7 +17,7 @@ const MAINTENANCE_LOCK = 727_002;
 
 /**
  * Longest wait for a lock: creating or dropping a partition needs a moment's
- * lock on the parent (and on contacts, for the foreign key), and a request
+ * lock on the parent, and a request
  * queued behind a waiting DDL statement would wait as long. Past it the run
  * fails and the next one tries again, months ahead of need.
  */
@@ -27,9 +27,9 @@ const LOCK_TIMEOUT = '2s';
 const DETACH_LOCK_TIMEOUT = '1min';
 
 /**
- * The last step of DETACH ... CONCURRENTLY (or FINALIZE), and dropping a
- * detached month's foreign keys, lock the tables the month's foreign keys
- * point at (contacts, email_contents) against their writers: each attempt
+ * Each attempt of DETACH ... CONCURRENTLY (or FINALIZE), and of dropping a
+ * foreign key a month detached before the migration ContactReferencesByTrigger
+ * still has (which locks contacts or email_contents against their writers),
  * waits at most this long for any lock, so that no request queues behind it
  * for longer, and another follows after a pause, for DETACH_ATTEMPTS_MS.
  */
@@ -177,10 +177,10 @@ export class PartitionsRepository {
   /**
    * Detaches a month without blocking reads or writes of the table: DETACH
    * PARTITION CONCURRENTLY takes SHARE UPDATE EXCLUSIVE only, then waits
-   * for the transactions that may still use the month, and its last step
-   * locks the tables the month's foreign keys point at (contacts). Each
-   * attempt waits REFERENCED_LOCK_TIMEOUT at most for any lock, so no
-   * writer of contacts queues behind it for longer; a timed-out second step
+   * for the transactions that may still use the month. The tables have no
+   * foreign keys (triggers check the references), so no other table is
+   * locked. Each attempt waits REFERENCED_LOCK_TIMEOUT at most for any lock,
+   * so no request queues behind it for longer; a timed-out second step
    * leaves the month "detach pending" (no new query sees it), which
    * FINALIZE completes on the next attempt. Must run outside a transaction
    * block; also finishes a detach an interrupted run left pending. A
@@ -214,7 +214,8 @@ export class PartitionsRepository {
   }
 
   /**
-   * Drops a detached month's foreign keys, each in a transaction of its
+   * Drops the foreign keys of a month detached before the migration
+   * ContactReferencesByTrigger (none since), each in a transaction of its
    * own: dropping one locks the table it points at (contacts,
    * email_contents) in ACCESS EXCLUSIVE until commit, which DROP TABLE
    * would otherwise do for as long as it takes. That lock is asked for

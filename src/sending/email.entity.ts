@@ -92,7 +92,8 @@ export class Email {
   @Column('uuid')
   contactId: string;
 
-  @ManyToOne(() => Contact, { onDelete: 'CASCADE' })
+  /** Checked and cascaded by triggers, not a foreign key (migration ContactReferencesByTrigger). */
+  @ManyToOne(() => Contact, { createForeignKeyConstraints: false })
   @JoinColumn({ name: 'contact_id' })
   contact?: Contact;
 
@@ -156,7 +157,8 @@ export class Email {
   @Column({ type: 'uuid', nullable: true })
   contentId: string | null;
 
-  @ManyToOne(() => EmailContent, { onDelete: 'RESTRICT' })
+  /** Checked by triggers, deletion restricted, not a foreign key (migration ContactReferencesByTrigger). */
+  @ManyToOne(() => EmailContent, { createForeignKeyConstraints: false })
   @JoinColumn({ name: 'content_id' })
   content?: EmailContent;
 
