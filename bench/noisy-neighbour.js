@@ -349,6 +349,7 @@ async function latencyPart() {
     await seedEvents(pg, a.project.id, 246_000);
     await seedContacts(pg, b.project.id, 10_000, 'b');
     await pg.query('VACUUM ANALYZE contacts, events');
+    const appSpawnedAt = Date.now();
     app = await startApp(
       {
         DATABASE_URL: db.url,
@@ -379,7 +380,10 @@ async function latencyPart() {
     noisyA.stop();
     const { answers: answersA, trace: traceA } = await noisyA.done;
     if (TRACE) {
-      require('node:fs').writeFileSync(TRACE, JSON.stringify({ b: noisy.trace, a: traceA }));
+      require('node:fs').writeFileSync(
+        TRACE,
+        JSON.stringify({ appSpawnedAt, b: noisy.trace, a: traceA }),
+      );
       console.log(`  trace of B's noisy window and of A: ${TRACE}`);
     }
 

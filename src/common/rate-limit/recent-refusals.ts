@@ -64,6 +64,9 @@ export function registerRecentRefusals(fastify: FastifyInstance): void {
       .header('content-type', 'application/json; charset=utf-8');
     if (Number(request.headers['content-length'] ?? 0) > DRAIN_LIMIT_BYTES) {
       reply.header('connection', 'close');
+      // Nothing more of the body is read meanwhile: what arrived already stays in the kernel's
+      // buffers, and what Node had read before counted as external memory (more mark-compacts).
+      (request.raw.socket as { pause?: () => void } | null | undefined)?.pause?.();
       // Closed as soon as the answer is handed to the kernel, before Node reads more of the body.
       reply.raw.once('finish', () => {
         const socket = request.raw.socket as { destroy?: () => void } | null | undefined;
