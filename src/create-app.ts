@@ -105,7 +105,10 @@ function createAdapter(config: AppConfig, logger: Logger, metrics: AppMetrics): 
     reply.header('x-request-id', request.id);
     done();
   });
-  if (runsApi(config)) registerRecentRefusals(fastify);
+  if (runsApi(config))
+    registerRecentRefusals(fastify, (method, route, seconds) =>
+      metrics.observeEarlyRefusal(method, route, seconds),
+    );
   fastify.addHook('preValidation', (request, _reply, done) => {
     const type = request.headers['content-type'] ?? '';
     if (

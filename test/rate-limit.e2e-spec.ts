@@ -156,6 +156,56 @@ describe('a refused key is refused again before its body is read (e2e)', () => {
     );
     expect(overSocket).toEqual({ status: 429, connection: 'close' });
 
+    // Over a socket, the repeat is answered by the server's listener, before Fastify: the same
+    // envelope and headers (security headers included), counted in the metrics.
+    const earlyCount = async () =>
+      Number(
+        /^mailwright_http_early_refusals_total (\d+)/m.exec(
+          (await app.request({ method: 'GET', url: '/metrics' })).raw,
+        )?.[1] ?? 'NaN',
+      );
+    const viaSocket = async (headers: Record<string, string> = {}) => {
+      const res = await fetch(`http://127.0.0.1:${port}/contacts`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${busy.secretKey}`,
+          'content-type': 'application/json',
+          ...headers,
+        },
+        body: '{"email": ',
+      });
+      return {
+        status: res.status,
+        headers: Object.fromEntries(res.headers),
+        body: (await res.json()) as Record<string, any>, // eslint-disable-line @typescript-eslint/no-explicit-any
+      };
+    };
+    const before = await earlyCount();
+    const early = await viaSocket();
+    expect(await earlyCount()).toBe(before + 1);
+    expect(early.status).toBe(429);
+    expect(early.body).toMatchObject({
+      success: false,
+      error: { code: 'RATE_LIMIT_EXCEEDED', message: first.body.error.message, statusCode: 429 },
+    });
+    expect(early.body.error.requestId).toBe(early.headers['x-request-id']);
+    expect(early.body.error.requestId).not.toBe(again.headers['x-request-id']);
+    for (const name of ['retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'])
+      expect([name, early.headers[name]]).toEqual([
+        name,
+        again.headers[name] ?? expect.any(String),
+      ]);
+    // Every header the Fastify-level refusal had (helmet's among them) is on the early one.
+    for (const name of Object.keys(again.headers).filter(
+      (n) => !['date', 'content-length'].includes(n),
+    ))
+      expect([name, name in early.headers]).toEqual([name, true]);
+    expect(early.headers['x-content-type-options']).toBe('nosniff');
+    // A browser's request (Origin) goes through Fastify, which adds the CORS headers: not counted.
+    const browser = await viaSocket({ origin: 'https://app.example' });
+    expect(browser.status).toBe(429);
+    expect(await earlyCount()).toBe(before + 1);
+
     // A malformed body from a key that is not refused is still the 400 it always was.
     const other = await app.request({
       method: 'POST',

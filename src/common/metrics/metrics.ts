@@ -21,6 +21,8 @@ export class AppMetrics {
   readonly emailEvents: Counter<'event'>;
   /** SMTP deferrals (421, 451, 4.7.x) by mailbox provider group: each slows that group's pacing. */
   readonly deliveryDeferrals: Counter<'group'>;
+  /** 429s repeated to a key still refused, answered before routing (recent-refusals.ts). */
+  readonly earlyRefusals: Counter;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'mailwright_' });
@@ -50,6 +52,17 @@ export class AppMetrics {
       registers: [this.registry],
     });
     for (const group of PROVIDER_GROUPS) this.deliveryDeferrals.inc({ group }, 0);
+    this.earlyRefusals = new Counter({
+      name: 'mailwright_http_early_refusals_total',
+      help: '429s repeated to a key refused moments before, answered before routing (also in mailwright_http_request_duration_seconds, route "*" when every route of the key is refused)',
+      registers: [this.registry],
+    });
+  }
+
+  /** A repeated refusal answered before routing (no onResponse hook sees it). */
+  observeEarlyRefusal(method: string, route: string, seconds: number): void {
+    this.earlyRefusals.inc();
+    this.httpDuration.observe({ method, route, status: '429' }, seconds);
   }
 
   /**

@@ -1,6 +1,8 @@
+import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { bearerKeyHash } from '../auth/api-key.crypto';
 import { buildErrorEnvelope } from '../errors/all-exceptions.filter';
+import { generateRequestId } from '../http/request-id';
 
 /**
  * How long a refusal is repeated without asking again. Short, so a key revoked or a project
@@ -32,21 +34,97 @@ interface Refusal {
   message: string;
   /** RateLimit-Limit of a project-budget refusal. */
   limit?: string;
+  /** The route template refused (`*`: every route of the key), for the metrics. */
+  route: string;
 }
+
+/**
+ * Counts what the server's request listener answers before Fastify sees the request (a repeated
+ * refusal): such requests pass no onResponse hook.
+ */
+export interface EarlyRefusalObserver {
+  (method: string, route: string, seconds: number): void;
+}
+
+/**
+ * Headers of a 429 that belong to one request or caller, not copied from the first refusal
+ * onto the ones repeated before routing (they are set again, or not at all, for each).
+ */
+const PER_REQUEST_HEADERS = new Set([
+  'content-length',
+  'content-type',
+  'retry-after',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'x-request-id',
+  'connection',
+  'set-cookie',
+]);
 
 type MarkedRequest = FastifyRequest & RefusalMarks;
 
 /**
  * A key that was just refused 429 (the project's request budget, or its budget of expensive work
- * on a route) is refused again here, in `onRequest`, before its body is read or parsed and
- * without a Redis round trip, until its Retry-After (at most REMEMBER_MS). A client that ignores
- * Retry-After and retries in a tight loop then costs the event loop a header lookup per request
- * instead of a body parse, an authentication and a budget check: without this, one tenant's
- * refused requests (720 kB bodies in bench:noisy-neighbour) slowed every other tenant's.
- * Per process; the refusal itself is always decided by the guard or the budget first.
+ * on a route) is refused again, before its body is read or parsed and without a Redis round
+ * trip, until its Retry-After (at most REMEMBER_MS). A client that ignores Retry-After and
+ * retries in a tight loop then costs the event loop a header lookup per request instead of a
+ * body parse, an authentication and a budget check: without this, one tenant's refused requests
+ * (720 kB bodies in bench:noisy-neighbour) slowed every other tenant's.
+ *
+ * Repeated refusals are answered by the HTTP server's request listener, before Fastify routes the
+ * request and runs its hooks (a quarter of a millisecond of the event loop each, at a thousand a
+ * second in bench:noisy-neighbour), with the headers Fastify's hooks gave the first refusal
+ * (security headers) and a request id of their own; they are counted in the request metrics
+ * (`observe`) but not logged one by one. A request with an Origin header (a browser, which needs
+ * the CORS headers) and one whose path is not the refused route's own (a route with parameters)
+ * go through Fastify's `onRequest` hook below, which refuses them the same way. Per process; the
+ * refusal itself is always decided by the guard or the budget first.
  */
-export function registerRecentRefusals(fastify: FastifyInstance): void {
+export function registerRecentRefusals(
+  fastify: FastifyInstance,
+  observe?: EarlyRefusalObserver,
+): void {
   const refusals = new Map<string, Refusal>();
+  /** The headers Fastify's hooks put on the last 429 remembered, less the per-request ones. */
+  let sharedHeaders: OutgoingHttpHeaders = {};
+
+  const server = fastify.server as Server | undefined;
+  const [handler] = (server?.listeners('request') ?? []) as Array<
+    (req: IncomingMessage, res: ServerResponse) => void
+  >;
+  if (server && handler) {
+    server.removeListener('request', handler);
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      if (refusals.size === 0 || req.headers.origin !== undefined) return handler(req, res);
+      const started = performance.now();
+      const hash = bearerKeyHash(req.headers.authorization)?.toString('base64');
+      if (!hash) return handler(req, res);
+      const now = Date.now();
+      const path = (req.url ?? '').split('?', 1)[0];
+      const refusal =
+        live(refusals, `${hash} *`, now) ?? live(refusals, `${hash} ${req.method} ${path}`, now);
+      if (!refusal) return handler(req, res);
+      const id = generateRequestId(req);
+      const seconds = String(Math.max(1, Math.ceil((refusal.until - now) / 1000)));
+      const body = refusalBody(refusal, id);
+      const headers: OutgoingHttpHeaders = {
+        ...sharedHeaders,
+        'x-request-id': id,
+        'retry-after': seconds,
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': Buffer.byteLength(body),
+        ...rateLimitHeaders(refusal, seconds),
+      };
+      if (Number(req.headers['content-length'] ?? 0) > DRAIN_LIMIT_BYTES) {
+        headers.connection = 'close';
+        closeUnread(req, res);
+      }
+      res.writeHead(429, headers);
+      res.end(body);
+      observe?.(req.method ?? 'GET', refusal.route, (performance.now() - started) / 1000);
+    });
+  }
 
   fastify.addHook('onRequest', (request, reply, done) => {
     if (refusals.size === 0) return done();
@@ -64,29 +142,11 @@ export function registerRecentRefusals(fastify: FastifyInstance): void {
       .header('content-type', 'application/json; charset=utf-8');
     if (Number(request.headers['content-length'] ?? 0) > DRAIN_LIMIT_BYTES) {
       reply.header('connection', 'close');
-      // Nothing more of the body is read meanwhile: what arrived already stays in the kernel's
-      // buffers, and what Node had read before counted as external memory (more mark-compacts).
-      (request.raw.socket as { pause?: () => void } | null | undefined)?.pause?.();
-      // Closed as soon as the answer is handed to the kernel, before Node reads more of the body.
-      reply.raw.once('finish', () => {
-        const socket = request.raw.socket as { destroy?: () => void } | null | undefined;
-        if (typeof socket?.destroy === 'function') socket.destroy();
-      });
+      closeUnread(request.raw, reply.raw);
     }
-    if (refusal.limit) {
-      reply
-        .header('ratelimit-limit', refusal.limit)
-        .header('ratelimit-remaining', '0')
-        .header('ratelimit-reset', seconds);
-    }
-    void reply.send(
-      JSON.stringify(
-        buildErrorEnvelope(
-          { status: 429, code: 'RATE_LIMIT_EXCEEDED', message: refusal.message },
-          String(request.id),
-        ),
-      ),
-    );
+    for (const [name, value] of Object.entries(rateLimitHeaders(refusal, seconds)))
+      reply.header(name, value);
+    void reply.send(refusalBody(refusal, String(request.id)));
   });
 
   fastify.addHook('onSend', (request: MarkedRequest, reply: FastifyReply, payload, done) => {
@@ -94,20 +154,58 @@ export function registerRecentRefusals(fastify: FastifyInstance): void {
     if (reply.statusCode !== 429 || !hash) return done(null, payload);
     const retryAfter = Number(reply.getHeader('retry-after'));
     if (!(retryAfter > 0)) return done(null, payload);
-    const key =
-      request.refusalScope === 'project'
-        ? `${hash.toString('base64')} *`
-        : `${hash.toString('base64')} ${request.method} ${request.routeOptions.url}`;
+    const project = request.refusalScope === 'project';
+    const until = Date.now() + Math.min(retryAfter * 1000, REMEMBER_MS);
     const limit = reply.getHeader('ratelimit-limit');
-    remember(refusals, key, {
-      until: Date.now() + Math.min(retryAfter * 1000, REMEMBER_MS),
+    const refusal: Refusal = {
+      until,
       message: messageOf(payload),
-      ...(request.refusalScope === 'project' && limit !== undefined
-        ? { limit: String(limit) }
-        : {}),
-    });
+      route: project ? '*' : (request.routeOptions.url ?? 'unmatched'),
+      ...(project && limit !== undefined ? { limit: String(limit) } : {}),
+    };
+    const prefix = hash.toString('base64');
+    if (project) remember(refusals, `${prefix} *`, refusal);
+    else {
+      remember(refusals, `${prefix} ${request.method} ${request.routeOptions.url}`, refusal);
+      // The path as requested, for the server's listener (which has no route): for a route
+      // without parameters it is the template itself.
+      const path = request.url.split('?', 1)[0];
+      if (path === request.routeOptions.url)
+        remember(refusals, `${prefix} ${request.method} ${path}`, refusal);
+    }
+    sharedHeaders = Object.fromEntries(
+      Object.entries(reply.getHeaders()).filter(
+        ([name]) => !PER_REQUEST_HEADERS.has(name) && !name.startsWith('access-control-'),
+      ),
+    ) as OutgoingHttpHeaders;
     done(null, payload);
   });
+}
+
+function rateLimitHeaders(refusal: Refusal, seconds: string): Record<string, string> {
+  return refusal.limit
+    ? { 'ratelimit-limit': refusal.limit, 'ratelimit-remaining': '0', 'ratelimit-reset': seconds }
+    : {};
+}
+
+function refusalBody(refusal: Refusal, requestId: string): string {
+  return JSON.stringify(
+    buildErrorEnvelope(
+      { status: 429, code: 'RATE_LIMIT_EXCEEDED', message: refusal.message },
+      requestId,
+    ),
+  );
+}
+
+/**
+ * A refused request announcing a long body is not read: the socket stops reading now (what
+ * arrived stays in the kernel's buffers; what Node read counted as external memory, which kept
+ * the garbage collector busy) and is closed once the answer is handed to the kernel.
+ */
+function closeUnread(req: IncomingMessage, res: ServerResponse): void {
+  const socket = req.socket as { pause?: () => void; destroy?: () => void } | null | undefined;
+  socket?.pause?.();
+  res.once('finish', () => socket?.destroy?.());
 }
 
 function live(refusals: Map<string, Refusal>, key: string, now: number): Refusal | null {
