@@ -134,13 +134,24 @@ describe('campaign whose worker dies during an email last attempt (e2e)', () => 
     expect((await callApi(api.base, key, 'POST', `/campaigns/${campaignId}/send`, {})).status).toBe(
       202,
     );
+    // Killed once the RUN job waits delayed for the end of delivery (its first second, waiting for
+    // a first answer from SMTP, it is active): the last attempt is held open for 30 s.
     const inLastAttempt = await pollUntil(
-      async () => (await emailsOf(campaignId)).find((e) => e.toEmail === stuck),
-      (e) =>
-        e?.status === 'SENDING' && e.attempts === ATTEMPTS && smtp.refusals.length === ATTEMPTS - 1,
+      async () => ({
+        email: (await emailsOf(campaignId)).find((e) => e.toEmail === stuck),
+        run: await campaigns.getJobState(campaignJobId(campaignId)),
+      }),
+      ({ email, run }) =>
+        email?.status === 'SENDING' &&
+        email.attempts === ATTEMPTS &&
+        smtp.refusals.length === ATTEMPTS - 1 &&
+        run === 'delayed',
       30_000,
     );
-    expect(inLastAttempt).toMatchObject({ status: 'SENDING', attempts: ATTEMPTS });
+    expect(inLastAttempt).toMatchObject({
+      email: { status: 'SENDING', attempts: ATTEMPTS },
+      run: 'delayed',
+    });
     expect(await cluster.stop(first, 'SIGKILL')).toBe('SIGKILL');
     smtp.dataDelayMs = 0;
     smtp.fail({ stage: 'RCPT', code: 450, recipient: stuck });
@@ -149,21 +160,35 @@ describe('campaign whose worker dies during an email last attempt (e2e)', () => 
 
   it('SIGKILL during the last attempt: the email ends final, the campaign reaches SENT, the RUN job waits without a slot', async () => {
     const { base, key, campaignId, stuck } = await killDuringLastAttempt('Last attempt');
-    const second = await cluster.startWorker();
 
-    // While an email is open the RUN job waits delayed (no worker slot), and is never seen active for long.
+    // While an email is open the RUN job waits delayed (no worker slot), and is never seen active
+    // for long. Sampled from before the new worker starts: it may end the email during its boot.
     const jobId = campaignJobId(campaignId);
+    const samples: Array<{ state: string; open: boolean }> = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        samples.push({
+          state: await campaigns.getJobState(jobId),
+          open: (await emailsOf(campaignId)).some(
+            (e) => e.status === 'QUEUED' || e.status === 'SENDING',
+          ),
+        });
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    const second = await cluster.startWorker();
     const waiting = await pollUntil(
-      async () => ({
-        state: await campaigns.getJobState(jobId),
-        open: (await emailsOf(campaignId)).some(
-          (e) => e.status === 'QUEUED' || e.status === 'SENDING',
-        ),
-      }),
-      (s) => (s.open && s.state === 'delayed') || !s.open,
+      async () =>
+        samples.find((s) => s.open && s.state === 'delayed') ??
+        samples.find((s) => !s.open) ??
+        null,
+      (s) => s !== null,
       30_000,
       20,
     );
+    sampling = false;
+    await sampler;
     expect(waiting).toEqual({ state: 'delayed', open: true });
 
     const done = await pollUntil(

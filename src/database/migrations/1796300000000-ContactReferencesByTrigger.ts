@@ -35,32 +35,12 @@ export class ContactReferencesByTrigger1796300000000 implements MigrationInterfa
       await queryRunner.startTransaction();
       try {
         await queryRunner.query(`SET LOCAL lock_timeout = '2s'`);
-        await queryRunner.query(`
-          CREATE OR REPLACE FUNCTION mw_contact_reference_check() RETURNS trigger LANGUAGE plpgsql AS $$
-          BEGIN
-            IF NEW.contact_id IS NOT NULL THEN
-              PERFORM 1 FROM contacts WHERE id = NEW.contact_id FOR KEY SHARE;
-              IF NOT FOUND THEN
-                RAISE EXCEPTION 'insert or update on table "%" violates foreign key to "contacts"', TG_TABLE_NAME
-                  USING ERRCODE = 'foreign_key_violation', TABLE = TG_TABLE_NAME,
-                        DETAIL = format('Key (contact_id)=(%s) is not present in table "contacts".', NEW.contact_id);
-              END IF;
-            END IF;
-            RETURN NULL;
-          END $$`);
-        await queryRunner.query(`
-          CREATE OR REPLACE FUNCTION mw_content_reference_check() RETURNS trigger LANGUAGE plpgsql AS $$
-          BEGIN
-            IF NEW.content_id IS NOT NULL THEN
-              PERFORM 1 FROM email_contents WHERE id = NEW.content_id FOR KEY SHARE;
-              IF NOT FOUND THEN
-                RAISE EXCEPTION 'insert or update on table "%" violates foreign key to "email_contents"', TG_TABLE_NAME
-                  USING ERRCODE = 'foreign_key_violation', TABLE = TG_TABLE_NAME,
-                        DETAIL = format('Key (content_id)=(%s) is not present in table "email_contents".', NEW.content_id);
-              END IF;
-            END IF;
-            RETURN NULL;
-          END $$`);
+        await queryRunner.query(
+          referenceCheck('mw_contact_reference_check', 'contact_id', 'contacts'),
+        );
+        await queryRunner.query(
+          referenceCheck('mw_content_reference_check', 'content_id', 'email_contents'),
+        );
         await queryRunner.query(`
           CREATE OR REPLACE FUNCTION mw_contacts_cascade_delete() RETURNS trigger LANGUAGE plpgsql AS $$
           BEGIN
@@ -137,6 +117,26 @@ export class ContactReferencesByTrigger1796300000000 implements MigrationInterfa
   }
 }
 
+/**
+ * A row trigger's function checking `column` as a foreign key to `referenced`(id) would: the row
+ * it points at is locked FOR KEY SHARE, and a missing one fails with foreign_key_violation.
+ */
+function referenceCheck(name: string, column: string, referenced: string): string {
+  return `
+    CREATE OR REPLACE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.${column} IS NOT NULL THEN
+        PERFORM 1 FROM ${referenced} WHERE id = NEW.${column} FOR KEY SHARE;
+        IF NOT FOUND THEN
+          RAISE EXCEPTION 'insert or update on table "%" violates foreign key to "${referenced}"', TG_TABLE_NAME
+            USING ERRCODE = 'foreign_key_violation', TABLE = TG_TABLE_NAME,
+                  DETAIL = format('Key (${column})=(%s) is not present in table "${referenced}".', NEW.${column});
+        END IF;
+      END IF;
+      RETURN NULL;
+    END $$`;
+}
+
 /** The foreign keys replaced, as the partitioning migration named them. */
 const FOREIGN_KEYS: Array<[string, string]> = [
   ['events', 'FK_a8a1a3d5f3baca233935084f081'],
@@ -144,7 +144,11 @@ const FOREIGN_KEYS: Array<[string, string]> = [
   ['emails', 'FK_f7be72c08a424961ea2d8484c15'],
 ];
 
-/** Runs `step` again while it fails on lock_timeout (55P03), ten times at most, a second apart. */
+/**
+ * Runs `step` again while it fails on lock_timeout (55P03), ten times at most, a second apart.
+ * (The partitioning migration's own copy: TypeORM takes every function a migration file exports
+ * for a migration, so migrations cannot share it.)
+ */
 async function retryOnLockTimeout(step: () => Promise<unknown>): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
