@@ -18,7 +18,6 @@
  *   npm run bench:partitions          (builds first)
  *   BENCH_EVENTS=10000000 node bench/partition-drop.js
  */
-const http = require('node:http');
 const { join } = require('node:path');
 const { Client } = require('pg');
 const {
@@ -27,6 +26,7 @@ const {
   createProject,
   deleteRedisKeys,
   latencySummary,
+  okPoster,
   sleep,
   startApp,
   timedLoops,
@@ -125,35 +125,12 @@ async function lookups(url, partition) {
  * until stopped, in timedLoops (every request's start time and latency kept).
  */
 function startTrackers(base, key, count) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: count });
-  const url = new URL('/v1/track', base);
+  const track = okPoster(base, '/v1/track', key, count);
   const post = (i) =>
-    new Promise((resolve, reject) => {
-      const body = JSON.stringify({
-        email: `user${Math.floor(Math.random() * TRACKED_EMAILS)}@bench.example`,
-        event: `step-${i % 10}`,
-        data: { step: i % 7 },
-      });
-      const req = http.request(
-        {
-          agent,
-          host: url.hostname,
-          port: url.port,
-          path: url.pathname,
-          method: 'POST',
-          headers: {
-            authorization: `Bearer ${key}`,
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(body),
-          },
-        },
-        (res) => {
-          res.resume();
-          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
+    track({
+      email: `user${Math.floor(Math.random() * TRACKED_EMAILS)}@bench.example`,
+      event: `step-${i % 10}`,
+      data: { step: i % 7 },
     });
   let seq = 0;
   const loops = timedLoops(count, 'track', () => post(seq++));
@@ -161,7 +138,7 @@ function startTrackers(base, key, count) {
     ...loops,
     stop: async () => {
       await loops.stop();
-      agent.destroy();
+      track.destroy();
     },
   };
 }

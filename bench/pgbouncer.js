@@ -15,12 +15,11 @@
  */
 const { execFileSync, spawn } = require('node:child_process');
 const { chownSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
-const http = require('node:http');
 const net = require('node:net');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { Pool } = require('pg');
-const { closedLoop, createBenchDatabase, createProject, startApp, REDIS_URL, deleteRedisKeys } = require('./support');
+const { closedLoop, createBenchDatabase, createProject, startApp, REDIS_URL, deleteRedisKeys, okPoster } = require('./support');
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 4);
 const SECONDS = Number(process.env.BENCH_SECONDS || 3);
@@ -103,30 +102,6 @@ async function startPgBouncer() {
   };
 }
 
-function poster(base, path, key, concurrency) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const url = new URL(path, base);
-  return (body) =>
-    new Promise((resolve, reject) => {
-      const payload = JSON.stringify(body);
-      const req = http.request(
-        {
-          agent,
-          host: url.hostname,
-          port: url.port,
-          path: url.pathname,
-          method: 'POST',
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-        },
-        (res) => {
-          res.resume();
-          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
-        },
-      );
-      req.on('error', reject);
-      req.end(payload);
-    });
-}
 
 const trackBody = (i) => {
   const n = Math.floor(Math.random() * 20_000);
@@ -172,8 +147,8 @@ async function main() {
 
     const cases = [];
     for (const name of ['direct', 'pooled']) {
-      const track = poster(apps[name].base, '/v1/track', key, TRACK_CONCURRENCY);
-      const send = poster(apps[name].base, '/v1/send', key, SEND_CONCURRENCY);
+      const track = okPoster(apps[name].base, '/v1/track', key, TRACK_CONCURRENCY);
+      const send = okPoster(apps[name].base, '/v1/send', key, SEND_CONCURRENCY);
       const body = sendBody(name);
       cases.push({ name, kind: 'track', run: (s) => closedLoop(TRACK_CONCURRENCY, s, (i) => track(trackBody(i))), unit: 1 });
       cases.push({ name, kind: 'send', run: (s) => closedLoop(SEND_CONCURRENCY, s, (i) => send(body(i))), unit: RECIPIENTS });

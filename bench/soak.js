@@ -68,7 +68,6 @@
 const { execFileSync, fork, spawn } = require('node:child_process');
 const { readFileSync, existsSync } = require('node:fs');
 const { machineCpuSeconds, procCpuSeconds } = require('./cpu');
-const http = require('node:http');
 const os = require('node:os');
 const { join, resolve } = require('node:path');
 const { performance } = require('node:perf_hooks');
@@ -128,7 +127,7 @@ function build(outDir, head) {
   return head ? `git archive of HEAD ${commit}` : 'working tree';
 }
 
-const { DIST, REDIS_URL, closedLoop, createBenchDatabase, createProject, freePort, percentile, startApp } = require('./support');
+const { DIST, REDIS_URL, closedLoop, createBenchDatabase, createProject, freePort, jsonPoster, percentile, startApp } = require('./support');
 const { writeReport } = require('./soak-report');
 
 const num = (name, fallback) => (process.env[name] === undefined || process.env[name] === '' ? fallback : Number(process.env[name]));
@@ -167,42 +166,21 @@ function note(phase, status, detail) {
   if (!/^2\d\d$/.test(status) && ledger.firstErrors.length < 10) ledger.firstErrors.push({ phase, status, detail: String(detail ?? '').slice(0, 300) });
 }
 
-/** POSTs JSON; resolves `{status, ms}` and never rejects (a connection error or timeout is a status too). */
-function post(agent, url, headers, body, phase) {
-  const payload = JSON.stringify(body);
+/** POSTs JSON with `post` (jsonPoster); resolves `{status, ms}` and never rejects (a connection error or timeout is a status too). */
+async function post(poster, body, phase) {
   const t0 = performance.now();
-  return new Promise((resolvePost) => {
-    const done = (status, detail) => {
-      note(phase, status, detail);
-      resolvePost({ status, ms: performance.now() - t0 });
-    };
-    const req = http.request(
-      {
-        agent,
-        host: url.hostname,
-        port: url.port,
-        path: url.pathname,
-        method: 'POST',
-        headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-      },
-      (res) => {
-        const status = String(res.statusCode);
-        if (/^2\d\d$/.test(status)) {
-          res.resume();
-          res.on('end', () => done(status));
-        } else {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk) => (text += chunk));
-          res.on('end', () => done(status, text));
-        }
-        res.on('error', (error) => done(`ERR_${error.code ?? 'RESPONSE'}`, error.message));
-      },
-    );
-    req.setTimeout(REQUEST_TIMEOUT_MS, () => req.destroy(Object.assign(new Error('request timed out'), { code: 'TIMEOUT' })));
-    req.on('error', (error) => done(`ERR_${error.code ?? 'REQUEST'}`, error.message));
-    req.end(payload);
-  });
+  let status;
+  let detail;
+  try {
+    const answer = await poster(body);
+    status = String(answer.status);
+    detail = answer.text || undefined;
+  } catch (error) {
+    status = `ERR_${error.code ?? 'REQUEST'}`;
+    detail = error.message;
+  }
+  note(phase, status, detail);
+  return { status, ms: performance.now() - t0 };
 }
 
 function trackBody(i) {
@@ -463,14 +441,12 @@ async function main() {
     result.metricsWithoutToken = unauthorized.status;
     await unauthorized.arrayBuffer();
 
-    const trackUrl = new URL('/v1/track', api.base);
-    const sendUrl = new URL('/v1/send', api.base);
-    const trackAgent = new http.Agent({ keepAlive: true, maxSockets: TRACK_CONCURRENCY });
-    const sendAgent = new http.Agent({ keepAlive: true, maxSockets: 32 });
+    const trackPoster = jsonPoster(api.base, '/v1/track', auth, TRACK_CONCURRENCY, REQUEST_TIMEOUT_MS);
+    const sendPoster = jsonPoster(api.base, '/v1/send', auth, 32, REQUEST_TIMEOUT_MS);
     let trackSeq = 0;
     let sendSeq = 0;
-    const track = (phase) => post(trackAgent, trackUrl, auth, trackBody(trackSeq++), phase);
-    const send = (phase) => post(sendAgent, sendUrl, auth, sendBody(sendSeq++), phase);
+    const track = (phase) => post(trackPoster, trackBody(trackSeq++), phase);
+    const send = (phase) => post(sendPoster, sendBody(sendSeq++), phase);
     const asClosedLoopCall = (call, phase) => async () => {
       const { status } = await call(phase);
       if (!/^2\d\d$/.test(status)) throw new Error(`HTTP ${status}`);
@@ -725,8 +701,8 @@ async function main() {
     console.log(`\nverdict: ${result.verdict.pass ? 'PASS' : 'FAIL'}`);
     for (const line of result.verdict.lines) console.log(`  ${line}`);
     console.log(`written: ${Object.values(paths).join(', ')}`);
-    trackAgent.destroy();
-    sendAgent.destroy();
+    trackPoster.destroy();
+    sendPoster.destroy();
   } finally {
     if (api) await api.stop();
     if (worker) await worker.stop();

@@ -4,6 +4,7 @@ const { execFileSync, fork, spawn } = require('node:child_process');
 const { existsSync, readFileSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { randomBytes } = require('node:crypto');
+const http = require('node:http');
 const net = require('node:net');
 const { join } = require('node:path');
 const { Client } = require('pg');
@@ -319,6 +320,59 @@ function sleep(ms) {
 }
 
 /**
+ * POSTs JSON to `path` over keep-alive connections (at most `maxSockets`): post(body) resolves
+ * with the answer's status and, for a status outside 2xx, its text; it rejects on a connection
+ * error, or after `timeoutMs` (error code TIMEOUT) when given.
+ */
+function jsonPoster(base, path, headers, maxSockets, timeoutMs = 0) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets });
+  const url = new URL(path, base);
+  const post = (body) =>
+    new Promise((resolve, reject) => {
+      const payload = JSON.stringify(body);
+      const req = http.request(
+        {
+          agent,
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+        },
+        (res) => {
+          const status = res.statusCode;
+          let text = '';
+          if (status >= 200 && status < 300) res.resume();
+          else {
+            res.setEncoding('utf8');
+            res.on('data', (chunk) => (text += chunk));
+          }
+          res.on('end', () => resolve({ status, text }));
+          res.on('error', reject);
+        },
+      );
+      if (timeoutMs > 0)
+        req.setTimeout(timeoutMs, () => req.destroy(Object.assign(new Error('request timed out'), { code: 'TIMEOUT' })));
+      req.on('error', reject);
+      req.end(payload);
+    });
+  // Its connections close with the agent (free ones do not hold the process up in any case).
+  post.destroy = () => agent.destroy();
+  return post;
+}
+
+/** jsonPoster with an API key, for callers that only need a 200: anything else rejects with `HTTP <status>`. */
+function okPoster(base, path, key, maxSockets) {
+  const post = jsonPoster(base, path, { authorization: `Bearer ${key}` }, maxSockets);
+  const ok = async (body) => {
+    const { status } = await post(body);
+    if (status !== 200) throw new Error(`HTTP ${status}`);
+  };
+  ok.destroy = post.destroy;
+  return ok;
+}
+
+/**
  * DELIVERY_GROUP_RATES for benches that are not about pacing: every provider group far above the
  * rates they measure, so EMAIL_RATE_PER_SECOND alone limits them as before.
  */
@@ -337,6 +391,8 @@ module.exports = {
   deleteRedisKeys,
   dropPlainIndexes,
   freePort,
+  jsonPoster,
+  okPoster,
   percentile,
   rssBytes,
   sleep,

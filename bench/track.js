@@ -85,11 +85,10 @@
  *   BENCH_WORKFLOWS=all npm run bench:track
  */
 const { backendsDelta, postgresCpuSeconds, procCpuSeconds } = require('./cpu');
-const http = require('node:http');
 const { join } = require('node:path');
 const { Pool } = require('pg');
 const { v7: uuidv7 } = require('uuid');
-const { DIST, REDIS_URL, closedLoop, createBenchDatabase, createProject, startApp, deleteRedisKeys } = require('./support');
+const { DIST, REDIS_URL, closedLoop, createBenchDatabase, createProject, startApp, deleteRedisKeys, okPoster } = require('./support');
 
 // The baseline applies the service's own data rule, from the build under test.
 const { toTrackedDataPatch } = require(join(DIST, 'contacts/contact-data.js'));
@@ -141,40 +140,15 @@ function workload(i) {
 
 /** `request(i)` gives the body of request i and, optionally, `done()` to call once it is answered. */
 function apiCaller(base, key, request = (i) => ({ body: workload(i) })) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-  const url = new URL('/v1/track', base);
-  return (i) =>
-    new Promise((resolve, reject) => {
-      const next = request(i);
-      const body = JSON.stringify(next.body);
-      const req = http.request(
-        {
-          agent,
-          host: url.hostname,
-          port: url.port,
-          path: url.pathname,
-          method: 'POST',
-          headers: {
-            authorization: `Bearer ${key}`,
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(body),
-          },
-        },
-        (res) => {
-          res.resume();
-          res.on('end', () => {
-            next.done?.();
-            if (res.statusCode === 200) resolve();
-            else reject(new Error(`HTTP ${res.statusCode}`));
-          });
-        },
-      );
-      req.on('error', (error) => {
-        next.done?.();
-        reject(error);
-      });
-      req.end(body);
-    });
+  const post = okPoster(base, '/v1/track', key, CONCURRENCY);
+  return async (i) => {
+    const next = request(i);
+    try {
+      await post(next.body);
+    } finally {
+      next.done?.();
+    }
+  };
 }
 
 /**
