@@ -39,6 +39,7 @@
  *   BENCH_PART=latency|memory ...     (one part only)
  *   BENCH_A_KINDS=segment ...         (A runs only these of template,deep-html,segment)
  *   BENCH_API_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof'   (node flags of the API process)
+ *   BENCH_RUNS=5 ...                  (the latency part five times: every run's ratios and their medians)
  *   BENCH_TRACE=/tmp/noisy.json ...   (every request of B's noisy window and of A, with its start and
  *                                      duration, to line B's slowest requests up with A's work)
  */
@@ -69,6 +70,8 @@ const PART = process.env.BENCH_PART || 'both';
 /** A's kinds of pathological request (a subset shows which one hurts). */
 const A_KINDS = new Set((process.env.BENCH_A_KINDS || 'template,deep-html,segment').split(','));
 const TRACE = process.env.BENCH_TRACE || '';
+/** Latency runs, each on a fresh database and service (BENCH_RUNS, default 1). */
+const RUNS = Math.max(1, Number(process.env.BENCH_RUNS || 1));
 const PREFIX = `mwbenchnoisy${process.pid}`;
 /** The worker's node options as deployed: the NODE_OPTIONS of docker-compose.yml's worker (as bench/campaign.js). */
 const WORKER_NODE_OPTIONS = (
@@ -394,15 +397,17 @@ async function latencyPart() {
     console.log(`  CPU in B's window, A idle: ${cpuSpent(idleCpu, idleCpuEnd)}`);
     console.log(`  CPU in B's window, A noisy: ${cpuSpent(noisyCpu, noisyCpuEnd)}`);
     let met = true;
+    const ratios = {};
     for (const k of ['contacts', 'send']) {
       const ratio = percentile(noisy.lat[k], 99) / percentile(idle.lat[k], 99);
+      ratios[k] = ratio;
       const ok = ratio <= 2 && Object.keys(noisy.failures).length === 0;
       met &&= ok;
       console.log(
         `  ratio B ${k} p99 noisy/idle: ${ratio.toFixed(2)}x  (target <= 2x: ${ok ? 'met' : 'MISSED'})`,
       );
     }
-    return met;
+    return { met, ratios, failed: Object.keys(noisy.failures).length > 0 };
   } finally {
     await app?.stop();
     await pg.end();
@@ -547,9 +552,39 @@ async function memoryPart() {
   }
 }
 
+/**
+ * The latency part RUNS times over (each on a fresh database and service), then every run's ratios
+ * and their medians: one run's p99 is its 3rd-worst request of 300, and runs of one build spread
+ * widely (send 1.5-4.3x in the eleventh session). With RUNS > 1 the target is judged on the medians.
+ */
+async function latencyRuns() {
+  const runs = [];
+  for (let i = 1; i <= RUNS; i++) {
+    if (RUNS > 1) console.log(`--- latency run ${i} of ${RUNS}`);
+    runs.push(await latencyPart());
+  }
+  if (RUNS === 1) return runs[0].met;
+  const median = (values) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    const mid = sorted.length >> 1;
+    return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  };
+  let met = !runs.some((r) => r.failed);
+  console.log(`Latency over ${RUNS} runs:`);
+  for (const k of ['contacts', 'send']) {
+    const values = runs.map((r) => r.ratios[k]);
+    const m = median(values);
+    met &&= m <= 2;
+    console.log(
+      `  B ${k} p99 noisy/idle: ${values.map((v) => v.toFixed(2) + 'x').join(', ')}; median ${m.toFixed(2)}x  (target <= 2x: ${m <= 2 ? 'met' : 'MISSED'})`,
+    );
+  }
+  return met;
+}
+
 async function main() {
   let ok = true;
-  if (PART === 'both' || PART === 'latency') ok = (await latencyPart()) && ok;
+  if (PART === 'both' || PART === 'latency') ok = (await latencyRuns()) && ok;
   if (PART === 'both' || PART === 'memory') ok = (await memoryPart()) && ok;
   process.exitCode = ok ? 0 : 1;
 }
