@@ -10,11 +10,10 @@
  *
  *   npm run bench:send       (BENCH_SECONDS=10, BENCH_RECIPIENTS=10 per request)
  */
-const http = require('node:http');
 const { Queue } = require('bullmq');
 const { Pool } = require('pg');
 const { v7: uuidv7 } = require('uuid');
-const { closedLoop, createBenchDatabase, createProject, startApp, REDIS_URL, deleteRedisKeys } = require('./support');
+const { closedLoop, createBenchDatabase, createProject, okPoster, startApp, REDIS_URL, deleteRedisKeys } = require('./support');
 
 const CONCURRENCY = 32;
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
@@ -36,21 +35,6 @@ function body(seq, tag) {
     body: '<p>Hello {{ email }}, your code is <b>{{ code }}</b>.</p>',
     data: { code: String(100000 + (seq % 900000)) },
   };
-}
-
-function post(agent, base, path, headers, payload) {
-  return new Promise((resolve, reject) => {
-    const url = new URL(path, base);
-    const req = http.request(
-      { agent, host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(payload) } },
-      (res) => {
-        res.resume();
-        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
 }
 
 async function baseline(databaseUrl, projectId) {
@@ -123,15 +107,15 @@ async function main() {
     await pool.query(`UPDATE domains SET status = 'VERIFIED', verified_at = now() WHERE id = $1`, [domain.data.id]);
     await pool.end();
 
-    const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+    const send = okPoster(app.base, '/v1/send', project.secretKey, CONCURRENCY);
     console.log(`${CONCURRENCY} connections, ${RECIPIENTS} recipients per request, ${SECONDS} s each`);
-    await closedLoopRecipients(2, (seq) => post(agent, app.base, '/v1/send', auth, JSON.stringify(body(seq, 'warm'))));
-    const service = await closedLoopRecipients(SECONDS, (seq) => post(agent, app.base, '/v1/send', auth, JSON.stringify(body(seq, 'svc'))));
+    await closedLoopRecipients(2, (seq) => send(body(seq, 'warm')));
+    const service = await closedLoopRecipients(SECONDS, (seq) => send(body(seq, 'svc')));
     print('POST /v1/send (service)', service);
     const base = await baseline(db.url, project.project.id);
     print('baseline: same SQL + addBulk, direct pg', base);
     console.log(`\nratio service/baseline: ${((service.recipientsPerSecond / base.recipientsPerSecond) * 100).toFixed(1)}%  (target: >= 1000 recipients/s)`);
-    agent.destroy();
+    send.destroy();
   } finally {
     await app.stop();
     await db.drop();

@@ -201,7 +201,7 @@ function runBaseline() {
 async function main() {
   const { join } = require('node:path');
   const { Client } = require('pg');
-  const { DIST, REDIS_URL, createBenchDatabase, createProject, startApp, deleteRedisKeys } = require('./support');
+  const { DIST, REDIS_URL, createBenchDatabase, createProject, jsonPoster, startApp, deleteRedisKeys } = require('./support');
 
   const DELIVERIES = Number(process.env.BENCH_DELIVERIES || 20_000);
   const ENDPOINTS = Number(process.env.BENCH_ENDPOINTS || 1);
@@ -248,14 +248,14 @@ async function main() {
     await pg.query('VACUUM ANALYZE contacts');
 
     console.log(`producing ${DELIVERIES} deliveries: ${EVENTS} POST /v1/track {subscribed:false} x ${ENDPOINTS} endpoint(s) ...`);
-    const agent = new http.Agent({ keepAlive: true, maxSockets: PRODUCER_CONCURRENCY });
+    const track = jsonPoster(api.base, '/v1/track', { authorization: `Bearer ${secretKey}` }, PRODUCER_CONCURRENCY);
     const producedAt = Date.now();
     let next = 0;
     await Promise.all(
       Array.from({ length: PRODUCER_CONCURRENCY }, async () => {
         while (next < EVENTS) {
           const i = next++;
-          const status = await postJson(agent, `${api.base}/v1/track`, secretKey, {
+          const { status } = await track({
             email: `user${i}@bench.example`,
             event: 'plan_cancelled',
             subscribed: false,
@@ -265,7 +265,7 @@ async function main() {
         }
       }),
     );
-    agent.destroy();
+    track.destroy();
     const { Queue } = require('bullmq');
     queue = new Queue('webhooks', { connection: { url: REDIS_URL }, prefix: PREFIX });
     const counts = await queue.getJobCounts('waiting', 'delayed', 'active');
@@ -453,29 +453,6 @@ async function waitFor(receiver, target, timeoutMs, onFirst) {
     if (Date.now() > deadline) throw new Error(`the receiver got ${stats.distinct} of ${target}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-}
-
-function postJson(agent, url, key, body) {
-  const payload = JSON.stringify(body);
-  const target = new URL(url);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        agent,
-        host: target.hostname,
-        port: target.port,
-        path: target.pathname,
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-      },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode));
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
 }
 
 if (ROLE === 'receiver') runReceiver();

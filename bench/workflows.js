@@ -91,7 +91,6 @@
  * starved by transactions waiting for a second connection wedged the worker
  * before 5a284b2: all 20 connections idle in transaction).
  */
-const http = require('node:http');
 const { fork, spawn } = require('node:child_process');
 const { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } = require('node:fs');
 const { backendsDelta, machineCpuSeconds, postgresCpuSeconds, procCpuSeconds, procCpuSplit, redisCpuSeconds } = require('./cpu');
@@ -188,7 +187,7 @@ function runChains() {
 
 async function main() {
   const { Client } = require('pg');
-  const { DIST, REDIS_URL, createBenchDatabase, createProject, percentile, startApp, startSink, deleteRedisKeys } = require('./support');
+  const { DIST, REDIS_URL, createBenchDatabase, createProject, jsonPoster, percentile, startApp, startSink, deleteRedisKeys } = require('./support');
   const { WORKFLOW_CONCURRENCY } = require(join(DIST, 'workflows/workflows.processor.js'));
 
   const EXECUTIONS = Number(process.env.BENCH_EXECUTIONS || 10_000);
@@ -261,14 +260,14 @@ async function main() {
 
     // (a) service: the queue pre-filled through the API, then the worker.
     console.log(`producing ${EXECUTIONS} executions: POST /v1/track {event: '${EVENT}'} per contact, ${PRODUCER_CONCURRENCY} in flight, no worker ...`);
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+    const tracks = jsonPoster(api.base, '/v1/track', { authorization: `Bearer ${secretKey}` }, 64);
     const producedAt = Date.now();
     let next = 0;
     await Promise.all(
       Array.from({ length: PRODUCER_CONCURRENCY }, async () => {
         while (next < EXECUTIONS) {
           const i = next++;
-          const { status } = await track(agent, api.base, secretKey, { email: `user${i}@bench.example`, event: EVENT, data: { n: i } });
+          const { status } = await track(tracks, { email: `user${i}@bench.example`, event: EVENT, data: { n: i } });
           if (status !== 200) throw new Error(`POST /v1/track answered ${status}`);
         }
       }),
@@ -448,10 +447,10 @@ async function main() {
       }
       if (LATENCY === 'four' || LATENCY === 'both') cases.push(['4 steps', await post('/workflows', fourSteps('bench-latency'))]);
       for (const [label, w] of cases) {
-        latencies.push(await entryLatency(label, w, agent));
+        latencies.push(await entryLatency(label, w, tracks));
       }
     }
-    agent.destroy();
+    tracks.destroy();
     await worker.stop();
     worker = null;
     await queue.close();
@@ -505,7 +504,7 @@ async function main() {
   }
 
   /** Open loop at LATENCY_RATE for LATENCY_SECONDS, new contacts, then answer -> first step record per track. */
-  async function entryLatency(label, w, agent) {
+  async function entryLatency(label, w, tracks) {
     const total = Math.round(LATENCY_RATE * LATENCY_SECONDS);
     const event = w.trigger.event;
     console.log(`entry latency (${label}): ${total} POST /v1/track {event: '${event}'}, new contacts, open loop at ${LATENCY_RATE}/s ...`);
@@ -522,7 +521,7 @@ async function main() {
         const i = sent;
         const sentAt = performance.timeOrigin + performance.now();
         inFlight.push(
-          track(agent, api.base, secretKey, { email: `${event}-${i}@bench.example`, event, data: { n: i } }).then(
+          track(tracks, { email: `${event}-${i}@bench.example`, event, data: { n: i } }).then(
             ({ status, at }) => {
               httpMs.push(at - sentAt);
               if (status === 200) answeredAt[i] = at;
@@ -613,28 +612,10 @@ async function main() {
   }
 }
 
-/** One POST /v1/track; resolves with the status and the wall-clock time (ms, fractional) the answer ended. */
-function track(agent, base, key, body) {
-  const payload = JSON.stringify(body);
-  const target = new URL('/v1/track', base);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        agent,
-        host: target.hostname,
-        port: target.port,
-        path: target.pathname,
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-      },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve({ status: res.statusCode, at: performance.timeOrigin + performance.now() }));
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
+/** One POST /v1/track through `post` (jsonPoster); resolves with the status and the wall-clock time (ms, fractional) the answer ended. */
+async function track(post, body) {
+  const { status } = await post(body);
+  return { status, at: performance.timeOrigin + performance.now() };
 }
 
 function sleep(ms) {
