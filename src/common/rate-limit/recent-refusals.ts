@@ -88,6 +88,17 @@ export function registerRecentRefusals(
   const refusals = new Map<string, Refusal>();
   /** The headers Fastify's hooks put on the last 429 remembered, less the per-request ones. */
   let sharedHeaders: OutgoingHttpHeaders = {};
+  /** The live refusal of the request's key: every route of it, or `route` (a template or a path). */
+  const find = (
+    authorization: string | undefined,
+    method: string | undefined,
+    route: string | undefined,
+    now: number,
+  ): Refusal | null => {
+    const hash = bearerKeyHash(authorization)?.toString('base64');
+    if (!hash) return null;
+    return live(refusals, `${hash} *`, now) ?? live(refusals, `${hash} ${method} ${route}`, now);
+  };
 
   const server = fastify.server as Server | undefined;
   const [handler] = (server?.listeners('request') ?? []) as Array<
@@ -98,15 +109,13 @@ export function registerRecentRefusals(
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       if (refusals.size === 0 || req.headers.origin !== undefined) return handler(req, res);
       const started = performance.now();
-      const hash = bearerKeyHash(req.headers.authorization)?.toString('base64');
-      if (!hash) return handler(req, res);
       const now = Date.now();
+      // A route without parameters is remembered under its template, which is then its path.
       const path = (req.url ?? '').split('?', 1)[0];
-      const refusal =
-        live(refusals, `${hash} *`, now) ?? live(refusals, `${hash} ${req.method} ${path}`, now);
+      const refusal = find(req.headers.authorization, req.method, path, now);
       if (!refusal) return handler(req, res);
       const id = generateRequestId(req);
-      const seconds = String(Math.max(1, Math.ceil((refusal.until - now) / 1000)));
+      const seconds = secondsLeft(refusal, now);
       const body = refusalBody(refusal, id);
       const headers: OutgoingHttpHeaders = {
         ...sharedHeaders,
@@ -116,7 +125,7 @@ export function registerRecentRefusals(
         'content-length': Buffer.byteLength(body),
         ...rateLimitHeaders(refusal, seconds),
       };
-      if (Number(req.headers['content-length'] ?? 0) > DRAIN_LIMIT_BYTES) {
+      if (longBody(req)) {
         headers.connection = 'close';
         closeUnread(req, res);
       }
@@ -128,19 +137,20 @@ export function registerRecentRefusals(
 
   fastify.addHook('onRequest', (request, reply, done) => {
     if (refusals.size === 0) return done();
-    const hash = bearerKeyHash(request.headers.authorization)?.toString('base64');
-    if (!hash) return done();
     const now = Date.now();
-    const route = `${hash} ${request.method} ${request.routeOptions.url}`;
-    const project = `${hash} *`;
-    const refusal = live(refusals, project, now) ?? live(refusals, route, now);
+    const refusal = find(
+      request.headers.authorization,
+      request.method,
+      request.routeOptions.url,
+      now,
+    );
     if (!refusal) return done();
-    const seconds = String(Math.max(1, Math.ceil((refusal.until - now) / 1000)));
+    const seconds = secondsLeft(refusal, now);
     reply
       .code(429)
       .header('retry-after', seconds)
       .header('content-type', 'application/json; charset=utf-8');
-    if (Number(request.headers['content-length'] ?? 0) > DRAIN_LIMIT_BYTES) {
+    if (longBody(request.raw)) {
       reply.header('connection', 'close');
       closeUnread(request.raw, reply.raw);
     }
@@ -164,15 +174,11 @@ export function registerRecentRefusals(
       ...(project && limit !== undefined ? { limit: String(limit) } : {}),
     };
     const prefix = hash.toString('base64');
-    if (project) remember(refusals, `${prefix} *`, refusal);
-    else {
-      remember(refusals, `${prefix} ${request.method} ${request.routeOptions.url}`, refusal);
-      // The path as requested, for the server's listener (which has no route): for a route
-      // without parameters it is the template itself.
-      const path = request.url.split('?', 1)[0];
-      if (path === request.routeOptions.url)
-        remember(refusals, `${prefix} ${request.method} ${path}`, refusal);
-    }
+    remember(
+      refusals,
+      project ? `${prefix} *` : `${prefix} ${request.method} ${request.routeOptions.url}`,
+      refusal,
+    );
     sharedHeaders = Object.fromEntries(
       Object.entries(reply.getHeaders()).filter(
         ([name]) => !PER_REQUEST_HEADERS.has(name) && !name.startsWith('access-control-'),
@@ -180,6 +186,16 @@ export function registerRecentRefusals(
     ) as OutgoingHttpHeaders;
     done(null, payload);
   });
+}
+
+/** Retry-After of a repeated refusal: its seconds left, at least 1. */
+function secondsLeft(refusal: Refusal, now: number): string {
+  return String(Math.max(1, Math.ceil((refusal.until - now) / 1000)));
+}
+
+/** A request announcing a body over DRAIN_LIMIT_BYTES (its refusal leaves the body unread). */
+function longBody(req: IncomingMessage): boolean {
+  return Number(req.headers['content-length'] ?? 0) > DRAIN_LIMIT_BYTES;
 }
 
 function rateLimitHeaders(refusal: Refusal, seconds: string): Record<string, string> {
